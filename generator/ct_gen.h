@@ -1,0 +1,147 @@
+/*
+** ct_gen.h — the generator: problem -> valid variants -> CUDA source text.
+**
+** The generator knows no driver and no GPU.  A template family is one
+** CUDA source template (templates/<family>.cu, embedded at build time) plus
+** one descriptor (ct_gen_family): its tunable parameters as data, a validity
+** check against the problem and the device's limits, and the launch plan
+** (grid, block, dynamic shared memory, workspace) of a valid variant.
+**
+** Source of a variant = "#define" lines (problem sizes CT_*, the family's
+** parameters, the launch quantities the plan computed) + the template text.
+** Every template compiles on its own with its default parameters.
+**
+** Every kernel of every family is extern "C" and takes the same arguments:
+**   (const float *x, const float *w, const float *b, float *y, float *ws)
+** x, w, b, y as in convtune.h (b is NULL when the problem has no bias), ws a
+** device workspace of variant->workspace_bytes (NULL when 0).  A variant
+** runs its kernels in order on one stream.
+*/
+#ifndef CT_GEN_H
+#define CT_GEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "convtune.h"
+
+#define CT_GEN_MAX_PARAMS 8   /* tunables per family */
+#define CT_GEN_MAX_VALUES 8   /* values per tunable */
+#define CT_GEN_MAX_KERNELS 3  /* launches per variant */
+#define CT_GEN_NAME_MAX 160   /* "family:P1=v1,P2=v2,..." incl. NUL */
+
+/* What the generator needs to know of a device. */
+typedef struct ct_gen_limits {
+  char arch[16];            /* NVRTC target, e.g. "sm_90a" */
+  int cc_major, cc_minor;   /* compute capability */
+  int sm_count;             /* multiprocessors */
+  int max_threads_per_block;
+  int max_smem_per_block;   /* opt-in maximum dynamic shared memory, bytes */
+  int smem_per_sm;          /* shared memory per multiprocessor, bytes */
+  int regs_per_sm;          /* 32-bit registers per multiprocessor */
+} ct_gen_limits;
+
+/* One launch of a variant. */
+typedef struct ct_gen_launch {
+  char name[64];            /* extern "C" kernel name in the template */
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned smem;            /* dynamic shared memory, bytes */
+} ct_gen_launch;
+
+struct ct_gen_family;
+
+/* One point of a family's search space, planned for one problem. */
+typedef struct ct_gen_variant {
+  const struct ct_gen_family *family;
+  int values[CT_GEN_MAX_PARAMS];          /* one per family parameter */
+  char name[CT_GEN_NAME_MAX];             /* "family:P1=v1,P2=v2" */
+  int n_kernels;
+  ct_gen_launch kernels[CT_GEN_MAX_KERNELS];
+  size_t workspace_bytes;                 /* 0: none */
+} ct_gen_variant;
+
+/* A tunable parameter: its #define name and the values searched. */
+typedef struct ct_gen_param {
+  const char *name;
+  int n_values;
+  int values[CT_GEN_MAX_VALUES];
+} ct_gen_param;
+
+/* A template family.  Adding a family: write templates/<name>.cu, define a
+** descriptor in generator/, list it in ct_gen_families (generator/gen.c). */
+typedef struct ct_gen_family {
+  const char *name;           /* short, [a-z0-9_] */
+  const char *template_name;  /* embedded template file, e.g. "conv_direct.cu" */
+  unsigned precisions;        /* bit (1u << ct_precision) for each precision met */
+  int n_params;
+  ct_gen_param params[CT_GEN_MAX_PARAMS];
+  /* 1 if this parameter point is valid for the problem on the device
+  ** (shapes accepted, tile divisibility, threads, shared memory). */
+  int (*valid)(const ct_problem *p, const ct_gen_limits *lim,
+               const int *values);
+  /* Fills v->n_kernels, v->kernels and v->workspace_bytes for a valid
+  ** point; also returns extra "#define NAME value" lines (may be empty) in
+  ** defines (at most len bytes) for launch quantities the template uses. */
+  void (*plan)(const ct_problem *p, const int *values, ct_gen_variant *v,
+               char *defines, size_t len);
+} ct_gen_family;
+
+/* The families, NULL-terminated. */
+extern const ct_gen_family *const ct_gen_families[];
+
+/* Looks a family up by name; NULL if none. */
+const ct_gen_family *ct_gen_family_find(const char *name);
+
+/* Limits of a named architecture for use without a GPU ("sm_90a" gives an
+** H100/H200's limits).  Returns CT_OK or CT_ERR_UNSUPPORTED. */
+ct_status ct_gen_limits_for_arch(const char *arch, ct_gen_limits *lim);
+
+/* Enumerates every valid variant of every family meeting p->precision, in a
+** fixed order (families in table order, parameters odometer-wise, last
+** parameter fastest).  *out is a malloc'd array the caller frees; *count
+** may be 0.  Returns CT_OK, CT_ERR_INVALID_PROBLEM or CT_ERR_NOMEM. */
+ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
+                           ct_gen_variant **out, size_t *count);
+
+/* Rebuilds a variant from its name ("family:P=v,..."): the family must
+** exist, meet p->precision, and the point must be valid.  Returns CT_OK,
+** CT_ERR_PARSE, CT_ERR_NOT_FOUND (no such family) or CT_ERR_UNSUPPORTED
+** (not valid for this problem or device). */
+ct_status ct_gen_variant_from_name(const ct_problem *p,
+                                   const ct_gen_limits *lim, const char *name,
+                                   ct_gen_variant *out);
+
+/* The default variant of a problem: the first valid variant of the safe
+** default family (a plain direct conv that accepts every valid problem). */
+ct_status ct_gen_default_variant(const ct_problem *p, const ct_gen_limits *lim,
+                                 ct_gen_variant *out);
+
+/* The CUDA source text of a variant for a problem.  Same inputs -> same
+** bytes.  *src is malloc'd; the caller frees it.  Returns CT_OK,
+** CT_ERR_NOT_FOUND (template missing) or CT_ERR_NOMEM. */
+ct_status ct_gen_source(const ct_problem *p, const ct_gen_variant *v,
+                        char **src);
+
+/* The float64 reference kernel for a problem (templates/ref_f64.cu): kernel
+** "ct_ref_f64" with arguments (const float *x, const float *w,
+** const float *b, double *y, double *abs_sum, double *sq_sum), one thread per
+** output element: y = exact-as-f64 conv, abs_sum = sum |x*w| (+|b|),
+** sq_sum = sum (x*w)^2 (+b^2), the figures the precision contract scales
+** with.  Launch: 256 threads per block, ceil(N*K*P*Q / 256) blocks.
+** *src is malloc'd.  Returns CT_OK or CT_ERR_NOMEM. */
+ct_status ct_gen_reference_source(const ct_problem *p, char **src);
+
+/* An embedded template's text by file name; NULL if none.  The text is
+** static and NUL-terminated. */
+const char *ct_gen_template(const char *file_name);
+
+/* The file name of the i-th embedded template (0-based, build order); NULL
+** past the last.  Lets tests compile every template on its own. */
+const char *ct_gen_template_name(size_t i);
+
+/* 64-bit FNV-1a of bytes, for source and cubin hashes. */
+uint64_t ct_gen_hash(const void *data, size_t len, uint64_t seed);
+#define CT_GEN_HASH_SEED 0xcbf29ce484222325ull
+
+#endif /* CT_GEN_H */

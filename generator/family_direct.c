@@ -1,0 +1,109 @@
+/*
+** family_direct.c — the descriptor of family "direct" (templates/conv_direct.cu):
+** a register-tiled direct convolution in IEEE fp32 that accepts every valid
+** problem.  It is the safe default family (ct_gen_default_variant).
+**
+** Parameters (each list starts with the template's default, so the first
+** valid point, the default variant, is a sensible one):
+**   THREADS  threads per block
+**   TP       consecutive output columns per thread
+**   TK       output channels per thread and per block
+**
+** The launch arithmetic below mirrors the template's derived quantities;
+** the template static_asserts that the CT_PLAN_* values agree.
+*/
+#include <stdint.h>
+#include <stdio.h>
+
+#include "convtune.h"
+#include "ct_gen.h"
+
+enum { DIRECT_THREADS, DIRECT_TP, DIRECT_TK };
+
+/* Weight staging budget in floats; DIRECT_WBUF_FLOATS in the template. */
+#define DIRECT_WBUF_FLOATS 6144
+
+/* What a point needs on a problem, in 64-bit arithmetic. */
+typedef struct direct_shape {
+  int64_t P, Q;
+  int64_t tiles;  /* blocks of work = grid.x */
+  int64_t rows;   /* filter rows staged per pass; 0: weights from global */
+  int64_t smem;   /* dynamic shared memory, bytes */
+} direct_shape;
+
+static void direct_shape_of(const ct_problem *p, const int *v, direct_shape *sh) {
+  int64_t threads = v[DIRECT_THREADS], tp = v[DIRECT_TP], tk = v[DIRECT_TK];
+  ct_problem_output(p, &sh->P, &sh->Q);
+  int64_t qg = (sh->Q + tp - 1) / tp;
+  int64_t groups = p->n * sh->P * qg;
+  int64_t pix_blocks = (groups + threads - 1) / threads;
+  int64_t k_tiles = (p->k + tk - 1) / tk;
+  sh->tiles = pix_blocks * k_tiles;
+  int64_t cr = p->c * p->r;
+  sh->rows = DIRECT_WBUF_FLOATS / (tk * p->s);
+  if (sh->rows > cr) sh->rows = cr;
+  sh->smem = sh->rows * p->s * tk * 4;
+}
+
+/* Valid when: the block fits the device; TK and TP waste less than half a
+** tile (TK < 2K, TP < 2Q) unless they are 1; and every index the template
+** forms fits in 32 bits.  The problem itself is assumed valid. */
+static int direct_valid(const ct_problem *p, const ct_gen_limits *lim,
+                        const int *v) {
+  const int64_t lim32 = INT32_MAX;
+  int64_t threads = v[DIRECT_THREADS], tp = v[DIRECT_TP], tk = v[DIRECT_TK];
+  if (threads < 32 || threads % 32 != 0 || threads > lim->max_threads_per_block)
+    return 0;
+  if (tp < 1 || tk < 1) return 0;
+  direct_shape sh;
+  direct_shape_of(p, v, &sh);
+  if (tk > 1 && tk >= 2 * p->k) return 0;
+  if (tp > 1 && tp >= 2 * sh.Q) return 0;
+  /* Tensors and coordinates in 32 bits (see the template's static_asserts). */
+  if (p->n * p->c * p->h * p->w > lim32 || p->k * p->c * p->r * p->s > lim32 ||
+      p->n * p->k * sh.P * sh.Q > lim32)
+    return 0;
+  if (p->pad_h > lim32 || p->pad_w > lim32 ||
+      (sh.Q - 1 + tp - 1) * p->stride_w + (p->s - 1) * p->dil_w > lim32 ||
+      (sh.P - 1) * p->stride_h + (p->r - 1) * p->dil_h > lim32)
+    return 0;
+  if (sh.tiles < 1 || sh.tiles > lim32) return 0;
+  if (sh.smem > lim->max_smem_per_block) return 0;
+  return 1;
+}
+
+static void direct_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
+                        char *defines, size_t len) {
+  direct_shape sh;
+  direct_shape_of(p, v, &sh);
+  out->n_kernels = 1;
+  ct_gen_launch *l = &out->kernels[0];
+  snprintf(l->name, sizeof l->name, "conv_direct");
+  l->grid[0] = (unsigned)sh.tiles;
+  l->grid[1] = 1;
+  l->grid[2] = 1;
+  l->block[0] = (unsigned)v[DIRECT_THREADS];
+  l->block[1] = 1;
+  l->block[2] = 1;
+  l->smem = (unsigned)sh.smem;
+  out->workspace_bytes = 0;
+  snprintf(defines, len,
+           "#define CT_PLAN_GRID_X %u\n"
+           "#define CT_PLAN_BLOCK_X %u\n"
+           "#define CT_PLAN_SMEM %u\n",
+           l->grid[0], l->block[0], l->smem);
+}
+
+const ct_gen_family ct_gen_family_direct = {
+  .name = "direct",
+  .template_name = "conv_direct.cu",
+  .precisions = (1u << CT_PREC_TF32) | (1u << CT_PREC_FP32),
+  .n_params = 3,
+  .params = {
+    {"THREADS", 3, {128, 256, 64}},
+    {"TP", 3, {4, 2, 1}},
+    {"TK", 4, {8, 4, 16, 1}},
+  },
+  .valid = direct_valid,
+  .plan = direct_plan,
+};

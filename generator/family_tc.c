@@ -1,0 +1,271 @@
+/*
+** family_tc.c — the descriptors of families "tc" and "tc3", one template
+** (templates/conv_tc.cu): the convolution as an implicit GEMM on tensor cores
+** (mma.sync m16n8k8 TF32, fp32 accumulation), the input band of a tile of
+** output rows staged in shared memory, the CTA's weights resident there.
+**
+**   tc   one TF32 mma per product (operands rounded with cvt.rna): meets
+**        the tf32 contract only.
+**   tc3  3xTF32 split, small terms first, the mma accumulators flushed into
+**        fp32 masters every CT_TC_KCHUNK k-steps: meets the fp32 contract.
+**        Offered for fp32 only (for tf32 it is tc at a third of the speed).
+**
+** Parameters (each list starts with the template's default):
+**   TP       output rows per tile (the CTA's M tile is TP*Q pixels)
+**   BN       output channels per CTA (grid.y = ceil(K/BN)), a multiple of 8
+**   WARPS    warps per CTA
+**   WN       warps along N; WARPS/WN along M
+**   STAGES   1: band loaded synchronously; 2: cp.async double buffer
+**   PERSIST  0: one tile per CTA; c: persistent grid, c CTAs per SM
+**
+** A point is declined (valid() == 0), never offered wrong, when: the tile
+** does not divide into warps (WN must divide WARPS and BN/8; every warp must
+** own an m16 tile); the accumulators would not stay in registers (at most
+** 128 of them, and the register estimate below the cap that PERSIST's
+** occupancy implies); shared memory (weights + offset table + bands) exceeds
+** the device's block or, for PERSIST c, c blocks' share of an SM; or a size
+** leaves 32-bit range.  The direct family covers every declined problem.
+**
+** The launch arithmetic below mirrors the template's derived quantities;
+** the template static_asserts that the CT_PLAN_* values agree.
+*/
+#include <stdint.h>
+#include <stdio.h>
+
+#include "convtune.h"
+#include "ct_gen.h"
+
+enum { TC_TP, TC_BN, TC_WARPS, TC_WN, TC_STAGES, TC_PERSIST };
+
+/* SMs a persistent grid is sized for.  plan() does not see the device; 132
+** is the H100 / H200 SXM count.  Any grid is correct (the template loops
+** over tiles with a grid stride); on a device with fewer SMs a persistent
+** variant runs a partial second wave and times slower, so the tuner prefers
+** others there. */
+#define TC_PERSIST_SMS 132
+
+/* The template's CT_TC_KCHUNK default: k-steps per unrolled chunk. */
+#define TC_KCHUNK 2
+
+/* Threads an SM holds on every architecture the generator knows (sm_80 ..
+** sm_90); ct_gen_limits does not carry it. */
+#define TC_THREADS_PER_SM 2048
+
+/* Shared memory the driver reserves per block on sm_80 .. sm_90. */
+#define TC_SMEM_RESERVED 1024
+
+/* What a point needs on a problem, in 64-bit arithmetic; the names are the
+** template's. */
+typedef struct tc_shape {
+  int64_t P, Q;
+  int64_t threads, nt, wgm, ntw, tm, mt, mw;
+  int64_t crs, ksteps, kp, br, bc, band, band_pad;
+  int64_t smem;          /* dynamic shared memory, bytes */
+  int64_t tiles;         /* N * ceil(P/TP) */
+  int64_t kblocks;       /* ceil(K/BN) = grid.y */
+  int64_t grid_x;
+} tc_shape;
+
+/* Fills *sh; returns 0 if the point's tiling is malformed (then *sh is
+** partial). */
+static int tc_shape_of(const ct_problem *p, const int *v, tc_shape *sh) {
+  int64_t tp = v[TC_TP], bn = v[TC_BN], warps = v[TC_WARPS], wn = v[TC_WN];
+  int64_t stages = v[TC_STAGES], persist = v[TC_PERSIST];
+  if (tp < 1 || bn < 8 || bn % 8 != 0 || warps < 1 || wn < 1 ||
+      warps % wn != 0 || (bn / 8) % wn != 0 || (stages != 1 && stages != 2) ||
+      persist < 0)
+    return 0;
+  ct_problem_output(p, &sh->P, &sh->Q);
+  sh->threads = 32 * warps;
+  sh->nt = bn / 8;
+  sh->wgm = warps / wn;
+  sh->ntw = sh->nt / wn;
+  sh->tm = tp * sh->Q;
+  sh->mt = (sh->tm + 15) / 16;
+  sh->mw = (sh->mt + sh->wgm - 1) / sh->wgm;
+  sh->crs = p->c * p->r * p->s;
+  sh->ksteps = (sh->crs + 7) / 8;
+  sh->kp = sh->ksteps * 8;
+  sh->br = (tp - 1) * p->stride_h + (p->r - 1) * p->dil_h + 1;
+  sh->bc = (sh->Q - 1) * p->stride_w + (p->s - 1) * p->dil_w + 1;
+  sh->band = p->c * sh->br * sh->bc;
+  sh->band_pad = (sh->band + 3) / 4 * 4;
+  sh->smem = (sh->ksteps * sh->nt * 64 + sh->ksteps * 8 + stages * sh->band_pad) * 4;
+  sh->tiles = p->n * ((sh->P + tp - 1) / tp);
+  sh->kblocks = (p->k + bn - 1) / bn;
+  if (persist == 0) {
+    sh->grid_x = sh->tiles;
+  } else {
+    int64_t ctas = (int64_t)TC_PERSIST_SMS * persist / sh->kblocks;
+    if (ctas < 1) ctas = 1;
+    sh->grid_x = ctas < sh->tiles ? ctas : sh->tiles;
+  }
+  return 1;
+}
+
+/* A register estimate per thread for the template's main loop: the
+** accumulators (twice with the split: mma accumulators and fp32 masters),
+** the A fragments of a k-chunk in flight, the B fragments, the pixel
+** offsets, and a fixed part for indices and addresses.  Fitted to ptxas
+** 13.0 on sm_90a (it overestimates; the point is never to pass a variant
+** that would spill). */
+static int64_t tc_regs_estimate(const tc_shape *sh, int split) {
+  int64_t acc = 4 * sh->mw * sh->ntw * (split ? 2 : 1);
+  int64_t a = 4 * sh->mw * (split ? 2 : 1);
+  int64_t bfr = 2 * sh->ntw * (split ? 2 : 1) * TC_KCHUNK;
+  return acc + a + bfr + 2 * sh->mw + 40;
+}
+
+extern const ct_gen_family ct_gen_family_tc;
+
+/* The hard checks: the template compiles, keeps its accumulators in
+** registers, fits the device, and is right. */
+static int tc_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                   int split) {
+  const int64_t lim32 = INT32_MAX;
+  tc_shape sh;
+  if (!tc_shape_of(p, v, &sh)) return 0;
+  int64_t stages = v[TC_STAGES], persist = v[TC_PERSIST];
+  if (stages == 2 && persist == 0) return 0; /* nothing to overlap */
+  if (sh.threads > lim->max_threads_per_block) return 0;
+  if (sh.wgm > sh.mt) return 0; /* a warp without an m16 tile */
+  /* 32-bit tensors (the problem's validation guarantees them; checked here
+  ** too because the template asserts them) and the template's int sizes. */
+  if (p->n * p->c * p->h * p->w > lim32 || p->k * sh.crs > lim32 ||
+      p->n * p->k * sh.P * sh.Q > lim32)
+    return 0;
+  if (sh.band > (1 << 24) || sh.ksteps * sh.nt * 64 > (1 << 24) ||
+      v[TC_BN] * sh.kp > (1 << 24) || sh.mt * 16 > (1 << 24) ||
+      sh.tiles > (INT64_C(1) << 30) || sh.kblocks > 65535)
+    return 0;
+  /* Registers: accumulators capped; the estimate within the occupancy cap. */
+  if (4 * sh.mw * sh.ntw * (split ? 2 : 1) > 128) return 0;
+  int64_t minb = persist > 0 ? persist : 1;
+  int64_t cap = lim->regs_per_sm / (minb * sh.threads);
+  cap = cap / 8 * 8;
+  if (cap > 255) cap = 255;
+  if (tc_regs_estimate(&sh, split) > cap) return 0;
+  /* Shared memory: the block, and PERSIST blocks per SM. */
+  if (sh.smem > lim->max_smem_per_block || sh.smem > 232448) return 0;
+  if (persist > 0) {
+    if (persist * (sh.smem + TC_SMEM_RESERVED) > lim->smem_per_sm) return 0;
+    if (persist * sh.threads > TC_THREADS_PER_SM) return 0;
+  }
+  return 1;
+}
+
+/* Channels computed beyond K with BN channels per CTA. */
+static int64_t tc_channel_waste(int64_t k, int64_t bn) {
+  return (k + bn - 1) / bn * bn - k;
+}
+
+/* tc_fits, less points that cannot win, to keep the space small:
+**  - BN wasting more than K/4 channels beyond the least waste of any BN
+**    listed (for K = 96: 64 is out, 96 48 32 16 stay);
+**  - warp tiles whose shared-memory loads per mma exceed 2.5 wavefronts
+**    (4 per m16 tile for A, 2 per n8 tile for B, 1 for the offsets),
+**    unless K <= 16 (nothing better to offer then);
+**  - PERSIST 0 when the weight tile it re-stages per tile exceeds 16 KB;
+**  - STAGES 1 with PERSIST 1 when the same point fits double-buffered or
+**    with two CTAs per SM (either hides the band load; this one cannot). */
+static int tc_valid_common(const ct_problem *p, const ct_gen_limits *lim,
+                           const int *v, int split) {
+  if (!tc_fits(p, lim, v, split)) return 0;
+  tc_shape sh;
+  tc_shape_of(p, v, &sh);
+  const ct_gen_param *bns = &ct_gen_family_tc.params[TC_BN];
+  int64_t least = INT64_MAX;
+  for (int i = 0; i < bns->n_values; i++) {
+    int64_t wst = tc_channel_waste(p->k, bns->values[i]);
+    if (wst < least) least = wst;
+  }
+  if (4 * tc_channel_waste(p->k, v[TC_BN]) > 4 * least + p->k) return 0;
+  if (p->k > 16 && 2 * (4 * sh.mw + 2 * sh.ntw + 1) > 5 * sh.mw * sh.ntw)
+    return 0;
+  if (v[TC_PERSIST] == 0 && v[TC_BN] * sh.kp * 4 > 16384) return 0;
+  if (v[TC_STAGES] == 1 && v[TC_PERSIST] == 1) {
+    int alt[CT_GEN_MAX_PARAMS];
+    for (int i = 0; i < CT_GEN_MAX_PARAMS; i++) alt[i] = v[i];
+    alt[TC_STAGES] = 2;
+    if (tc_fits(p, lim, alt, split)) return 0;
+    alt[TC_STAGES] = 1;
+    alt[TC_PERSIST] = 2;
+    if (tc_fits(p, lim, alt, split)) return 0;
+  }
+  return 1;
+}
+
+static int tc_valid(const ct_problem *p, const ct_gen_limits *lim,
+                    const int *v) {
+  return tc_valid_common(p, lim, v, 0);
+}
+
+static int tc3_valid(const ct_problem *p, const ct_gen_limits *lim,
+                     const int *v) {
+  return tc_valid_common(p, lim, v, 1);
+}
+
+static void tc_plan_common(const ct_problem *p, const int *v,
+                           ct_gen_variant *out, char *defines, size_t len,
+                           int split) {
+  tc_shape sh;
+  tc_shape_of(p, v, &sh);
+  out->n_kernels = 1;
+  ct_gen_launch *l = &out->kernels[0];
+  snprintf(l->name, sizeof l->name, "conv_tc");
+  l->grid[0] = (unsigned)sh.grid_x;
+  l->grid[1] = (unsigned)sh.kblocks;
+  l->grid[2] = 1;
+  l->block[0] = (unsigned)sh.threads;
+  l->block[1] = 1;
+  l->block[2] = 1;
+  l->smem = (unsigned)sh.smem;
+  out->workspace_bytes = 0;
+  snprintf(defines, len,
+           "#define CT_TC_SPLIT %d\n"
+           "#define CT_PLAN_GRID_X %u\n"
+           "#define CT_PLAN_GRID_Y %u\n"
+           "#define CT_PLAN_BLOCK_X %u\n"
+           "#define CT_PLAN_SMEM %u\n",
+           split, l->grid[0], l->grid[1], l->block[0], l->smem);
+}
+
+static void tc_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
+                    char *defines, size_t len) {
+  tc_plan_common(p, v, out, defines, len, 0);
+}
+
+static void tc3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
+                     char *defines, size_t len) {
+  tc_plan_common(p, v, out, defines, len, 1);
+}
+
+#define TC_PARAMS                        \
+  {                                      \
+    {"TP", 4, {2, 1, 4, 3}},             \
+    {"BN", 5, {96, 48, 32, 64, 16}},     \
+    {"WARPS", 2, {4, 8}},                \
+    {"WN", 3, {4, 2, 1}},                \
+    {"STAGES", 2, {2, 1}},               \
+    {"PERSIST", 3, {1, 2, 0}},           \
+  }
+
+const ct_gen_family ct_gen_family_tc = {
+  .name = "tc",
+  .template_name = "conv_tc.cu",
+  .precisions = 1u << CT_PREC_TF32,
+  .n_params = 6,
+  .params = TC_PARAMS,
+  .valid = tc_valid,
+  .plan = tc_plan,
+};
+
+const ct_gen_family ct_gen_family_tc3 = {
+  .name = "tc3",
+  .template_name = "conv_tc.cu",
+  .precisions = 1u << CT_PREC_FP32,
+  .n_params = 6,
+  .params = TC_PARAMS,
+  .valid = tc3_valid,
+  .plan = tc3_plan,
+};

@@ -1,0 +1,168 @@
+/*
+** convtune.h — the public interface of libconvtune.
+**
+** libconvtune runs 2D convolution forward passes (NCHW, fp32, groups = 1) on
+** an NVIDIA GPU with kernels chosen offline by the `convtune tune` command
+** and stored in an SQLite tuning database.  A caller opens a context on a
+** device, then calls ct_forward() with device pointers and a stream of the
+** device's primary context (the one the CUDA runtime and PyTorch use).
+**
+** Every function returns a ct_status; CT_OK is 0.  ct_status_string() gives
+** a message for every code.  The library never prints and never exits.
+*/
+#ifndef CONVTUNE_H
+#define CONVTUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Status codes                                                            */
+
+typedef enum ct_status {
+  CT_OK = 0,              /* success */
+  CT_ERR_INVALID_ARG,     /* a NULL pointer or an out-of-range argument */
+  CT_ERR_INVALID_PROBLEM, /* the problem fails validation */
+  CT_ERR_PARSE,           /* a problem spec string does not parse */
+  CT_ERR_NOMEM,           /* host memory allocation failed */
+  CT_ERR_NO_DRIVER,       /* libcuda.so.1 cannot be loaded or initialised */
+  CT_ERR_NO_DEVICE,       /* no CUDA device, or the ordinal does not exist */
+  CT_ERR_CUDA,            /* a CUDA Driver API call failed */
+  CT_ERR_NVRTC,           /* NVRTC failed to compile a variant */
+  CT_ERR_DB,              /* the tuning database could not be opened or used */
+  CT_ERR_DB_CORRUPT,      /* the database is not a convtune database, or damaged */
+  CT_ERR_NOT_FOUND,       /* no such entry */
+  CT_ERR_UNSUPPORTED,     /* valid request that this build cannot serve */
+  CT_ERR_VERIFY,          /* a result failed its precision contract */
+  CT_ERR_IO,              /* a file could not be read or written */
+  CT_STATUS_COUNT
+} ct_status;
+
+/* A static, human-readable message for every code; never NULL. */
+const char *ct_status_string(ct_status status);
+
+/* ---------------------------------------------------------------------- */
+/* Problems                                                                */
+
+typedef enum ct_precision {
+  CT_PREC_TF32 = 0, /* TF32 products, fp32 accumulation (PyTorch's default) */
+  CT_PREC_FP32 = 1  /* IEEE-fp32-class accuracy */
+} ct_precision;
+
+/* A conv2d forward: y[N,K,P,Q] = sum_{c,r,s} x[N,C,H,W] * w[K,C,R,S] (+ b[K]).
+** All tensors are dense NCHW / KCRS fp32.  P and Q are derived (see
+** ct_problem_output). */
+typedef struct ct_problem {
+  int64_t n, c, h, w;         /* input: batch, channels, height, width */
+  int64_t k, r, s;            /* filters: count, height, width */
+  int64_t stride_h, stride_w; /* >= 1 */
+  int64_t pad_h, pad_w;       /* >= 0, zero padding on both sides */
+  int64_t dil_h, dil_w;       /* >= 1 */
+  int bias;                   /* 1: add b[K]; 0: no bias */
+  ct_precision precision;     /* the accuracy the result must meet */
+} ct_problem;
+
+/* Longest canonical spec text, terminating NUL included. */
+#define CT_PROBLEM_SPEC_MAX 256
+
+/* The headline problem: KernelBench level 1 problem 50 at tf32. */
+void ct_problem_default(ct_problem *p);
+
+/* Output height and width as PyTorch computes them:
+** P = floor((H + 2*pad_h - dil_h*(R-1) - 1) / stride_h) + 1, likewise Q.
+** Values are meaningful only for a problem that ct_problem_validate accepts. */
+void ct_problem_output(const ct_problem *p, int64_t *P, int64_t *Q);
+
+/* Checks every field.  Returns CT_OK, CT_ERR_INVALID_ARG (p NULL) or
+** CT_ERR_INVALID_PROBLEM; on error, writes a message naming the offending
+** field into err (if err != NULL, at most errlen bytes, NUL-terminated). */
+ct_status ct_problem_validate(const ct_problem *p, char *err, size_t errlen);
+
+/* Parses the spec text (format in README.md, "Problem specs") into *p and
+** validates it; *p is written only on CT_OK.  Returns CT_OK, CT_ERR_PARSE or
+** CT_ERR_INVALID_PROBLEM with a message in err as for ct_problem_validate,
+** or CT_ERR_INVALID_ARG (spec or p NULL). */
+ct_status ct_problem_parse(const char *spec, ct_problem *p, char *err,
+                           size_t errlen);
+
+/* Writes the canonical spec text of *p into buf (CT_PROBLEM_SPEC_MAX bytes
+** suffice for a valid problem).  Parsing it gives back *p.  Returns CT_OK, or
+** CT_ERR_INVALID_ARG when an argument is NULL, the precision unknown or buf
+** too small. */
+ct_status ct_problem_format(const ct_problem *p, char *buf, size_t buflen);
+
+/* "tf32" / "fp32"; NULL for an unknown value. */
+const char *ct_precision_name(ct_precision prec);
+/* Parses "tf32" / "fp32".  Returns CT_OK, CT_ERR_PARSE or CT_ERR_INVALID_ARG
+** (an argument NULL). */
+ct_status ct_precision_parse(const char *text, ct_precision *prec);
+
+/* ---------------------------------------------------------------------- */
+/* Contexts and the forward pass                                           */
+
+typedef struct ct_context ct_context;
+
+/* Opens a context on CUDA device `device` (an ordinal) using its primary
+** context, and the tuning database at db_path (NULL: $CONVTUNE_DB, else
+** $XDG_CACHE_HOME/convtune/tuning.db, else ~/.cache/convtune/tuning.db).
+** The database is opened read-only; a missing file is not an error (nothing
+** is tuned then).  On success *out is a new context for ct_close.
+** Returns CT_OK, CT_ERR_NO_DRIVER, CT_ERR_NO_DEVICE, CT_ERR_CUDA, CT_ERR_DB,
+** CT_ERR_DB_CORRUPT or CT_ERR_NOMEM; on failure *out is NULL and
+** ct_open_error() (thread-local) says why. */
+ct_status ct_open(const char *db_path, int device, ct_context **out);
+
+/* The message of the last ct_open failure in this thread; never NULL. */
+const char *ct_open_error(void);
+
+/* Releases the context and every module it loaded.  ct_close(NULL) is a
+** harmless no-op. */
+void ct_close(ct_context *ctx);
+
+/* Runs the convolution described by *p on `stream` (a CUstream /
+** cudaStream_t of the device's primary context; NULL for the legacy default
+** stream).  x, w, b, y are device pointers to dense fp32 tensors; b may be
+** NULL only when p->bias is 0.  Asynchronous: returns once the work is
+** queued.  The first call for a problem loads its kernel: the tuned winner's
+** stored cubin when the database has one for this device, else a default
+** variant compiled with NVRTC (ct_forward_path says which).
+** Returns CT_OK, CT_ERR_INVALID_ARG, CT_ERR_INVALID_PROBLEM, CT_ERR_CUDA,
+** CT_ERR_NVRTC or CT_ERR_NOMEM; ct_last_error() gives details. */
+ct_status ct_forward(ct_context *ctx, const ct_problem *p, const float *x,
+                     const float *w, const float *b, float *y, void *stream);
+
+/* How ct_forward obtained the kernel it runs for a problem. */
+typedef enum ct_path {
+  CT_PATH_NONE = 0,       /* ct_forward has not run this problem yet */
+  CT_PATH_TUNED_CUBIN,    /* the tuned winner, loaded from its stored cubin */
+  CT_PATH_TUNED_COMPILED, /* the tuned winner, recompiled (cubin unusable) */
+  CT_PATH_DEFAULT         /* nothing tuned: a default variant, NVRTC-compiled */
+} ct_path;
+
+/* "none", "tuned-cubin", "tuned-compiled", "default"; "unknown" for a value
+** outside the enum. */
+const char *ct_path_name(ct_path path);
+
+/* Reports the path taken for *p and the variant's name ("family:params")
+** into variant (if not NULL, at most len bytes).  Returns CT_OK, or
+** CT_ERR_INVALID_ARG. */
+ct_status ct_forward_path(ct_context *ctx, const ct_problem *p, ct_path *path,
+                          char *variant, size_t len);
+
+/* Details of the last failure on this context: a message (never NULL), the
+** raw CUresult and nvrtcResult (0 when none), and the NVRTC log of the last
+** failed compile ("" when none).  Strings stay valid until the next call on
+** the context. */
+const char *ct_last_error(const ct_context *ctx);
+int ct_last_cuda_result(const ct_context *ctx);
+int ct_last_nvrtc_result(const ct_context *ctx);
+const char *ct_last_nvrtc_log(const ct_context *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CONVTUNE_H */

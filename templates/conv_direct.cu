@@ -1,0 +1,370 @@
+// conv_direct.cu — family "direct": a register-tiled direct convolution that
+// is correct for every valid problem (any N, C, H, W, K, R, S, stride,
+// padding, dilation, with or without bias; NCHW / KCRS fp32).  Products and
+// sums are IEEE fp32 fmaf, so it meets both the tf32 and the fp32 contracts.
+// It is the safe default family: generator/family_direct.c is its descriptor.
+//
+// Work decomposition
+//   thread : TK output channels k0 .. k0+TK-1  x  TP consecutive output
+//            columns q0 .. q0+TP-1 of one output row (n, p)
+//   block  : THREADS threads side by side along the flattened (n, p, q-group)
+//            index, all on the same channel tile
+//   grid   : one block per (pixel block, channel tile), the channel tile
+//            fastest so that blocks reading the same input rows run together
+// The reduction runs over the C*R filter rows (c, r) of S taps each.  The
+// block's weights are staged in shared memory DIRECT_ROWS filter rows at a
+// time, laid out [row][s][TK] so that the TK weights of one tap are
+// contiguous (float4 loads, broadcast across the warp).  Should a single
+// filter row not fit the staging budget (a filter thousands of taps wide),
+// weights are read straight from global memory instead.  x is read through
+// the read-only path; when the TP*S input columns a thread needs in one filter
+// row span few enough columns, they are loaded once into registers.
+//
+// The generator prepends the problem (CT_*), the parameters (THREADS, TP,
+// TK) and the plan's launch quantities (CT_PLAN_*).  Without them the file
+// compiles on its own for the headline problem with the default parameters.
+
+// ----------------------------------------------------------------------------
+// Problem (defaults: KernelBench level 1 problem 50)
+
+#ifndef CT_N
+#define CT_N 256
+#endif
+#ifndef CT_C
+#define CT_C 3
+#endif
+#ifndef CT_H
+#define CT_H 224
+#endif
+#ifndef CT_W
+#define CT_W 224
+#endif
+#ifndef CT_K
+#define CT_K 96
+#endif
+#ifndef CT_R
+#define CT_R 11
+#endif
+#ifndef CT_S
+#define CT_S 11
+#endif
+#ifndef CT_STRIDE_H
+#define CT_STRIDE_H 4
+#endif
+#ifndef CT_STRIDE_W
+#define CT_STRIDE_W 4
+#endif
+#ifndef CT_PAD_H
+#define CT_PAD_H 2
+#endif
+#ifndef CT_PAD_W
+#define CT_PAD_W 2
+#endif
+#ifndef CT_DIL_H
+#define CT_DIL_H 1
+#endif
+#ifndef CT_DIL_W
+#define CT_DIL_W 1
+#endif
+#ifndef CT_BIAS
+#define CT_BIAS 1
+#endif
+#ifndef CT_P
+#define CT_P ((CT_H + 2 * CT_PAD_H - CT_DIL_H * (CT_R - 1) - 1) / CT_STRIDE_H + 1)
+#endif
+#ifndef CT_Q
+#define CT_Q ((CT_W + 2 * CT_PAD_W - CT_DIL_W * (CT_S - 1) - 1) / CT_STRIDE_W + 1)
+#endif
+
+// ----------------------------------------------------------------------------
+// Tunable parameters
+
+#ifndef THREADS
+#define THREADS 128 // threads per block
+#endif
+#ifndef TP
+#define TP 4 // output columns per thread
+#endif
+#ifndef TK
+#define TK 8 // output channels per thread (and per block)
+#endif
+
+// Weight staging budget in floats (24 KB).  generator/family_direct.c uses the
+// same figure to size the launch; CT_PLAN_SMEM below checks the two agree.
+#ifndef DIRECT_WBUF_FLOATS
+#define DIRECT_WBUF_FLOATS 6144
+#endif
+
+// ----------------------------------------------------------------------------
+// Derived quantities
+
+namespace direct {
+
+constexpr int N = CT_N, C = CT_C, H = CT_H, W = CT_W, K = CT_K, R = CT_R,
+              S = CT_S, P = CT_P, Q = CT_Q;
+constexpr int SH = CT_STRIDE_H, SW = CT_STRIDE_W, PH = CT_PAD_H,
+              PW = CT_PAD_W, DH = CT_DIL_H, DW = CT_DIL_W;
+
+__host__ __device__ constexpr int imin(int a, int b) { return a < b ? a : b; }
+
+constexpr int kCR = C * R;                    // filter rows per output channel
+constexpr int kCRS = C * R * S;               // weights per output channel
+constexpr int kCHW = C * H * W;               // input elements per image
+constexpr int kQG = (Q + TP - 1) / TP;        // column groups per output row
+constexpr long long kGroups = (long long)N * P * kQG; // thread tiles of pixels
+constexpr long long kPixBlocks = (kGroups + THREADS - 1) / THREADS;
+constexpr int kKTiles = (K + TK - 1) / TK;    // channel tiles
+constexpr long long kTiles = kPixBlocks * kKTiles; // blocks of work
+constexpr int kRows = imin(kCR, DIRECT_WBUF_FLOATS / (TK * S)); // staged rows
+constexpr int kSmemBytes = kRows * S * TK * 4;
+// Input columns a thread touches in one filter row, first to last.
+constexpr long long kSpan = (long long)(TP - 1) * SW + (long long)(S - 1) * DW + 1;
+// Load that span into registers once per filter row (s loop fully unrolled).
+constexpr bool kSegment = S <= 32 && kSpan <= 48;
+
+static_assert(N >= 1 && C >= 1 && H >= 1 && W >= 1 && K >= 1 && R >= 1 && S >= 1,
+              "sizes must be positive");
+static_assert(SH >= 1 && SW >= 1 && DH >= 1 && DW >= 1 && PH >= 0 && PW >= 0,
+              "bad stride, dilation or padding");
+static_assert(P == ((long long)H + 2LL * PH - (long long)DH * (R - 1) - 1) / SH + 1 &&
+              Q == ((long long)W + 2LL * PW - (long long)DW * (S - 1) - 1) / SW + 1,
+              "CT_P / CT_Q disagree with the problem");
+static_assert(P >= 1 && Q >= 1, "empty output");
+static_assert((long long)N * K * P * Q <= 0x7fffffffLL &&
+              (long long)N * C * H * W <= 0x7fffffffLL &&
+              (long long)K * C * R * S <= 0x7fffffffLL,
+              "32-bit indexing needs every tensor below 2^31 elements");
+// Largest |index| formed along a row / column before the bounds checks.
+static_assert((long long)(Q - 1 + TP - 1) * SW + (long long)(S - 1) * DW <= 0x7fffffffLL &&
+              (long long)(P - 1) * SH + (long long)(R - 1) * DH <= 0x7fffffffLL,
+              "input coordinates overflow 32 bits");
+static_assert(kTiles <= 0x7fffffffLL, "too many blocks");
+static_assert(THREADS % 32 == 0 && THREADS <= 1024, "THREADS: whole warps, <= 1024");
+static_assert(TP >= 1 && TK >= 1, "TP, TK >= 1");
+
+#ifdef CT_PLAN_BLOCK_X
+static_assert(CT_PLAN_BLOCK_X == THREADS, "plan: block size != THREADS");
+#endif
+#ifdef CT_PLAN_GRID_X
+static_assert(CT_PLAN_GRID_X == kTiles, "plan: grid size != number of tiles");
+#endif
+#ifdef CT_PLAN_SMEM
+static_assert(CT_PLAN_SMEM == kSmemBytes, "plan: shared memory size differs");
+#endif
+
+// ----------------------------------------------------------------------------
+// Helpers
+
+// The TK weights of one tap, from shared memory laid out [tap][TK].
+__device__ __forceinline__ void load_w_smem(float (&wv)[TK], const float *tap) {
+  if constexpr (TK % 4 == 0) {
+#pragma unroll
+    for (int kk = 0; kk < TK; kk += 4) {
+      const float4 v = *reinterpret_cast<const float4 *>(tap + kk);
+      wv[kk] = v.x;
+      wv[kk + 1] = v.y;
+      wv[kk + 2] = v.z;
+      wv[kk + 3] = v.w;
+    }
+  } else {
+#pragma unroll
+    for (int kk = 0; kk < TK; ++kk) wv[kk] = tap[kk];
+  }
+}
+
+// The output pixels of thread tid in pixel block pb: row (n, p), columns
+// q0 .. q0+TP-1; active is false past the last group.  With clamp, an
+// inactive thread gets the last group's coordinates (safe to read with).
+struct Pixels {
+  int n, p, q0;
+  bool active;
+};
+__device__ __forceinline__ Pixels pixels_of(int pb, unsigned tid, bool clamp) {
+  unsigned g = (unsigned)pb * THREADS + tid; // < 2^31 + THREADS: no wrap
+  Pixels px;
+  px.active = g < (unsigned long long)kGroups;
+  if (clamp && !px.active) g = (unsigned)(kGroups - 1);
+  px.n = (int)(g / (unsigned)(P * kQG));
+  const int pq = (int)(g - (unsigned)px.n * (unsigned)(P * kQG));
+  px.p = pq / kQG;
+  px.q0 = (pq - px.p * kQG) * TP;
+  return px;
+}
+
+// threadIdx.x and blockIdx.x read afresh: asm volatile is never merged with
+// an earlier read, so values needed only after the reduction are recomputed
+// there instead of being held (or spilled) through it.
+__device__ __forceinline__ unsigned fresh_tid() {
+#ifdef __CUDA_ARCH__
+  unsigned r;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(r));
+  return r;
+#else
+  return threadIdx.x;
+#endif
+}
+__device__ __forceinline__ unsigned fresh_ctaid() {
+#ifdef __CUDA_ARCH__
+  unsigned r;
+  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(r));
+  return r;
+#else
+  return blockIdx.x;
+#endif
+}
+
+// x[row][col], zero outside 0 <= col < W (padding).
+__device__ __forceinline__ float load_x(const float *__restrict__ xrow, int col) {
+  return (unsigned)col < (unsigned)W ? __ldg(xrow + col) : 0.0f;
+}
+
+__device__ __forceinline__ void tap_fma(float (&acc)[TK][TP], const float (&wv)[TK],
+                                        const float (&xv)[TP]) {
+#pragma unroll
+  for (int kk = 0; kk < TK; ++kk)
+#pragma unroll
+    for (int i = 0; i < TP; ++i) acc[kk][i] = fmaf(wv[kk], xv[i], acc[kk][i]);
+}
+
+// One filter row (S taps) of a thread's TK x TP tile.  xrow is the input row,
+// col0 the input column of tap 0 of output column q0; weights come from
+// wrow[s * TK + kk] (shared memory).
+__device__ __forceinline__ void row_fma_smem(float (&acc)[TK][TP],
+                                             const float *__restrict__ xrow,
+                                             int col0, const float *wrow) {
+  if constexpr (kSegment) {
+    float seg[kSegment ? kSpan : 1]; // loads no tap uses are dead code
+#pragma unroll
+    for (int e = 0; e < kSpan; ++e) seg[e] = load_x(xrow, col0 + e);
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      float wv[TK], xv[TP];
+      load_w_smem(wv, wrow + s * TK);
+#pragma unroll
+      for (int i = 0; i < TP; ++i) xv[i] = seg[i * SW + s * DW];
+      tap_fma(acc, wv, xv);
+    }
+  } else {
+#pragma unroll 4
+    for (int s = 0; s < S; ++s) {
+      float wv[TK], xv[TP];
+      load_w_smem(wv, wrow + s * TK);
+#pragma unroll
+      for (int i = 0; i < TP; ++i) xv[i] = load_x(xrow, col0 + i * SW + s * DW);
+      tap_fma(acc, wv, xv);
+    }
+  }
+}
+
+} // namespace direct
+
+// ----------------------------------------------------------------------------
+// The kernel.  Launch: grid (CT_PLAN_GRID_X), block (THREADS), CT_PLAN_SMEM
+// bytes of dynamic shared memory.  ws is unused.
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+conv_direct(const float *__restrict__ x, const float *__restrict__ w,
+            const float *__restrict__ b, float *__restrict__ y, float *ws) {
+  using namespace direct;
+  extern __shared__ float4 smem4[]; // float4: 16-byte aligned
+  float *sw = reinterpret_cast<float *>(smem4);
+  (void)ws;
+  (void)b;
+  (void)sw;
+  const int tid = threadIdx.x;
+
+  const unsigned tile = blockIdx.x; // one block per tile
+  if (tile >= kTiles) return;       // the whole block: no barrier skipped
+  const int kt = (int)(tile % kKTiles);
+  const int pb = (int)(tile / kKTiles);
+  const int k0 = kt * TK;
+
+  // This thread's pixels; threads past the end compute a clamped copy
+  // (they must take part in __syncthreads) and store nothing.
+  const Pixels px = pixels_of(pb, tid, true);
+  const int n = px.n, p = px.p, q0 = px.q0;
+  const int h0 = p * SH - PH;  // input row of filter row r = 0
+  const int col0 = q0 * SW - PW; // input column of tap s = 0, output q0
+  const float *__restrict__ xn = x + n * kCHW;
+
+  float acc[TK][TP];
+#pragma unroll
+  for (int kk = 0; kk < TK; ++kk)
+#pragma unroll
+    for (int i = 0; i < TP; ++i) acc[kk][i] = 0.0f;
+
+  if constexpr (kRows > 0) {
+    // Weights staged in shared memory, kRows filter rows at a time.
+#pragma unroll 1
+    for (int row0 = 0; row0 < kCR; row0 += kRows) {
+      const int nrows = imin(kRows, kCR - row0);
+      __syncthreads(); // the previous rows are consumed
+#pragma unroll 1
+      for (int kk = 0; kk < TK; ++kk) {
+        const int k = k0 + kk;
+        if (k < K) {
+          const float *__restrict__ src = w + k * kCRS + row0 * S;
+          for (int e = tid; e < nrows * S; e += THREADS) sw[e * TK + kk] = __ldg(src + e);
+        } else {
+          for (int e = tid; e < nrows * S; e += THREADS) sw[e * TK + kk] = 0.0f;
+        }
+      }
+      __syncthreads();
+      int c = row0 / R, r = row0 - (row0 / R) * R;
+#pragma unroll 1
+      for (int j = 0; j < nrows; ++j) {
+        const int h = h0 + r * DH;
+        if ((unsigned)h < (unsigned)H)
+          row_fma_smem(acc, xn + (c * H + h) * W, col0, sw + j * S * TK);
+        if (++r == R) {
+          r = 0;
+          ++c;
+        }
+      }
+    }
+  } else {
+    // A filter row does not fit the staging budget: weights from global
+    // memory.  Channels past K read channel K-1 (their results are dropped).
+    int koff[TK];
+#pragma unroll
+    for (int kk = 0; kk < TK; ++kk) koff[kk] = imin(k0 + kk, K - 1) * kCRS;
+#pragma unroll 1
+    for (int cr = 0; cr < kCR; ++cr) {
+      const int c = cr / R, r = cr - (cr / R) * R;
+      const int h = h0 + r * DH;
+      if ((unsigned)h >= (unsigned)H) continue;
+      const float *__restrict__ xrow = xn + (c * H + h) * W;
+#pragma unroll 4
+      for (int s = 0; s < S; ++s) {
+        float wv[TK], xv[TP];
+#pragma unroll
+        for (int kk = 0; kk < TK; ++kk) wv[kk] = __ldg(w + koff[kk] + cr * S + s);
+#pragma unroll
+        for (int i = 0; i < TP; ++i) xv[i] = load_x(xrow, col0 + i * SW + s * DW);
+        tap_fma(acc, wv, xv);
+      }
+    }
+  }
+
+  // The epilogue recomputes its indices from fresh reads (see fresh_tid).
+  const unsigned tile_e = fresh_ctaid();
+  const int k0_e = (int)(tile_e % kKTiles) * TK;
+  const Pixels out = pixels_of((int)(tile_e / kKTiles), fresh_tid(), false);
+  if (out.active) {
+    float *__restrict__ yk0 = y + ((out.n * K + k0_e) * P + out.p) * Q + out.q0; // y[n][k0][p][q0]
+#pragma unroll
+    for (int kk = 0; kk < TK; ++kk) {
+      if (k0_e + kk < K) {
+        // The bias is added last (loaded late: fewer live registers).
+#if CT_BIAS
+        const float bv = __ldg(b + k0_e + kk);
+#else
+        const float bv = 0.0f;
+#endif
+#pragma unroll
+        for (int i = 0; i < TP; ++i)
+          if (out.q0 + i < Q) yk0[kk * (P * Q) + i] = acc[kk][i] + bv;
+      }
+    }
+  }
+}

@@ -1,0 +1,568 @@
+// conv_tc.cu — families "tc" and "tc3": the convolution as an implicit GEMM
+// on tensor cores, mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32.
+// generator/family_tc.c holds both descriptors.
+//
+//   GEMM view   M = output pixels, N = output channels, Kdim = C*R*S, padded
+//               to KP = 8*KSTEPS; k = (c*R + r)*S + s.
+//   tc  (SPLIT 0, precision tf32): both operands rounded to TF32 with
+//               cvt.rna (round to nearest, ties away; truncation would double
+//               the error), one mma per product, fp32 accumulation.
+//   tc3 (SPLIT 1, precision fp32): 3xTF32.  a = ah + al with
+//               ah = rna(a), al = rna(a - ah), likewise b; per k-step
+//               acc += al*bh, acc += ah*bl, acc += ah*bh (small terms first).
+//               Tensor cores may truncate their fp32 sums (round toward zero);
+//               a bias that grows with the number of mma into one accumulator.
+//               So every KCHUNK k-steps the mma accumulator is added into an
+//               fp32 master with FADD (round to nearest) and restarted at 0.
+//               (A CPU model with RZ accumulation: rel. Frobenius error 3.4e-6
+//               without the flush, 1.8e-7 with it every 2 k-steps, for the
+//               headline problem.)
+//
+// Work decomposition
+//   tile  : TP consecutive output rows (all Q columns) of one image: the
+//           TM = TP*Q pixels p0*Q .. p0*Q+TM-1 of the image's P*Q, which are
+//           contiguous in every NCHW output plane.  MT = ceil(TM/16) m16 tiles.
+//   CTA   : BN output channels (blockIdx.y) x one tile at a time; tiles in a
+//           grid-stride loop (PERSIST > 0: a persistent grid, the weights are
+//           staged once per CTA; PERSIST = 0: one tile per CTA).
+//   warps : WARPS = WGM x WN, warp = wm*WN + wn.  Warp (wm, wn) owns the m16
+//           tiles wm, wm+WGM, ... (MW = ceil(MT/WGM) of them; the last one
+//           may not exist and is skipped) and the NTW = BN/8/WN n8 tiles
+//           wn*NTW .. wn*NTW+NTW-1: MW*NTW accumulator fragments.
+//
+// Shared memory (floats; every part 16-byte aligned)
+//   wfrag [KSTEPS][NT][32 lanes] float2 — the CTA's BN x KP weights in mma B
+//         fragment order: entry (ks, j, lane = 4g+t) = (W[8j+g][8ks+t],
+//         W[8j+g][8ks+t+4]) = (b0, b1), so a lane loads its two B values of
+//         one n8 tile with one conflict-free 64-bit LDS.  Zero for channels
+//         >= K and k >= C*R*S.  TF32-rounded (tc) or raw (tc3).
+//   koff  [KSTEPS][4 t] int2 — (koff(8ks+t), koff(8ks+t+4)) with
+//         koff(k) = c*BR*BC + r*DH*BC + s*DW, 0 for padded k (their weight
+//         is 0 and band[pix] + 0 is a real element of the pixel's own window,
+//         so a padded k adds 0*x: NaN/Inf propagate exactly as in the
+//         reference).
+//   band  [STAGES][C][BR][BC] — input rows ih0 .. ih0+BR-1 (ih0 = p0*SH-PH),
+//         columns -PW .. -PW+BC-1, zero outside the image (written explicitly:
+//         the gather needs no bounds checks).  BR = (TP-1)*SH + (R-1)*DH + 1,
+//         BC = (Q-1)*SW + (S-1)*DW + 1.  Pixel m of the tile (row m/Q, col
+//         m%Q) has pix(m) = (m/Q)*SH*BC + (m%Q)*SW, and the A element
+//         (m, k) is band[pix(m) + koff(k)]; the largest index is exactly
+//         C*BR*BC - 1.  tc rounds the band to TF32 once per tile (at store,
+//         or for STAGES 2 in place by the thread that copied each element).
+//
+// Fragment mapping (PTX ISA, "Matrix Fragments for mma.m16n8k8", .tf32;
+// g = lane>>2, t = lane&3; A 16x8 row-major, B 8x8 column-major, C 16x8):
+//   a0 = A[g][t]  a1 = A[g+8][t]  a2 = A[g][t+4]  a3 = A[g+8][t+4]
+//   b0 = B[t][g]  b1 = B[t+4][g]
+//   c0 = C[g][2t] c1 = C[g][2t+1] c2 = C[g+8][2t] c3 = C[g+8][2t+1]
+// so a lane gathers band[pix(m0)+ko.x], band[pix(m0+8)+ko.x],
+// band[pix(m0)+ko.y], band[pix(m0+8)+ko.y] with m0 = 16*mt + g.  For stride-4
+// pixels and 4 consecutive k on one filter row the 32 addresses are
+// 4g + t + const: distinct banks.  The 8 lanes of one t store 8 consecutive
+// pixels of one channel plane: 32-byte runs, written once (st.global.cs).
+//
+// Pipeline (STAGES 2, PERSIST > 0): the next tile's band is copied with
+// cp.async (4-byte copies, zero-fill through src-size 0 at the padding) into
+// the other buffer while this tile computes; one __syncthreads per tile
+// before and one after the math.
+//
+// The generator prepends the problem (CT_*), the parameters (TP BN WARPS WN
+// STAGES PERSIST) and the plan's lines (CT_PLAN_*, CT_TC_SPLIT).  Without
+// them the file compiles on its own: the headline problem, tc, default point.
+
+// ----------------------------------------------------------------------------
+// Problem (defaults: KernelBench level 1 problem 50)
+
+#ifndef CT_N
+#define CT_N 256
+#endif
+#ifndef CT_C
+#define CT_C 3
+#endif
+#ifndef CT_H
+#define CT_H 224
+#endif
+#ifndef CT_W
+#define CT_W 224
+#endif
+#ifndef CT_K
+#define CT_K 96
+#endif
+#ifndef CT_R
+#define CT_R 11
+#endif
+#ifndef CT_S
+#define CT_S 11
+#endif
+#ifndef CT_STRIDE_H
+#define CT_STRIDE_H 4
+#endif
+#ifndef CT_STRIDE_W
+#define CT_STRIDE_W 4
+#endif
+#ifndef CT_PAD_H
+#define CT_PAD_H 2
+#endif
+#ifndef CT_PAD_W
+#define CT_PAD_W 2
+#endif
+#ifndef CT_DIL_H
+#define CT_DIL_H 1
+#endif
+#ifndef CT_DIL_W
+#define CT_DIL_W 1
+#endif
+#ifndef CT_BIAS
+#define CT_BIAS 1
+#endif
+#ifndef CT_P
+#define CT_P ((CT_H + 2 * CT_PAD_H - CT_DIL_H * (CT_R - 1) - 1) / CT_STRIDE_H + 1)
+#endif
+#ifndef CT_Q
+#define CT_Q ((CT_W + 2 * CT_PAD_W - CT_DIL_W * (CT_S - 1) - 1) / CT_STRIDE_W + 1)
+#endif
+
+// ----------------------------------------------------------------------------
+// Tunable parameters (generator/family_tc.c lists the values searched)
+
+#ifndef TP
+#define TP 2 // output rows per tile
+#endif
+#ifndef BN
+#define BN 96 // output channels per CTA, a multiple of 8
+#endif
+#ifndef WARPS
+#define WARPS 4 // warps per CTA
+#endif
+#ifndef WN
+#define WN 4 // warps side by side along N (WARPS / WN along M)
+#endif
+#ifndef STAGES
+#define STAGES 2 // input band buffers: 1, or 2 (cp.async double buffering)
+#endif
+#ifndef PERSIST
+#define PERSIST 1 // 0: one tile per CTA; c >= 1: persistent, c CTAs per SM
+#endif
+
+// Set by the plan of family tc3: 1 = 3xTF32 (fp32 accuracy), 0 = TF32.
+#ifndef CT_TC_SPLIT
+#define CT_TC_SPLIT 0
+#endif
+// k-steps per unrolled chunk of the main loop; with CT_TC_SPLIT also the
+// flush period of the mma accumulators into the fp32 masters.
+#ifndef CT_TC_KCHUNK
+#define CT_TC_KCHUNK 2
+#endif
+
+// ----------------------------------------------------------------------------
+// Derived quantities
+
+namespace tc {
+
+constexpr int N = CT_N, C = CT_C, H = CT_H, W = CT_W, K = CT_K, R = CT_R,
+              S = CT_S, P = CT_P, Q = CT_Q;
+constexpr int SH = CT_STRIDE_H, SW = CT_STRIDE_W, PH = CT_PAD_H,
+              PW = CT_PAD_W, DH = CT_DIL_H, DW = CT_DIL_W;
+constexpr bool SPLIT = CT_TC_SPLIT != 0;
+constexpr int KCHUNK = CT_TC_KCHUNK;
+
+constexpr int THREADS = WARPS * 32;
+constexpr int NT = BN / 8;              // n8 tiles per CTA
+constexpr int WGM = WARPS / WN;         // warps along M
+constexpr int NTW = NT / WN;            // n8 tiles per warp
+constexpr int TM = TP * Q;              // pixels per tile
+constexpr int MT = (TM + 15) / 16;      // m16 tiles per tile
+constexpr int MW = (MT + WGM - 1) / WGM; // m16 tiles per warp
+constexpr int CRS = C * R * S;
+constexpr int KSTEPS = (CRS + 7) / 8;   // k8 steps
+constexpr int KP = KSTEPS * 8;          // padded reduction length
+constexpr int BR = (TP - 1) * SH + (R - 1) * DH + 1; // band rows
+constexpr int BC = (Q - 1) * SW + (S - 1) * DW + 1;  // band columns
+constexpr int BAND = C * BR * BC;
+constexpr int BAND_PAD = (BAND + 3) / 4 * 4;
+constexpr int WFRAG_FLOATS = KSTEPS * NT * 64;
+constexpr int KOFF_INTS = KSTEPS * 8;
+constexpr int SMEM_BYTES = (WFRAG_FLOATS + KOFF_INTS + STAGES * BAND_PAD) * 4;
+constexpr int TILES_PER_IMG = (P + TP - 1) / TP;
+constexpr int NTILES = N * TILES_PER_IMG;
+constexpr int KBLOCKS = (K + BN - 1) / BN;
+constexpr int PQ = P * Q;
+constexpr int CHW = C * H * W;
+constexpr int MINB = PERSIST > 0 ? PERSIST : 1;
+constexpr int KFULL = KSTEPS / KCHUNK * KCHUNK; // k-steps in whole chunks
+
+static_assert(N >= 1 && C >= 1 && H >= 1 && W >= 1 && K >= 1 && R >= 1 && S >= 1,
+              "sizes must be positive");
+static_assert(SH >= 1 && SW >= 1 && DH >= 1 && DW >= 1 && PH >= 0 && PW >= 0,
+              "bad stride, dilation or padding");
+static_assert(P == ((long long)H + 2LL * PH - (long long)DH * (R - 1) - 1) / SH + 1 &&
+              Q == ((long long)W + 2LL * PW - (long long)DW * (S - 1) - 1) / SW + 1,
+              "CT_P / CT_Q disagree with the problem");
+static_assert(P >= 1 && Q >= 1, "empty output");
+static_assert((long long)N * K * P * Q <= 0x7fffffffLL &&
+              (long long)N * C * H * W <= 0x7fffffffLL &&
+              (long long)K * C * R * S <= 0x7fffffffLL,
+              "32-bit indexing needs every tensor below 2^31 elements");
+static_assert(BN >= 8 && BN % 8 == 0, "BN: a multiple of 8");
+static_assert(WARPS >= 1 && WN >= 1 && WARPS % WN == 0 && NT % WN == 0,
+              "WN must divide WARPS and BN/8");
+static_assert(WGM <= MT, "a warp without an m16 tile");
+static_assert(TP >= 1 && (STAGES == 1 || STAGES == 2) && PERSIST >= 0,
+              "TP >= 1, STAGES 1 or 2, PERSIST >= 0");
+static_assert(STAGES == 1 || PERSIST > 0, "double buffering needs a persistent grid");
+static_assert(KCHUNK >= 1 && KCHUNK <= 8, "CT_TC_KCHUNK: 1 .. 8");
+static_assert(SMEM_BYTES <= 232448, "shared memory above any device's 227 KB");
+static_assert(KBLOCKS <= 65535, "grid.y above 65535");
+// Sizes formed in int below (the family declines larger points first).
+static_assert((long long)C * BR * BC <= (1LL << 24) &&
+              (long long)KSTEPS * NT * 64 <= (1LL << 24) &&
+              (long long)BN * KP <= (1LL << 24) &&
+              (long long)MT * 16 <= (1LL << 24) &&
+              (long long)N * TILES_PER_IMG <= (1LL << 30),
+              "tile sizes out of range"); // tile + gridDim.x stays below 2^31
+// Accumulators (and with SPLIT their masters) must stay in registers.
+static_assert(MW * NTW * 4 * (SPLIT ? 2 : 1) <= 128, "too many accumulators");
+
+#ifdef CT_PLAN_BLOCK_X
+static_assert(CT_PLAN_BLOCK_X == THREADS, "plan: block size != 32*WARPS");
+#endif
+#ifdef CT_PLAN_GRID_Y
+static_assert(CT_PLAN_GRID_Y == KBLOCKS, "plan: grid.y != ceil(K/BN)");
+#endif
+#ifdef CT_PLAN_GRID_X
+static_assert(CT_PLAN_GRID_X >= 1 && CT_PLAN_GRID_X <= NTILES &&
+              (PERSIST > 0 || CT_PLAN_GRID_X == NTILES),
+              "plan: grid.x must be NTILES (PERSIST 0) or 1..NTILES");
+#endif
+#ifdef CT_PLAN_SMEM
+static_assert(CT_PLAN_SMEM == SMEM_BYTES, "plan: shared memory size differs");
+#endif
+
+// ----------------------------------------------------------------------------
+// PTX helpers
+
+// fp32 -> TF32, round to nearest (ties away); the result is an fp32 bit
+// pattern whose low 13 bits are zero.
+__device__ __forceinline__ unsigned to_tf32(float f) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+  return r;
+}
+__device__ __forceinline__ float round_tf32(float f) {
+  return __uint_as_float(to_tf32(f));
+}
+
+// d += A(16x8) * B(8x8), TF32 in, fp32 accumulate.
+__device__ __forceinline__ void mma_tf32(float (&d)[4], unsigned a0, unsigned a1,
+                                         unsigned a2, unsigned a3, unsigned b0,
+                                         unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// 4-byte global -> shared copy; zero-fills dst when !valid (src not read).
+__device__ __forceinline__ void cp_async4(float *dst, const float *src, bool valid) {
+  const unsigned saddr = (unsigned)__cvta_generic_to_shared(dst);
+  const unsigned bytes = valid ? 4u : 0u;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(saddr),
+               "l"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+// Waits until at most `pending` of this thread's groups are in flight.
+template <int pending> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+
+// ----------------------------------------------------------------------------
+// Staging
+
+// The band of tile (img, p0) into band[C][BR][BC]: warps take rows, lanes
+// columns (coalesced).  ASYNC: cp.async, raw values; else loaded, rounded to
+// TF32 unless SPLIT, and stored.
+template <bool ASYNC>
+__device__ __forceinline__ void band_fill(float *band, const float *__restrict__ x,
+                                          int img, int p0, int warp, int lane) {
+  const int ih0 = p0 * SH - PH;
+  const float *__restrict__ xn = x + img * CHW;
+#pragma unroll 1
+  for (int row = warp; row < C * BR; row += WARPS) {
+    const int c = row / BR;
+    const int ih = ih0 + (row - c * BR);
+    const bool row_in = (unsigned)ih < (unsigned)H;
+    const float *__restrict__ xrow = xn + (c * H + (row_in ? ih : 0)) * W;
+    float *drow = band + row * BC;
+#pragma unroll 4
+    for (int col = lane; col < BC; col += 32) {
+      const int iw = col - PW;
+      const bool in = row_in && (unsigned)iw < (unsigned)W;
+      if constexpr (ASYNC) {
+        cp_async4(drow + col, in ? xrow + iw : x, in);
+      } else {
+        const float v = in ? __ldg(xrow + iw) : 0.0f;
+        drow[col] = SPLIT ? v : round_tf32(v);
+      }
+    }
+  }
+}
+
+// TF32-rounds in place the elements this thread copied with band_fill<true>
+// (its own cp.async writes are visible to it after cp_async_wait).
+__device__ __forceinline__ void band_round_own(float *band, int warp, int lane) {
+#pragma unroll 1
+  for (int row = warp; row < C * BR; row += WARPS) {
+    float *drow = band + row * BC;
+#pragma unroll 4
+    for (int col = lane; col < BC; col += 32) drow[col] = round_tf32(drow[col]);
+  }
+}
+
+// ----------------------------------------------------------------------------
+// One k8 step of a warp: MW x NTW mma (x3 with SPLIT).  bandb is the band
+// stage as bytes, pb[i][0|1] the byte offsets of this lane's pixels (rows g,
+// g+8 of its i-th m16 tile) in it, kb this lane's byte offsets of k = 8ks+t
+// and 8ks+t+4; wq points at this lane's B entry of n8 tile wn*NTW of the step.
+// Every A address is one add: pixel offset + k offset.
+__device__ __forceinline__ float lds_at(const char *bandb, int byte_off) {
+  return *reinterpret_cast<const float *>(bandb + byte_off);
+}
+
+__device__ __forceinline__ void kstep(float (&acc)[MW][NTW][4], const char *bandb,
+                                      const int (&pb)[MW][2], const float2 *wq,
+                                      int2 kb, bool last_live) {
+  unsigned bh[NTW][2], bl[NTW][2];
+#pragma unroll
+  for (int j = 0; j < NTW; ++j) {
+    const float2 bv = wq[j * 32];
+    if constexpr (SPLIT) {
+      bh[j][0] = to_tf32(bv.x);
+      bh[j][1] = to_tf32(bv.y);
+      bl[j][0] = to_tf32(bv.x - __uint_as_float(bh[j][0]));
+      bl[j][1] = to_tf32(bv.y - __uint_as_float(bh[j][1]));
+    } else {
+      bh[j][0] = __float_as_uint(bv.x); // staged TF32-rounded
+      bh[j][1] = __float_as_uint(bv.y);
+      bl[j][0] = bl[j][1] = 0u;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < MW; ++i) {
+    if constexpr (MT % WGM != 0) {
+      if (i == MW - 1 && !last_live) break; // warp-uniform: no such m16 tile
+    }
+    const float f0 = lds_at(bandb, pb[i][0] + kb.x); // A[g][t]
+    const float f1 = lds_at(bandb, pb[i][1] + kb.x); // A[g+8][t]
+    const float f2 = lds_at(bandb, pb[i][0] + kb.y); // A[g][t+4]
+    const float f3 = lds_at(bandb, pb[i][1] + kb.y); // A[g+8][t+4]
+    if constexpr (SPLIT) {
+      const unsigned h0 = to_tf32(f0), h1 = to_tf32(f1), h2 = to_tf32(f2),
+                     h3 = to_tf32(f3);
+      const unsigned l0 = to_tf32(f0 - __uint_as_float(h0)),
+                     l1 = to_tf32(f1 - __uint_as_float(h1)),
+                     l2 = to_tf32(f2 - __uint_as_float(h2)),
+                     l3 = to_tf32(f3 - __uint_as_float(h3));
+#pragma unroll
+      for (int j = 0; j < NTW; ++j) {
+        mma_tf32(acc[i][j], l0, l1, l2, l3, bh[j][0], bh[j][1]);
+        mma_tf32(acc[i][j], h0, h1, h2, h3, bl[j][0], bl[j][1]);
+        mma_tf32(acc[i][j], h0, h1, h2, h3, bh[j][0], bh[j][1]);
+      }
+    } else {
+      const unsigned a0 = __float_as_uint(f0), a1 = __float_as_uint(f1),
+                     a2 = __float_as_uint(f2), a3 = __float_as_uint(f3);
+#pragma unroll
+      for (int j = 0; j < NTW; ++j)
+        mma_tf32(acc[i][j], a0, a1, a2, a3, bh[j][0], bh[j][1]);
+    }
+  }
+}
+
+// master += acc; acc = 0 (SPLIT only).
+__device__ __forceinline__ void flush(float (&master)[MW][NTW][4],
+                                      float (&acc)[MW][NTW][4]) {
+#pragma unroll
+  for (int i = 0; i < MW; ++i)
+#pragma unroll
+    for (int j = 0; j < NTW; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        master[i][j][e] += acc[i][j][e];
+        acc[i][j][e] = 0.0f;
+      }
+}
+
+// Writes a warp's results (+ bias) for tile (img, p0): pixel m valid when
+// m < mlim, channel when < K.
+__device__ __forceinline__ void epilogue(const float (&res)[MW][NTW][4],
+                                         const float *__restrict__ b,
+                                         float *__restrict__ y, int img, int p0,
+                                         int n0, int wm, int wn, int g, int t) {
+  const int mlim = TM < (P - p0) * Q ? TM : (P - p0) * Q;
+  float *__restrict__ yt = y + img * K * PQ + p0 * Q; // channel 0, pixel 0
+#pragma unroll
+  for (int j = 0; j < NTW; ++j) {
+    const int k0 = n0 + (wn * NTW + j) * 8 + 2 * t; // channel of c0 / c2
+    float bias0 = 0.0f, bias1 = 0.0f;
+#if CT_BIAS
+    if (k0 < K) bias0 = __ldg(b + k0);
+    if (k0 + 1 < K) bias1 = __ldg(b + k0 + 1);
+#else
+    (void)b;
+#endif
+#pragma unroll
+    for (int i = 0; i < MW; ++i) {
+      const int mt = wm + i * WGM;
+      if (mt >= MT) break;
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int m = mt * 16 + g + 8 * hh; // row g (c0, c1) or g+8 (c2, c3)
+        if (m < mlim) {
+          if (k0 < K) __stcs(yt + k0 * PQ + m, res[i][j][2 * hh] + bias0);
+          if (k0 + 1 < K) __stcs(yt + (k0 + 1) * PQ + m, res[i][j][2 * hh + 1] + bias1);
+        }
+      }
+    }
+  }
+}
+
+} // namespace tc
+
+// ----------------------------------------------------------------------------
+// The kernel.  Launch: grid (CT_PLAN_GRID_X, ceil(K/BN)), block (32*WARPS),
+// CT_PLAN_SMEM bytes of dynamic shared memory.  Any grid.x in 1 .. NTILES is
+// correct.  ws is unused.
+
+extern "C" __global__ void __launch_bounds__(tc::THREADS, tc::MINB)
+conv_tc(const float *__restrict__ x, const float *__restrict__ w,
+        const float *__restrict__ b, float *__restrict__ y, float *ws) {
+  using namespace tc;
+  extern __shared__ float4 smem4[]; // float4: 16-byte aligned
+  float *const smem = reinterpret_cast<float *>(smem4);
+  float *const wsm = smem;                                         // wfrag
+  int *const koff = reinterpret_cast<int *>(smem + WFRAG_FLOATS); // koff
+  float *const band0 = smem + WFRAG_FLOATS + KOFF_INTS;           // bands
+  (void)ws;
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  // wn fastest: the warps sharing an SM sub-partition (warp % 4) get
+  // different wm, which evens out their m16 tile counts when WGM does not
+  // divide MT.
+  const int wn = warp % WN, wm = warp / WN;
+  const int n0 = blockIdx.y * BN;
+  const int tile0 = blockIdx.x;
+  if (tile0 >= NTILES) return; // never with a planned grid; uniform per CTA
+
+  // The first band's copy overlaps the weight staging.
+  if constexpr (STAGES == 2) {
+    const int img = tile0 / TILES_PER_IMG;
+    band_fill<true>(band0, x, img, (tile0 - img * TILES_PER_IMG) * TP, warp, lane);
+    cp_async_commit();
+  }
+
+  // Weights in B fragment order, read along KCRS (coalesced).
+#pragma unroll 4
+  for (int u = tid; u < BN * KP; u += THREADS) {
+    const int nl = u / KP, k = u - nl * KP;
+    const int kg = n0 + nl;
+    const float v = (k < CRS && kg < K) ? __ldg(w + kg * CRS + k) : 0.0f;
+    const int ks = k >> 3, kk = k & 7;
+    const int e = (((ks * NT + (nl >> 3)) * 32 + (nl & 7) * 4 + (kk & 3)) << 1) + (kk >> 2);
+    wsm[e] = SPLIT ? v : round_tf32(v);
+  }
+  // k -> band offset in bytes, as int2 pairs (k = 8ks+t, 8ks+t+4) at [ks][t].
+  for (int e = tid; e < KOFF_INTS; e += THREADS) {
+    const int k = (e >> 3) * 8 + ((e >> 1) & 3) + 4 * (e & 1);
+    int off = 0;
+    if (k < CRS) {
+      const int c = k / (R * S), rs = k - c * (R * S);
+      const int r = rs / S, s = rs - r * S;
+      off = c * BR * BC + r * DH * BC + s * DW;
+    }
+    koff[e] = off * 4; // bytes
+  }
+
+  // This lane's pixel offsets in the band, in bytes: rows g and g+8 of its
+  // m16 tiles (0, a valid element, for pixels past the tile; never stored).
+  int pb[MW][2];
+#pragma unroll
+  for (int i = 0; i < MW; ++i)
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int m = (wm + i * WGM) * 16 + g + 8 * hh;
+      pb[i][hh] = m < TM ? ((m / Q) * SH * BC + (m % Q) * SW) * 4 : 0;
+    }
+  const bool last_live = wm + (MW - 1) * WGM < MT; // warp-uniform
+
+  const float2 *const wq0 = reinterpret_cast<const float2 *>(wsm) + wn * NTW * 32 + lane;
+  const int2 *const kq0 = reinterpret_cast<const int2 *>(koff) + t;
+
+  int stage = 0;
+#pragma unroll 1
+  for (int tile = tile0; tile < NTILES; tile += gridDim.x) {
+    const int img = tile / TILES_PER_IMG;
+    const int p0 = (tile - img * TILES_PER_IMG) * TP;
+    float *const band = band0 + stage * BAND_PAD;
+
+    if constexpr (STAGES == 2) {
+      // Prefetch the next tile into the other buffer (freed by the barrier
+      // that ended the previous iteration); always commit so that
+      // wait_group<1> means "this tile's copies are done".
+      const int next = tile + gridDim.x;
+      if (next < NTILES) {
+        const int nimg = next / TILES_PER_IMG;
+        band_fill<true>(band0 + (stage ^ 1) * BAND_PAD, x, nimg,
+                        (next - nimg * TILES_PER_IMG) * TP, warp, lane);
+      }
+      cp_async_commit();
+      cp_async_wait<1>();
+      if constexpr (!SPLIT) band_round_own(band, warp, lane);
+      __syncthreads(); // band (and on the first tile wfrag, koff) visible
+    } else {
+      __syncthreads(); // the previous tile's math is done with the band
+      band_fill<false>(band, x, img, p0, warp, lane);
+      __syncthreads();
+    }
+
+    const char *const bandb = reinterpret_cast<const char *>(band);
+    float acc[MW][NTW][4];
+    float master[MW][NTW][4]; // SPLIT only
+#pragma unroll
+    for (int i = 0; i < MW; ++i)
+#pragma unroll
+      for (int j = 0; j < NTW; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = master[i][j][e] = 0.0f;
+
+#pragma unroll 1
+    for (int ks0 = 0; ks0 < KFULL; ks0 += KCHUNK) {
+#pragma unroll
+      for (int kk = 0; kk < KCHUNK; ++kk) {
+        const int ks = ks0 + kk;
+        kstep(acc, bandb, pb, wq0 + ks * NT * 32, kq0[ks * 4], last_live);
+      }
+      if constexpr (SPLIT) flush(master, acc);
+    }
+    if constexpr (KFULL < KSTEPS) {
+#pragma unroll
+      for (int ks = KFULL; ks < KSTEPS; ++ks)
+        kstep(acc, bandb, pb, wq0 + ks * NT * 32, kq0[ks * 4], last_live);
+      if constexpr (SPLIT) flush(master, acc);
+    }
+
+    if constexpr (SPLIT)
+      epilogue(master, b, y, img, p0, n0, wm, wn, g, t);
+    else
+      epilogue(acc, b, y, img, p0, n0, wm, wn, g, t);
+
+    if constexpr (STAGES == 2) {
+      __syncthreads(); // everyone is done with this band before it is refilled
+      stage ^= 1;
+    }
+  }
+}

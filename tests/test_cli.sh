@@ -1,0 +1,59 @@
+#!/bin/sh
+# CLI behaviour that needs no GPU: help, usage errors, the database
+# commands, and a clear failure when the CUDA driver is missing (forced
+# with CONVTUNE_LIBCUDA, so this holds on GPU machines too).
+#   tests/test_cli.sh PATH/TO/convtune
+set -u
+ct=${1:?usage: test_cli.sh CONVTUNE}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+
+# expect NAME WANT_RC PATTERN CMD... : exit code WANT_RC, output matching PATTERN
+expect() {
+  name=$1 want=$2 pattern=$3
+  shift 3
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL $name: exit $rc, wanted $want"; echo "$out" | sed 's/^/    /'
+    fail=$((fail + 1)); return
+  fi
+  if ! printf '%s\n' "$out" | grep -q -- "$pattern"; then
+    echo "FAIL $name: output lacks '$pattern'"; echo "$out" | sed 's/^/    /'
+    fail=$((fail + 1)); return
+  fi
+  echo "ok   $name"; pass=$((pass + 1))
+}
+
+expect help 0 'commands:' "$ct" --help
+expect no-args 2 'usage: convtune' "$ct"
+expect version 0 '^convtune [0-9]' "$ct" --version
+expect tune-help 0 'usage: convtune tune' "$ct" tune --help
+expect check-help 0 'usage: convtune check' "$ct" check --help
+expect db-help 0 'usage: convtune db list' "$ct" db --help
+expect unknown-command 2 "unknown command 'frobnicate'" "$ct" frobnicate
+expect unknown-option 2 'unknown option --frob' "$ct" tune --frob 1
+expect missing-value 2 '--problem needs a value' "$ct" tune --problem
+expect bad-precision 2 'tf32 or fp32' "$ct" tune --precision fp16
+expect bad-spec 2 'stride' "$ct" tune --problem 'n=1,c=1,h=8,w=8,k=1,r=3,s=3,stride=0'
+expect bad-threads 2 'integer in' "$ct" tune --threads zero
+
+db="$tmp/sub/dir/tuning.db"
+expect db-list-missing 0 'nothing tuned yet' "$ct" db list --db "$db"
+expect db-list-missing-json 0 '^\[\]$' "$ct" db list --db "$db" --json
+[ -e "$db" ] && { echo "FAIL db-list-readonly: db list created $db"; fail=$((fail + 1)); }
+expect db-show-missing 1 'no tuning database' "$ct" db show 1 --db "$db"
+expect db-show-no-id 2 'needs one problem ID' "$ct" db show --db "$db"
+expect db-list-env 0 "$tmp/env.db" env CONVTUNE_DB="$tmp/env.db" "$ct" db list
+expect db-list-xdg 0 "$tmp/xdg/convtune/tuning.db" env -u CONVTUNE_DB XDG_CACHE_HOME="$tmp/xdg" "$ct" db list
+expect db-list-home 0 "$tmp/home/.cache/convtune/tuning.db" env -u CONVTUNE_DB -u XDG_CACHE_HOME HOME="$tmp/home" "$ct" db list
+printf 'this is not a database, just some bytes that go on for a while....' > "$tmp/junk.db"
+expect db-list-corrupt 1 "$tmp/junk.db" "$ct" db list --db "$tmp/junk.db"
+
+nodrv="$tmp/no-such-dir/libcuda.so.1"
+expect tune-no-driver 1 'no CUDA driver' env CONVTUNE_LIBCUDA="$nodrv" "$ct" tune --db "$db"
+expect check-no-driver 1 'no CUDA driver' env CONVTUNE_LIBCUDA="$nodrv" "$ct" check --db "$db"
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,410 @@
+/*
+** test_generator.c — the generator without a GPU: enumeration, names and
+** their round trip, determinism of the source text, launch plans within the
+** device's limits, default variants for odd problems, name errors, device
+** limits by architecture, embedded templates, hashing.
+*/
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convtune.h"
+#include "ct_gen.h"
+#include "test.h"
+
+/* Odd problems: every one must have a default variant (both precisions). */
+static const char *const odd_specs[] = {
+  "n=1,c=1,h=1,w=1,k=1,r=1,s=1",
+  "n=1,c=1,h=5,w=5,k=1,r=3,s=3",
+  "n=2,c=3,h=17,w=19,k=5,r=3,s=5,stride=2,pad=1x2",
+  "n=1,c=2,h=9,w=13,k=7,r=3,s=3,dil=2,pad=2,bias=0",
+  "n=3,c=1,h=23,w=21,k=9,r=2,s=3,stride=5,pad=0",
+  "n=2,c=5,h=7,w=6,k=17,r=1,s=1",
+  "n=1,c=100,h=6,w=7,k=20,r=3,s=3,pad=1",
+  "n=1,c=2,h=3,w=420,k=17,r=2,s=400,pad=0x3",
+  "n=2,c=2,h=11,w=12,k=3,r=3,s=2,stride=1x3,dil=3x1,pad=0x4",
+  "n=1,c=2,h=4,w=4,k=5,r=3,s=3,pad=5,stride=2",
+  "n=7,c=64,h=56,w=56,k=64,r=3,s=3,pad=1",
+  "n=1,c=1,h=1,w=100000,k=3,r=1,s=20000",
+  "n=1,c=3,h=224,w=224,k=768,r=16,s=16,stride=16",
+};
+#define N_ODD (sizeof odd_specs / sizeof odd_specs[0])
+
+static ct_gen_limits h200(void) {
+  ct_gen_limits lim;
+  memset(&lim, 0, sizeof lim);
+  ct_gen_limits_for_arch("sm_90a", &lim);
+  return lim;
+}
+
+static int parse(const char *spec, ct_precision prec, ct_problem *p) {
+  char err[256];
+  if (ct_problem_parse(spec, p, err, sizeof err) != CT_OK) {
+    fprintf(stderr, "cannot parse %s: %s\n", spec, err);
+    return -1;
+  }
+  p->precision = prec;
+  return 0;
+}
+
+/* 1 if the launches of v fit lim. */
+static int launches_fit(const ct_gen_variant *v, const ct_gen_limits *lim) {
+  if (v->n_kernels < 1 || v->n_kernels > CT_GEN_MAX_KERNELS) return 0;
+  for (int i = 0; i < v->n_kernels; i++) {
+    const ct_gen_launch *l = &v->kernels[i];
+    uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
+    if (l->name[0] == '\0') return 0;
+    if (threads < 1 || threads > (uint64_t)lim->max_threads_per_block) return 0;
+    if (l->block[0] > 1024 || l->block[1] > 1024 || l->block[2] > 64) return 0;
+    if (l->grid[0] < 1 || l->grid[0] > 0x7fffffffu) return 0;
+    if (l->grid[1] < 1 || l->grid[1] > 65535 || l->grid[2] < 1 || l->grid[2] > 65535)
+      return 0;
+    if (l->smem > (unsigned)lim->max_smem_per_block) return 0;
+  }
+  return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void test_enumerate_headline(void) {
+  ct_gen_limits lim = h200();
+  for (int prec = CT_PREC_TF32; prec <= CT_PREC_FP32; prec++) {
+    ct_problem p;
+    ct_problem_default(&p);
+    p.precision = (ct_precision)prec;
+    ct_gen_variant *v = NULL;
+    size_t n = 0;
+    ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+    ASSERT_TRUE(n >= 1);
+    ASSERT_TRUE(v != NULL);
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+      const ct_gen_family *f = v[i].family;
+      ok = f != NULL && f->valid(&p, &lim, v[i].values) &&
+           (f->precisions & (1u << prec)) && launches_fit(&v[i], &lim) &&
+           strncmp(v[i].name, f->name, strlen(f->name)) == 0;
+      if (!ok) fprintf(stderr, "  bad variant %s\n", v[i].name);
+      for (size_t j = 0; j < i && ok; j++)
+        if (strcmp(v[i].name, v[j].name) == 0) {
+          fprintf(stderr, "  duplicate name %s\n", v[i].name);
+          ok = 0;
+        }
+      ct_gen_variant back;
+      if (ok && ct_gen_variant_from_name(&p, &lim, v[i].name, &back) != CT_OK) {
+        fprintf(stderr, "  %s does not parse back\n", v[i].name);
+        ok = 0;
+      }
+      if (ok && memcmp(&back, &v[i], sizeof back) != 0) {
+        fprintf(stderr, "  %s round trip differs\n", v[i].name);
+        ok = 0;
+      }
+    }
+    if (prec == CT_PREC_TF32) fprintf(stderr, "  headline: %zu variants\n", n);
+    free(v);
+    ASSERT_TRUE(ok);
+  }
+}
+
+static void test_enumerate_order_and_default(void) {
+  /* The default variant is the first enumerated variant of family direct. */
+  ct_gen_limits lim = h200();
+  ct_problem p;
+  ct_problem_default(&p);
+  ct_gen_variant *v = NULL, d;
+  size_t n = 0;
+  ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+  ASSERT_EQ_INT(ct_gen_default_variant(&p, &lim, &d), CT_OK);
+  const ct_gen_variant *first = NULL;
+  for (size_t i = 0; i < n && first == NULL; i++)
+    if (strcmp(v[i].family->name, "direct") == 0) first = &v[i];
+  int same = first != NULL && memcmp(first, &d, sizeof d) == 0;
+  free(v);
+  ASSERT_TRUE(same);
+  ASSERT_EQ_STR(d.name, "direct:THREADS=128,TP=4,TK=8");
+}
+
+static void test_source_deterministic(void) {
+  ct_gen_limits lim = h200();
+  ct_problem p;
+  ct_problem_default(&p);
+  ct_gen_variant *v = NULL;
+  size_t n = 0;
+  ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+  int ok = 1;
+  uint64_t prev_hash = 0;
+  for (size_t i = 0; i < n && ok; i++) {
+    char *a = NULL, *b = NULL;
+    ok = ct_gen_source(&p, &v[i], &a) == CT_OK && ct_gen_source(&p, &v[i], &b) == CT_OK;
+    ok = ok && strcmp(a, b) == 0;
+    uint64_t ha = ok ? ct_gen_hash(a, strlen(a), CT_GEN_HASH_SEED) : 0;
+    uint64_t hb = ok ? ct_gen_hash(b, strlen(b), CT_GEN_HASH_SEED) : 1;
+    ok = ok && ha == hb && ha != prev_hash; /* distinct variants, distinct text */
+    prev_hash = ha;
+    /* Layout: header line, the problem, the parameters, the template. */
+    ok = ok && strncmp(a, "// convtune: ", 13) == 0 && strstr(a, v[i].name) != NULL;
+    ok = ok && strstr(a, "\n#define CT_N 256\n#define CT_C 3\n#define CT_H 224\n"
+                         "#define CT_W 224\n#define CT_K 96\n#define CT_R 11\n"
+                         "#define CT_S 11\n#define CT_P 55\n#define CT_Q 55\n"
+                         "#define CT_STRIDE_H 4\n#define CT_STRIDE_W 4\n"
+                         "#define CT_PAD_H 2\n#define CT_PAD_W 2\n"
+                         "#define CT_DIL_H 1\n#define CT_DIL_W 1\n"
+                         "#define CT_BIAS 1\n") != NULL;
+    for (int j = 0; ok && j < v[i].family->n_params; j++) {
+      char line[96];
+      snprintf(line, sizeof line, "\n#define %s %d\n", v[i].family->params[j].name,
+               v[i].values[j]);
+      ok = strstr(a, line) != NULL;
+    }
+    const char *t = ct_gen_template(v[i].family->template_name);
+    ok = ok && t != NULL && strlen(a) > strlen(t) &&
+         strcmp(a + strlen(a) - strlen(t), t) == 0;
+    if (!ok) fprintf(stderr, "  source of %s\n", v[i].name);
+    free(a);
+    free(b);
+  }
+  /* The precision is not part of the text: one source serves both. */
+  if (ok) {
+    ct_problem q = p;
+    q.precision = CT_PREC_FP32;
+    char *a = NULL, *b = NULL;
+    ok = ct_gen_source(&p, &v[0], &a) == CT_OK && ct_gen_source(&q, &v[0], &b) == CT_OK &&
+         strcmp(a, b) == 0;
+    free(a);
+    free(b);
+  }
+  free(v);
+  ASSERT_TRUE(ok);
+}
+
+static void test_reference_source(void) {
+  ct_problem p;
+  ASSERT_EQ_INT(parse("n=2,c=3,h=17,w=19,k=5,r=3,s=5,stride=2,pad=1x2,bias=0",
+                      CT_PREC_FP32, &p), 0);
+  char *a = NULL, *b = NULL;
+  ASSERT_EQ_INT(ct_gen_reference_source(&p, &a), CT_OK);
+  ASSERT_EQ_INT(ct_gen_reference_source(&p, &b), CT_OK);
+  int ok = strcmp(a, b) == 0 && strstr(a, "ct_ref_f64") != NULL &&
+           strstr(a, "#define CT_P 9\n#define CT_Q 10\n") != NULL &&
+           strstr(a, "#define CT_BIAS 0\n") != NULL;
+  free(a);
+  free(b);
+  ASSERT_TRUE(ok);
+}
+
+static void test_plans_fit_limits(void) {
+  const char *archs[] = {"sm_90a", "sm_80", "sm_89"};
+  for (size_t ai = 0; ai < 3; ai++) {
+    ct_gen_limits lim;
+    ASSERT_EQ_INT(ct_gen_limits_for_arch(archs[ai], &lim), CT_OK);
+    for (size_t i = 0; i <= N_ODD; i++) {
+      ct_problem p;
+      if (i == N_ODD) ct_problem_default(&p);
+      else ASSERT_EQ_INT(parse(odd_specs[i], CT_PREC_TF32, &p), 0);
+      ct_gen_variant *v = NULL;
+      size_t n = 0;
+      ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+      int ok = n >= 1;
+      for (size_t j = 0; j < n && ok; j++) {
+        ok = launches_fit(&v[j], &lim);
+        if (!ok) fprintf(stderr, "  %s on %s: %s\n", archs[ai],
+                         i < N_ODD ? odd_specs[i] : "headline", v[j].name);
+      }
+      free(v);
+      ASSERT_TRUE(ok);
+    }
+  }
+}
+
+static void test_default_variant_odd(void) {
+  ct_gen_limits lim = h200();
+  for (size_t i = 0; i < N_ODD; i++) {
+    for (int prec = CT_PREC_TF32; prec <= CT_PREC_FP32; prec++) {
+      ct_problem p;
+      ASSERT_EQ_INT(parse(odd_specs[i], (ct_precision)prec, &p), 0);
+      ct_gen_variant d;
+      ct_status rc = ct_gen_default_variant(&p, &lim, &d);
+      if (rc != CT_OK) fprintf(stderr, "  no default for %s\n", odd_specs[i]);
+      ASSERT_EQ_INT(rc, CT_OK);
+      ASSERT_TRUE(d.family != NULL && d.family->valid(&p, &lim, d.values));
+      ASSERT_TRUE(launches_fit(&d, &lim));
+      char *src = NULL;
+      ASSERT_EQ_INT(ct_gen_source(&p, &d, &src), CT_OK);
+      free(src);
+    }
+  }
+}
+
+static void test_small_k_and_q_prune(void) {
+  /* K = 1, Q = 1: only TK = 1 and TP = 1 waste nothing. */
+  ct_gen_limits lim = h200();
+  ct_problem p;
+  ASSERT_EQ_INT(parse("n=1,c=1,h=3,w=3,k=1,r=3,s=3", CT_PREC_TF32, &p), 0);
+  ct_gen_variant d;
+  ASSERT_EQ_INT(ct_gen_default_variant(&p, &lim, &d), CT_OK);
+  ASSERT_EQ_STR(d.name, "direct:THREADS=128,TP=1,TK=1");
+  ct_gen_variant *v = NULL;
+  size_t n = 0;
+  ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+  free(v);
+  ASSERT_EQ_INT(n, 3); /* one per THREADS value */
+}
+
+static void test_from_name_errors(void) {
+  ct_gen_limits lim = h200();
+  ct_problem p;
+  ct_problem_default(&p);
+  ct_gen_variant v;
+  /* Accepted: canonical, and parameters in another order. */
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, "direct:THREADS=256,TP=2,TK=4", &v), CT_OK);
+  ASSERT_EQ_STR(v.name, "direct:THREADS=256,TP=2,TK=4");
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, "direct:TK=4,THREADS=256,TP=2", &v), CT_OK);
+  ASSERT_EQ_STR(v.name, "direct:THREADS=256,TP=2,TK=4");
+  /* No such family. */
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, "nosuch:THREADS=128,TP=4,TK=8", &v),
+                CT_ERR_NOT_FOUND);
+  /* Malformed: unknown, duplicate or missing parameter, bad numbers. */
+  const char *bad[] = {
+    "",
+    ":THREADS=128",
+    "direct",
+    "direct:",
+    "direct:THREADS=128,TP=4",
+    "direct:THREADS=128,TP=4,TK=8,",
+    "direct:THREADS=128,TP=4,TK=8,TK=8",
+    "direct:THREADS=128,TP=4,TK=8,XX=1",
+    "direct:THREADS=128,TP=4,BAD=8",
+    "direct:THREADS=128,TP=4,TK",
+    "direct:THREADS=128,TP=4,TK=",
+    "direct:THREADS=128,TP=4,TK=8x",
+    "direct:THREADS=128,TP=4,TK=99999999999",
+    "direct:THREADS=128,,TP=4,TK=8",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ct_status rc = ct_gen_variant_from_name(&p, &lim, bad[i], &v);
+    if (rc != CT_ERR_PARSE) fprintf(stderr, "  \"%s\" gave %d\n", bad[i], (int)rc);
+    ASSERT_EQ_INT(rc, CT_ERR_PARSE);
+  }
+  /* A value outside the searched list. */
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, "direct:THREADS=128,TP=4,TK=2", &v),
+                CT_ERR_UNSUPPORTED);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, "direct:THREADS=96,TP=4,TK=8", &v),
+                CT_ERR_UNSUPPORTED);
+  /* Listed, but not valid for this problem (TK = 16 with K = 1). */
+  ct_problem q;
+  ASSERT_EQ_INT(parse("n=1,c=1,h=5,w=5,k=1,r=3,s=3", CT_PREC_TF32, &q), 0);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&q, &lim, "direct:THREADS=128,TP=1,TK=16", &v),
+                CT_ERR_UNSUPPORTED);
+  /* Listed, but not valid on this device (256 threads > a tiny limit). */
+  ct_gen_limits small = lim;
+  small.max_threads_per_block = 128;
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &small, "direct:THREADS=256,TP=4,TK=8", &v),
+                CT_ERR_UNSUPPORTED);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &small, "direct:THREADS=128,TP=4,TK=8", &v),
+                CT_OK);
+  /* An invalid problem; NULL arguments. */
+  ct_problem z = p;
+  z.c = 0;
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&z, &lim, "direct:THREADS=128,TP=4,TK=8", &v),
+                CT_ERR_INVALID_PROBLEM);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, NULL, &v), CT_ERR_INVALID_ARG);
+}
+
+static void test_invalid_problem(void) {
+  ct_gen_limits lim = h200();
+  ct_problem p;
+  ct_problem_default(&p);
+  p.r = 300; /* larger than the padded input */
+  ct_gen_variant *v = (ct_gen_variant *)&lim;
+  size_t n = 7;
+  ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_ERR_INVALID_PROBLEM);
+  ASSERT_TRUE(v == NULL);
+  ASSERT_EQ_INT(n, 0);
+  ct_gen_variant d;
+  ASSERT_EQ_INT(ct_gen_default_variant(&p, &lim, &d), CT_ERR_INVALID_PROBLEM);
+}
+
+static void test_limits_for_arch(void) {
+  ct_gen_limits lim;
+  ASSERT_EQ_INT(ct_gen_limits_for_arch("sm_90a", &lim), CT_OK);
+  ASSERT_EQ_STR(lim.arch, "sm_90a");
+  ASSERT_EQ_INT(lim.cc_major, 9);
+  ASSERT_EQ_INT(lim.cc_minor, 0);
+  ASSERT_EQ_INT(lim.sm_count, 132);
+  ASSERT_EQ_INT(lim.max_threads_per_block, 1024);
+  ASSERT_EQ_INT(lim.max_smem_per_block, 232448);
+  ASSERT_EQ_INT(lim.smem_per_sm, 233472);
+  ASSERT_EQ_INT(lim.regs_per_sm, 65536);
+  ASSERT_EQ_INT(ct_gen_limits_for_arch("sm_90", &lim), CT_OK);
+  ASSERT_EQ_STR(lim.arch, "sm_90");
+  ASSERT_EQ_INT(lim.max_smem_per_block, 232448);
+  ASSERT_EQ_INT(ct_gen_limits_for_arch("sm_80", &lim), CT_OK);
+  ASSERT_EQ_INT(lim.cc_major * 10 + lim.cc_minor, 80);
+  ASSERT_EQ_INT(lim.max_smem_per_block, 166912);
+  ASSERT_EQ_INT(ct_gen_limits_for_arch("sm_89", &lim), CT_OK);
+  ASSERT_EQ_INT(lim.cc_major * 10 + lim.cc_minor, 89);
+  ASSERT_EQ_INT(lim.max_smem_per_block, 101376);
+  ASSERT_EQ_INT(ct_gen_limits_for_arch("sm_75", &lim), CT_ERR_UNSUPPORTED);
+  ASSERT_EQ_INT(ct_gen_limits_for_arch("", &lim), CT_ERR_UNSUPPORTED);
+  ASSERT_EQ_INT(ct_gen_limits_for_arch(NULL, &lim), CT_ERR_INVALID_ARG);
+}
+
+static void test_families_and_templates(void) {
+  ASSERT_TRUE(ct_gen_families[0] != NULL);
+  ASSERT_TRUE(ct_gen_family_find("direct") != NULL);
+  ASSERT_TRUE(ct_gen_family_find("nosuch") == NULL);
+  ASSERT_TRUE(ct_gen_family_find(NULL) == NULL);
+  for (size_t i = 0; ct_gen_families[i] != NULL; i++) {
+    const ct_gen_family *f = ct_gen_families[i];
+    ASSERT_TRUE(ct_gen_family_find(f->name) == f);
+    ASSERT_TRUE(f->precisions != 0 && f->valid != NULL && f->plan != NULL);
+    ASSERT_TRUE(f->n_params >= 0 && f->n_params <= CT_GEN_MAX_PARAMS);
+    const char *t = ct_gen_template(f->template_name);
+    ASSERT_TRUE(t != NULL);
+    /* Every tunable is guarded "#ifndef P / #define P default / #endif", and
+    ** its list is non-empty without repeats. */
+    for (int j = 0; j < f->n_params; j++) {
+      const ct_gen_param *pr = &f->params[j];
+      char guard[96];
+      snprintf(guard, sizeof guard, "#ifndef %s\n#define %s ", pr->name, pr->name);
+      if (strstr(t, guard) == NULL) fprintf(stderr, "  %s: no guard for %s\n", f->name, pr->name);
+      ASSERT_TRUE(strstr(t, guard) != NULL);
+      ASSERT_TRUE(pr->n_values >= 1 && pr->n_values <= CT_GEN_MAX_VALUES);
+      for (int a = 0; a < pr->n_values; a++)
+        for (int b = 0; b < a; b++) ASSERT_TRUE(pr->values[a] != pr->values[b]);
+    }
+  }
+  ASSERT_TRUE(ct_gen_template("ref_f64.cu") != NULL);
+  ASSERT_TRUE(ct_gen_template("nosuch.cu") == NULL);
+  ASSERT_TRUE(ct_gen_template(NULL) == NULL);
+  size_t count = 0;
+  while (ct_gen_template_name(count) != NULL) count++;
+  ASSERT_TRUE(count >= 2);
+  ASSERT_TRUE(strstr(ct_gen_template("conv_direct.cu"), "extern \"C\"") != NULL);
+}
+
+static void test_hash(void) {
+  /* FNV-1a 64 reference values. */
+  ASSERT_TRUE(ct_gen_hash("", 0, CT_GEN_HASH_SEED) == 0xcbf29ce484222325ull);
+  ASSERT_TRUE(ct_gen_hash("a", 1, CT_GEN_HASH_SEED) == 0xaf63dc4c8601ec8cull);
+  ASSERT_TRUE(ct_gen_hash("foobar", 6, CT_GEN_HASH_SEED) == 0x85944171f73967e8ull);
+  /* Chaining through the seed equals hashing the concatenation. */
+  uint64_t h = ct_gen_hash("foo", 3, CT_GEN_HASH_SEED);
+  ASSERT_TRUE(ct_gen_hash("bar", 3, h) == 0x85944171f73967e8ull);
+}
+
+int main(void) {
+  RUN_TEST(test_enumerate_headline);
+  RUN_TEST(test_enumerate_order_and_default);
+  RUN_TEST(test_source_deterministic);
+  RUN_TEST(test_reference_source);
+  RUN_TEST(test_plans_fit_limits);
+  RUN_TEST(test_default_variant_odd);
+  RUN_TEST(test_small_k_and_q_prune);
+  RUN_TEST(test_from_name_errors);
+  RUN_TEST(test_invalid_problem);
+  RUN_TEST(test_limits_for_arch);
+  RUN_TEST(test_families_and_templates);
+  RUN_TEST(test_hash);
+  TEST_EXIT();
+}

@@ -1,0 +1,113 @@
+/*
+** test_gpu_variants.c — every variant of the search space of odd shapes,
+** both precisions, against the float64 reference on fresh random inputs;
+** and the GPU float64 reference itself against the CPU reference.
+*/
+#include <math.h>
+
+#include "ct_drv.h"
+#include "gpu_common.h"
+
+static ct_tune_gpu g;
+
+/* Odd shapes: C = 1, 3, 4, 5, 64; K not a multiple of any tile; odd H and
+** W; stride 1 to 5; padding 0 to 3; dilation 2; N = 1; no bias. */
+static const char *shapes[] = {
+    "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
+    "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
+    "n=3,c=4,h=31,w=29,k=13,r=5,s=3,stride=2,pad=0x3,bias=0",
+    "n=1,c=5,h=40,w=41,k=33,r=3,s=3,stride=3,pad=3,dil=2",
+    "n=2,c=64,h=15,w=13,k=70,r=3,s=3,stride=1,pad=1",
+    "n=1,c=3,h=50,w=50,k=7,r=4,s=4,stride=5,pad=2",
+    "n=2,c=3,h=20,w=21,k=17,r=1,s=1,stride=2,pad=0",
+    "n=1,c=2,h=9,w=9,k=3,r=7,s=7,stride=1,pad=3,dil=1x2",
+};
+
+/* The GPU reference equals the CPU reference to float64 rounding. */
+static void test_reference_matches_cpu(void) {
+  ct_problem p;
+  ASSERT_EQ_INT(ct_problem_parse(shapes[3], &p, NULL, 0), CT_OK);
+  ct_tune_data d;
+  char err[512];
+  ASSERT_EQ_INT(ct_tune_data_create(&g, &p, ct_tune_fresh_seed(), &d, err, sizeof err), CT_OK);
+  float *x = malloc(d.nx * sizeof *x), *w = malloc(d.nw * sizeof *w),
+        *b = malloc((d.nb + 1) * sizeof *b);
+  double *y = malloc(d.ny * sizeof *y), *as = malloc(d.ny * sizeof *as),
+         *sq = malloc(d.ny * sizeof *sq);
+  ASSERT_TRUE(x && w && b && y && as && sq);
+  ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(x, d.x, d.nx * sizeof *x), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(w, d.w, d.nw * sizeof *w), CUDA_SUCCESS);
+  if (d.nb) ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(b, d.b, d.nb * sizeof *b), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_tune_reference_cpu(&p, x, w, d.nb ? b : NULL, y, as, sq), CT_OK);
+  double worst = 0;
+  for (size_t i = 0; i < d.ny; i++) {
+    double e = fabs(y[i] - d.ref[i]) / (as[i] + 1e-300);
+    if (e > worst) worst = e;
+    ASSERT_NEAR(as[i], d.abs_sum[i], 1e-12 * as[i]);
+    ASSERT_NEAR(sq[i], d.sq_sum[i], 1e-12 * sq[i]);
+  }
+  printf("GPU vs CPU float64 reference: worst error %.2e of sum|x*w|\n", worst);
+  ASSERT_TRUE(worst < 1e-13);
+  free(x); free(w); free(b); free(y); free(as); free(sq);
+  ct_tune_data_destroy(&d);
+}
+
+/* Every variant of every shape and precision through the tuning loop
+** (parallel NVRTC, verification on fresh inputs), into a scratch database:
+** each must end "timed", none wrong or failed. */
+static void test_every_variant(void) {
+  char dir[] = "/tmp/convtune-variants-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir) != NULL);
+  char db[256];
+  snprintf(db, sizeof db, "%s/tuning.db", dir);
+  int checked = 0, bad = 0;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    for (int prec = CT_PREC_TF32; prec <= CT_PREC_FP32; prec++) {
+      ct_tune_options o;
+      ct_tune_options_default(&o);
+      ASSERT_EQ_INT(ct_problem_parse(shapes[si], &o.problem, NULL, 0), CT_OK);
+      o.problem.precision = (ct_precision)prec;
+      o.db_path = db;
+      o.screen_trials = 1;
+      o.final_trials = 1;
+      o.finalists = 1;
+      ct_tune_result r;
+      char err[1024];
+      ct_status rc = ct_tune_run(&o, &r, err, sizeof err);
+      if (rc != CT_OK) fprintf(stderr, "%s: %s\n", shapes[si], err);
+      ASSERT_EQ_INT(rc, CT_OK);
+      size_t families = 0;
+      const char *prev = "";
+      for (size_t i = 0; i < r.n_rows; i++) {
+        const ct_cache_trial *t = &r.rows[i].trial;
+        checked++;
+        if (t->status != CT_TRIAL_TIMED) {
+          bad++;
+          fprintf(stderr, "FAIL %s %s %s: %s: %s\n", r.spec, t->variant,
+                  ct_precision_name(o.problem.precision),
+                  ct_trial_status_name(t->status), t->message);
+        }
+        size_t fam = strcspn(t->variant, ":");
+        if (strncmp(prev, t->variant, fam + 1) != 0) families++;
+        prev = t->variant;
+      }
+      printf("%-60s %s: %zu variants, %zu families\n", r.spec,
+             ct_precision_name(o.problem.precision), r.n_rows, families);
+      ASSERT_TRUE(r.n_rows > 0);
+      ct_tune_result_free(&r);
+    }
+  }
+  printf("%d variant runs, %d not timed\n", checked, bad);
+  ASSERT_EQ_INT(bad, 0);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ASSERT_EQ_INT(system(cmd), 0);
+}
+
+int main(void) {
+  gpu_open_or_skip(&g);
+  RUN_TEST(test_reference_matches_cpu);
+  RUN_TEST(test_every_variant);
+  ct_tune_gpu_close(&g);
+  TEST_EXIT();
+}

@@ -1,0 +1,274 @@
+/*
+** test_nvrtc.c — NVRTC without a GPU: every variant of the headline
+** problem's default search space (both precisions, deduplicated) and the
+** float64 reference compile for sm_90a with no register spill and no stack
+** frame; every template compiles on its own; the default variant and a few
+** more of each odd problem compile (the templates' static_asserts check the
+** plan); a broken source fails with a log.  Compiles run on a small thread
+** pool, as the tuner's do.
+*/
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "convtune.h"
+#include "ct_gen.h"
+#include "ct_nvrtc.h"
+#include "test.h"
+
+#define ARCH "sm_90a"
+
+/* One compile job. */
+typedef struct job {
+  char name[CT_GEN_NAME_MAX + 64]; /* what is printed */
+  char *src;                       /* owned */
+  ct_status rc;
+  ct_rt_compiled out;
+} job;
+
+typedef struct pool {
+  job *jobs;
+  size_t n, next;
+  pthread_mutex_t lock;
+} pool;
+
+static void *worker(void *arg) {
+  pool *pl = arg;
+  for (;;) {
+    pthread_mutex_lock(&pl->lock);
+    size_t i = pl->next++;
+    pthread_mutex_unlock(&pl->lock);
+    if (i >= pl->n) return NULL;
+    job *j = &pl->jobs[i];
+    j->rc = ct_rt_compile(j->src, j->name, ARCH, &j->out);
+  }
+}
+
+/* Compiles every job on up to 8 threads. */
+static void compile_all(job *jobs, size_t n) {
+  pool pl = {jobs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int nthreads = cpus < 1 ? 1 : cpus > 8 ? 8 : (int)cpus;
+  pthread_t t[8];
+  int started = 0;
+  for (int i = 0; i < nthreads; i++)
+    if (pthread_create(&t[started], NULL, worker, &pl) == 0) started++;
+  if (started == 0) worker(&pl);
+  for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+}
+
+/* Prints one line per job; returns the number that failed to compile,
+** spilled or used a stack frame. */
+static int report(job *jobs, size_t n) {
+  int failures = 0;
+  for (size_t i = 0; i < n; i++) {
+    job *j = &jobs[i];
+    int ok = j->rc == CT_OK && j->out.cubin != NULL && j->out.cubin_size > 0 &&
+             j->out.regs > 0 && j->out.spill_bytes == 0 && j->out.stack_bytes == 0;
+    fprintf(stderr, "  %-4s %-52s regs %3d  spill %3d  stack %3d  smem %5d  %6.0f ms\n",
+            ok ? "ok" : "FAIL", j->name, j->out.regs, j->out.spill_bytes,
+            j->out.stack_bytes, j->out.smem_static, j->out.compile_ms);
+    if (!ok) {
+      failures++;
+      fprintf(stderr, "%s\n", j->out.log ? j->out.log : "(no log)");
+    }
+  }
+  return failures;
+}
+
+static void jobs_free(job *jobs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free(jobs[i].src);
+    ct_rt_compiled_clear(&jobs[i].out);
+  }
+  free(jobs);
+}
+
+static int add_variant_job(job *jobs, size_t *n, const ct_problem *p,
+                           const ct_gen_variant *v, const char *tag) {
+  job *j = &jobs[*n];
+  memset(j, 0, sizeof *j);
+  snprintf(j->name, sizeof j->name, "%s%s", tag, v->name);
+  if (ct_gen_source(p, v, &j->src) != CT_OK) return -1;
+  (*n)++;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void test_headline_search_space(void) {
+  ct_gen_limits lim;
+  ASSERT_EQ_INT(ct_gen_limits_for_arch(ARCH, &lim), CT_OK);
+  ct_problem p;
+  ct_problem_default(&p);
+
+  ct_gen_variant *all = NULL;
+  size_t n_all = 0;
+  for (int prec = CT_PREC_TF32; prec <= CT_PREC_FP32; prec++) {
+    p.precision = (ct_precision)prec;
+    ct_gen_variant *v = NULL;
+    size_t n = 0;
+    ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+    ct_gen_variant *grown = realloc(all, (n_all + n) * sizeof *grown);
+    if (grown == NULL) free(v);
+    ASSERT_TRUE(grown != NULL);
+    all = grown;
+    for (size_t i = 0; i < n; i++) {
+      int dup = 0;
+      for (size_t j = 0; j < n_all && !dup; j++) dup = strcmp(all[j].name, v[i].name) == 0;
+      if (!dup) all[n_all++] = v[i];
+    }
+    free(v);
+  }
+  ct_problem_default(&p);
+
+  job *jobs = calloc(n_all + 1, sizeof *jobs);
+  ASSERT_TRUE(jobs != NULL);
+  size_t n = 0;
+  int ok = 1;
+  for (size_t i = 0; i < n_all && ok; i++) ok = add_variant_job(jobs, &n, &p, &all[i], "") == 0;
+  free(all);
+  if (ok) {
+    memset(&jobs[n], 0, sizeof jobs[n]);
+    snprintf(jobs[n].name, sizeof jobs[n].name, "reference ct_ref_f64");
+    ok = ct_gen_reference_source(&p, &jobs[n].src) == CT_OK;
+    if (ok) n++;
+  }
+  if (!ok) jobs_free(jobs, n);
+  ASSERT_TRUE(ok);
+  fprintf(stderr, "  headline problem, %zu variants + reference, %s:\n", n - 1, ARCH);
+  compile_all(jobs, n);
+  int failures = report(jobs, n);
+  jobs_free(jobs, n);
+  ASSERT_EQ_INT(failures, 0);
+}
+
+static void test_templates_alone(void) {
+  size_t count = 0;
+  while (ct_gen_template_name(count) != NULL) count++;
+  ASSERT_TRUE(count >= 2);
+  job *jobs = calloc(count, sizeof *jobs);
+  ASSERT_TRUE(jobs != NULL);
+  size_t n = 0;
+  for (size_t i = 0; i < count; i++) {
+    const char *name = ct_gen_template_name(i);
+    snprintf(jobs[n].name, sizeof jobs[n].name, "template %s (defaults)", name);
+    jobs[n].src = strdup(ct_gen_template(name));
+    if (jobs[n].src != NULL) n++;
+  }
+  int all_there = n == count;
+  compile_all(jobs, n);
+  int failures = report(jobs, n);
+  jobs_free(jobs, n);
+  ASSERT_TRUE(all_there);
+  ASSERT_EQ_INT(failures, 0);
+}
+
+/* Odd problems: the default variant, the last and a middle variant of each,
+** and the reference.  Exercises the templates' other paths (chunked
+** weights, weights from global memory, no register segment) and their
+** static_asserts against the plan. */
+static void test_odd_problems(void) {
+  static const char *const specs[] = {
+    "n=1,c=1,h=1,w=1,k=1,r=1,s=1,bias=0",
+    "n=2,c=3,h=17,w=19,k=5,r=3,s=5,stride=2,pad=1x2",
+    "n=1,c=2,h=9,w=13,k=7,r=3,s=3,dil=2,pad=2,bias=0",
+    "n=3,c=1,h=23,w=21,k=9,r=2,s=3,stride=5,pad=0",
+    "n=1,c=100,h=6,w=7,k=20,r=3,s=3,pad=1",
+    "n=1,c=2,h=3,w=420,k=17,r=2,s=400,pad=0x3",
+    "n=1,c=2,h=8,w=80,k=6,r=2,s=30,dil=1x2,pad=1",
+    "n=7,c=64,h=56,w=56,k=64,r=3,s=3,pad=1",
+    "n=1,c=3,h=224,w=224,k=768,r=16,s=16,stride=16",
+  };
+  const size_t n_specs = sizeof specs / sizeof specs[0];
+  ct_gen_limits lim;
+  ASSERT_EQ_INT(ct_gen_limits_for_arch(ARCH, &lim), CT_OK);
+  job *jobs = calloc(4 * n_specs, sizeof *jobs);
+  ASSERT_TRUE(jobs != NULL);
+  size_t n = 0;
+  int ok = 1;
+  for (size_t i = 0; i < n_specs && ok; i++) {
+    ct_problem p;
+    char err[256], tag[96];
+    ok = ct_problem_parse(specs[i], &p, err, sizeof err) == CT_OK;
+    if (!ok) break;
+    snprintf(tag, sizeof tag, "%.60s ", specs[i]);
+    ct_gen_variant d, *v = NULL;
+    size_t nv = 0;
+    ok = ct_gen_default_variant(&p, &lim, &d) == CT_OK &&
+         ct_gen_enumerate(&p, &lim, &v, &nv) == CT_OK && nv >= 1;
+    ok = ok && add_variant_job(jobs, &n, &p, &d, tag) == 0;
+    ok = ok && add_variant_job(jobs, &n, &p, &v[nv / 2], tag) == 0;
+    ok = ok && add_variant_job(jobs, &n, &p, &v[nv - 1], tag) == 0;
+    free(v);
+    if (ok) {
+      memset(&jobs[n], 0, sizeof jobs[n]);
+      snprintf(jobs[n].name, sizeof jobs[n].name, "%sreference", tag);
+      ok = ct_gen_reference_source(&p, &jobs[n].src) == CT_OK;
+      if (ok) n++;
+    }
+  }
+  if (!ok) jobs_free(jobs, n);
+  ASSERT_TRUE(ok);
+  compile_all(jobs, n);
+  int failures = report(jobs, n);
+  jobs_free(jobs, n);
+  ASSERT_EQ_INT(failures, 0);
+}
+
+static void test_broken_source(void) {
+  ct_rt_compiled out;
+  ct_status rc = ct_rt_compile("extern \"C\" __global__ void k(float *y) { y[0] = nope; }\n",
+                               "broken.cu", ARCH, &out);
+  int ok = rc == CT_ERR_NVRTC && out.nvrtc_result != 0 && out.log != NULL &&
+           strlen(out.log) > 0 && strstr(out.log, "nope") != NULL && out.cubin == NULL &&
+           out.cubin_size == 0;
+  ct_rt_compiled_clear(&out);
+  ASSERT_TRUE(ok);
+  /* A static_assert failing (a plan that disagrees with the template). */
+  const char *t = ct_gen_template("conv_direct.cu");
+  ASSERT_TRUE(t != NULL);
+  size_t len = strlen(t) + 64;
+  char *src = malloc(len);
+  ASSERT_TRUE(src != NULL);
+  snprintf(src, len, "#define CT_PLAN_BLOCK_X 1\n%s", t);
+  rc = ct_rt_compile(src, "mismatch.cu", ARCH, &out);
+  free(src);
+  ok = rc == CT_ERR_NVRTC && out.log != NULL && strstr(out.log, "block size") != NULL;
+  ct_rt_compiled_clear(&out);
+  ASSERT_TRUE(ok);
+  /* Bad arguments; clearing twice and NULL are harmless. */
+  ASSERT_EQ_INT(ct_rt_compile(NULL, "x.cu", ARCH, &out), CT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ct_rt_compile("", "x.cu", "compute_90", &out), CT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ct_rt_compile("", "x.cu", "sm_90 -G", &out), CT_ERR_INVALID_ARG);
+  ct_rt_compiled_clear(&out);
+  ct_rt_compiled_clear(&out);
+  ct_rt_compiled_clear(NULL);
+}
+
+static void test_options_and_version(void) {
+  ASSERT_EQ_STR(ct_rt_compile_options("sm_90a"),
+                "--gpu-architecture=sm_90a -std=c++17 -default-device --ptxas-options=-v");
+  ASSERT_TRUE(ct_rt_compile_options("sm_90a; rm") == NULL);
+  ASSERT_TRUE(ct_rt_compile_options(NULL) == NULL);
+  ASSERT_TRUE(strstr(ct_rt_compile_options("sm_80"), "use_fast_math") == NULL);
+  char v[16];
+  ASSERT_EQ_INT(ct_rt_nvrtc_version(v, sizeof v), CT_OK);
+  int major = 0, minor = -1;
+  ASSERT_EQ_INT(sscanf(v, "%d.%d", &major, &minor), 2);
+  ASSERT_TRUE(major >= 11 && minor >= 0);
+  fprintf(stderr, "  NVRTC %s\n", v);
+  char tiny[2];
+  ASSERT_EQ_INT(ct_rt_nvrtc_version(tiny, sizeof tiny), CT_ERR_INVALID_ARG);
+}
+
+int main(void) {
+  RUN_TEST(test_options_and_version);
+  RUN_TEST(test_broken_source);
+  RUN_TEST(test_templates_alone);
+  RUN_TEST(test_headline_search_space);
+  RUN_TEST(test_odd_problems);
+  TEST_EXIT();
+}

@@ -1,0 +1,270 @@
+/*
+** gpu.c — GPU sessions, test data, the float64 reference, verification and
+** timing for the tuner and `convtune check` (see ct_tune.h).
+*/
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ct_drv.h"
+#include "ct_nvrtc.h"
+#include "ct_rt.h"
+#include "ct_tune.h"
+
+/* Records a CUDA failure in err and jumps to the function's cleanup. */
+#define CU_TRY(call, what)                                                     \
+  do {                                                                         \
+    CUresult cu_r_ = (call);                                                   \
+    if (cu_r_ != CUDA_SUCCESS) {                                               \
+      char cu_b_[256];                                                         \
+      snprintf(err, len, "%s: %s", (what), ct_drv_error(cu_r_, cu_b_, sizeof cu_b_)); \
+      rc = CT_ERR_CUDA;                                                        \
+      goto out;                                                                \
+    }                                                                          \
+  } while (0)
+
+/* ---------------------------------------------------------------------- */
+/* Sessions                                                                */
+
+ct_status ct_tune_gpu_open(int ordinal, ct_tune_gpu *g, char *err, size_t len) {
+  memset(g, 0, sizeof *g);
+  const char *why = NULL;
+  ct_status rc = ct_drv_load(&why);
+  if (rc != CT_OK) {
+    snprintf(err, len, "%s", why);
+    return rc;
+  }
+  int count = 0;
+  ct_drv.cuDeviceGetCount(&count);
+  if (ordinal < 0 || ordinal >= count) {
+    snprintf(err, len, "no CUDA device %d: the driver sees %d device(s)",
+             ordinal, count);
+    return CT_ERR_NO_DEVICE;
+  }
+  g->ordinal = ordinal;
+  CU_TRY(ct_drv.cuDeviceGet(&g->dev, ordinal), "cuDeviceGet");
+  CU_TRY(ct_drv.cuDevicePrimaryCtxRetain(&g->ctx, g->dev), "cuDevicePrimaryCtxRetain");
+  CU_TRY(ct_drv.cuCtxPushCurrent(g->ctx), "cuCtxPushCurrent");
+  CU_TRY(ct_drv.cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  CU_TRY(ct_drv.cuMemAlloc(&g->flush, CT_TUNE_FLUSH_BYTES), "allocating the L2 flush buffer");
+  rc = ct_drv_limits(g->dev, &g->limits);
+  if (rc == CT_OK) rc = ct_rt_device_describe(g->dev, &g->limits, &g->device);
+  if (rc != CT_OK) snprintf(err, len, "cannot read the device's attributes");
+out:
+  if (rc != CT_OK) ct_tune_gpu_close(g);
+  return rc;
+}
+
+void ct_tune_gpu_close(ct_tune_gpu *g) {
+  if (g == NULL || g->ctx == NULL) return;
+  if (g->flush) ct_drv.cuMemFree(g->flush);
+  if (g->stream) ct_drv.cuStreamDestroy(g->stream);
+  CUcontext popped;
+  ct_drv.cuCtxPopCurrent(&popped);
+  ct_drv.cuDevicePrimaryCtxRelease(g->dev);
+  memset(g, 0, sizeof *g);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Test data                                                               */
+
+static uint64_t splitmix64(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi) with 24 random bits, as torch.rand draws floats. */
+static void fill_uniform(float *v, size_t n, float lo, float hi, uint64_t *s) {
+  for (size_t i = 0; i < n; i++) {
+    float u = (float)(splitmix64(s) >> 40) * (1.0f / 16777216.0f);
+    v[i] = lo + (hi - lo) * u;
+  }
+}
+
+uint64_t ct_tune_fresh_seed(void) {
+  static atomic_uint_fast64_t counter;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t s = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^
+               ((uint64_t)getpid() << 32) ^ atomic_fetch_add(&counter, 1);
+  return splitmix64(&s);
+}
+
+static ct_status upload(CUdeviceptr *d, const float *h, size_t n, char *err,
+                        size_t len) {
+  ct_status rc = CT_OK;
+  CU_TRY(ct_drv.cuMemAlloc(d, n * sizeof(float)), "allocating an input");
+  CU_TRY(ct_drv.cuMemcpyHtoD(*d, h, n * sizeof(float)), "uploading an input");
+out:
+  return rc;
+}
+
+ct_status ct_tune_data_create(ct_tune_gpu *g, const ct_problem *p,
+                              uint64_t seed, ct_tune_data *d, char *err,
+                              size_t len) {
+  memset(d, 0, sizeof *d);
+  d->p = *p;
+  d->seed = seed;
+  int64_t P, Q;
+  ct_problem_output(p, &P, &Q);
+  d->nx = (size_t)(p->n * p->c * p->h * p->w);
+  d->nw = (size_t)(p->k * p->c * p->r * p->s);
+  d->nb = p->bias ? (size_t)p->k : 0;
+  d->ny = (size_t)(p->n * p->k * P * Q);
+
+  ct_status rc = CT_OK;
+  float *host = NULL;
+  char *src = NULL;
+  ct_rt_compiled ref;
+  memset(&ref, 0, sizeof ref);
+  CUmodule mod = NULL;
+  CUdeviceptr dref = 0, dabs = 0, dsq = 0;
+
+  size_t most = d->nx > d->nw ? d->nx : d->nw;
+  host = malloc(most * sizeof(float));
+  d->y_host = malloc(d->ny * sizeof(float));
+  d->ref = malloc(d->ny * sizeof(double));
+  d->abs_sum = malloc(d->ny * sizeof(double));
+  d->sq_sum = malloc(d->ny * sizeof(double));
+  if (!host || !d->y_host || !d->ref || !d->abs_sum || !d->sq_sum) {
+    snprintf(err, len, "out of host memory for the test data");
+    rc = CT_ERR_NOMEM;
+    goto out;
+  }
+  uint64_t s = seed;
+  float bound = (float)(1.0 / sqrt((double)(p->c * p->r * p->s)));
+  fill_uniform(host, d->nx, 0.0f, 1.0f, &s);
+  if ((rc = upload(&d->x, host, d->nx, err, len)) != CT_OK) goto out;
+  fill_uniform(host, d->nw, -bound, bound, &s);
+  if ((rc = upload(&d->w, host, d->nw, err, len)) != CT_OK) goto out;
+  if (d->nb) {
+    fill_uniform(host, d->nb, -bound, bound, &s);
+    if ((rc = upload(&d->b, host, d->nb, err, len)) != CT_OK) goto out;
+  }
+  CU_TRY(ct_drv.cuMemAlloc(&d->y, d->ny * sizeof(float)), "allocating the output");
+
+  /* The float64 reference, on the GPU. */
+  if ((rc = ct_gen_reference_source(p, &src)) != CT_OK) {
+    snprintf(err, len, "cannot generate the reference kernel");
+    goto out;
+  }
+  rc = ct_rt_compile(src, "ct_ref_f64", g->limits.arch, &ref);
+  if (rc != CT_OK) {
+    snprintf(err, len, "NVRTC failed on the reference kernel:\n%s",
+             ref.log ? ref.log : "");
+    goto out;
+  }
+  CU_TRY(ct_drv.cuModuleLoadData(&mod, ref.cubin), "loading the reference kernel");
+  CUfunction fn;
+  CU_TRY(ct_drv.cuModuleGetFunction(&fn, mod, "ct_ref_f64"), "finding ct_ref_f64");
+  CU_TRY(ct_drv.cuMemAlloc(&dref, d->ny * sizeof(double)), "allocating the reference");
+  CU_TRY(ct_drv.cuMemAlloc(&dabs, d->ny * sizeof(double)), "allocating the reference");
+  CU_TRY(ct_drv.cuMemAlloc(&dsq, d->ny * sizeof(double)), "allocating the reference");
+  void *args[] = {&d->x, &d->w, &d->b, &dref, &dabs, &dsq};
+  unsigned blocks = (unsigned)((d->ny + 255) / 256);
+  CU_TRY(ct_drv.cuLaunchKernel(fn, blocks, 1, 1, 256, 1, 1, 0, g->stream, args, NULL),
+         "launching the reference kernel");
+  CU_TRY(ct_drv.cuStreamSynchronize(g->stream), "running the reference kernel");
+  CU_TRY(ct_drv.cuMemcpyDtoH(d->ref, dref, d->ny * sizeof(double)), "reading the reference");
+  CU_TRY(ct_drv.cuMemcpyDtoH(d->abs_sum, dabs, d->ny * sizeof(double)), "reading the reference");
+  CU_TRY(ct_drv.cuMemcpyDtoH(d->sq_sum, dsq, d->ny * sizeof(double)), "reading the reference");
+out:
+  if (dref) ct_drv.cuMemFree(dref);
+  if (dabs) ct_drv.cuMemFree(dabs);
+  if (dsq) ct_drv.cuMemFree(dsq);
+  if (mod) ct_drv.cuModuleUnload(mod);
+  ct_rt_compiled_clear(&ref);
+  free(src);
+  free(host);
+  if (rc != CT_OK) ct_tune_data_destroy(d);
+  return rc;
+}
+
+void ct_tune_data_destroy(ct_tune_data *d) {
+  if (d == NULL) return;
+  if (d->x) ct_drv.cuMemFree(d->x);
+  if (d->w) ct_drv.cuMemFree(d->w);
+  if (d->b) ct_drv.cuMemFree(d->b);
+  if (d->y) ct_drv.cuMemFree(d->y);
+  free(d->y_host);
+  free(d->ref);
+  free(d->abs_sum);
+  free(d->sq_sum);
+  memset(d, 0, sizeof *d);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Verification and timing                                                 */
+
+ct_status ct_tune_verify(ct_tune_gpu *g, ct_tune_data *d, ct_tune_run_fn run,
+                         void *arg, ct_tune_check *check, char *err,
+                         size_t len) {
+  ct_status rc = CT_OK;
+  memset(check, 0, sizeof *check);
+  /* 0xFFFFFFFF is a NaN: an output the kernel never writes fails. */
+  CU_TRY(ct_drv.cuMemsetD32Async(d->y, 0xFFFFFFFFu, d->ny, g->stream), "poisoning the output");
+  if ((rc = run(arg, d, g->stream, err, len)) != CT_OK) goto out;
+  CU_TRY(ct_drv.cuStreamSynchronize(g->stream), "running the variant");
+  CU_TRY(ct_drv.cuMemcpyDtoH(d->y_host, d->y, d->ny * sizeof(float)), "reading the output");
+  ct_tune_contract(&d->p, d->y_host, d->ref, d->abs_sum, d->sq_sum,
+                   (int64_t)d->ny, check);
+out:
+  return rc;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+ct_status ct_tune_time(ct_tune_gpu *g, ct_tune_data *d, ct_tune_run_fn run,
+                       void *arg, int trials, ct_tune_stats *st, char *err,
+                       size_t len) {
+  ct_status rc = CT_OK;
+  memset(st, 0, sizeof *st);
+  int total = trials + 1; /* the first is discarded */
+  CUevent *ev = calloc((size_t)total * 2, sizeof *ev);
+  double *ms = calloc((size_t)total, sizeof *ms);
+  if (ev == NULL || ms == NULL) {
+    snprintf(err, len, "out of host memory");
+    rc = CT_ERR_NOMEM;
+    goto out;
+  }
+  for (int i = 0; i < 2 * total; i++)
+    CU_TRY(ct_drv.cuEventCreate(&ev[i], CU_EVENT_DEFAULT), "cuEventCreate");
+  for (int i = 0; i < total; i++) {
+    CU_TRY(ct_drv.cuMemsetD32Async(g->flush, (unsigned)i, CT_TUNE_FLUSH_BYTES / 4, g->stream),
+           "flushing L2");
+    CU_TRY(ct_drv.cuEventRecord(ev[2 * i], g->stream), "cuEventRecord");
+    if ((rc = run(arg, d, g->stream, err, len)) != CT_OK) goto out;
+    CU_TRY(ct_drv.cuEventRecord(ev[2 * i + 1], g->stream), "cuEventRecord");
+  }
+  CU_TRY(ct_drv.cuStreamSynchronize(g->stream), "running the timed trials");
+  for (int i = 0; i < total; i++) {
+    float t;
+    CU_TRY(ct_drv.cuEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]), "cuEventElapsedTime");
+    ms[i] = t;
+  }
+  double sum = 0;
+  for (int i = 1; i < total; i++) sum += ms[i];
+  st->n = trials;
+  st->mean_ms = sum / trials;
+  qsort(ms + 1, (size_t)trials, sizeof *ms, cmp_double);
+  st->min_ms = ms[1];
+  st->max_ms = ms[trials];
+  st->median_ms = trials % 2 ? ms[1 + trials / 2]
+                             : 0.5 * (ms[trials / 2] + ms[trials / 2 + 1]);
+out:
+  if (ev)
+    for (int i = 0; i < 2 * total; i++)
+      if (ev[i]) ct_drv.cuEventDestroy(ev[i]);
+  free(ev);
+  free(ms);
+  return rc;
+}

@@ -1,0 +1,71 @@
+/*
+** verify.h — the CPU float64 reference conv and the precision contract.
+**
+** A variant may win only under the precision it meets, checked against a
+** float64 reference on the same inputs (DESIGN.md, "Precision contract").
+** The reference comes with two per-output figures the tolerance scales with:
+** abs_sum = sum |x*w| (+|b|) and sq_sum = sum (x*w)^2 (+b^2).
+**
+** The contract.  L = C*R*S (+1 with bias), n = number of outputs,
+** u_acc = 2^-24 (fp32 accumulation), and
+**   tf32: u_op = 2^-11 (operands rounded to nearest TF32), c_op = 1.0,
+**         c_acc = 0.75
+**   fp32: u_op = 2^-22 (the residual of a 3xTF32 split; FFMA is 2^-24
+**         class), c_op = 2.0, c_acc = 0.75
+** An output y passes when all three hold:
+**   1. every element is finite (an unwritten, NaN-poisoned output fails);
+**   2. elementwise, a worst-case forward-error bound:
+**        |y_i - ref_i| <= (2*u_op + (L+1)*u_acc) * abs_sum_i + 1e-37
+**   3. Frobenius, a statistical bound for random inputs like the tuner's:
+**        ||y - ref||_2 <= (1 + 3/sqrt(n))
+**                         * (c_op*u_op + c_acc*u_acc*sqrt(L)) * A
+**      with A = sqrt(sum_i sq_sum_i).
+** verify.c derives the constants and says what each criterion catches.
+*/
+#ifndef CT_TUNE_VERIFY_H
+#define CT_TUNE_VERIFY_H
+
+#include <stdint.h>
+
+#include "convtune.h"
+
+/* The float64 reference of problem *p on host tensors x (N*C*H*W), w
+** (K*C*R*S) and b (K; may be NULL when p->bias is 0), NCHW / KCRS fp32.
+** Writes N*K*P*Q doubles, NCHW, into each of y (sum x*w (+b)), abs_sum
+** (sum |x*w| (+|b|)) and sq_sum (sum (x*w)^2 (+b^2)); abs_sum and sq_sum
+** may be NULL when not wanted.  Terms that fall on zero padding contribute
+** nothing.  Products of floats are exact in float64; the sums' own rounding
+** (about L*2^-53 relative) is far below every tolerance.
+** Returns CT_OK, CT_ERR_INVALID_ARG (a required pointer NULL) or
+** CT_ERR_INVALID_PROBLEM. */
+ct_status ct_tune_reference_cpu(const ct_problem *p, const float *x,
+                                const float *w, const float *b, double *y,
+                                double *abs_sum, double *sq_sum);
+
+/* The verdict of the precision contract on one output. */
+typedef struct ct_tune_check {
+  double max_abs_err;  /* max |y - ref| over finite outputs */
+  double rel_err;      /* ||y - ref||_2 / ||ref||_2 over finite outputs */
+  double elem_ratio;   /* max_i |y_i - ref_i| / elementwise bound_i (<= 1
+                          passes); +inf when an output is NaN/Inf */
+  double frob_ratio;   /* ||y - ref||_2 / Frobenius bound (<= 1 passes),
+                          over finite outputs */
+  int64_t n_nonfinite; /* NaN/Inf outputs (an unwritten, NaN-poisoned
+                          output counts) */
+  int64_t worst_index; /* the element with the largest elem_ratio (the
+                          first non-finite one if any); -1 if none */
+  int passes;          /* 1: all three criteria hold */
+  char reason[192];    /* why it failed, "" when it passes */
+} ct_tune_check;
+
+/* Checks `count` outputs y (fp32, NCHW) of problem *p against the reference
+** figures ref, abs_sum and sq_sum of ct_tune_reference_cpu (or the GPU
+** reference, which computes the same) under p->precision, and fills *out.
+** count is normally N*K*P*Q; the Frobenius bound's slack uses it as n.
+** Never fails: a NULL argument, count < 1 or an unknown precision gives
+** passes = 0 with the reason (nothing is done when out is NULL). */
+void ct_tune_contract(const ct_problem *p, const float *y, const double *ref,
+                      const double *abs_sum, const double *sq_sum,
+                      int64_t count, ct_tune_check *out);
+
+#endif /* CT_TUNE_VERIFY_H */
