@@ -375,7 +375,11 @@ def convtune_row(lib, ctx, problem, prec, x, w, b):
         ctx.forward_tensors(p, x, w, b, y)  # checks the tensors; loads the kernel
         ptrs = (x.data_ptr(), w.data_ptr(), None if b is None else b.data_ptr(), y.data_ptr())
         stream = torch.cuda.current_stream(x.device).cuda_stream
-        return (lambda: ctx.forward(p, *ptrs, stream)), y
+
+        def call():  # holds y, which the kernel writes, for as long as it is timed
+            ctx.forward(p, *ptrs, stream)
+            return y
+        return call, y
 
     spec = lib.format(p)
     row = Row("convtune " + prec, prec, "convtune", setup, note="ct_forward, " + spec,
@@ -642,8 +646,12 @@ def print_notes(results, rates, fl):
 
 def main(argv=None):
     args = parse_args(argv)
-    lib = ct.load(args.lib)
-    problem = lib.parse(args.problem) if args.problem else lib.default_problem()
+    try:
+        lib = ct.load(args.lib)
+        problem = lib.parse(args.problem) if args.problem else lib.default_problem()
+    except (OSError, ct.ConvtuneError) as e:
+        print("bench: %s" % e, file=sys.stderr)
+        return 1
     spec = lib.format(problem)
     if not torch.cuda.is_available():
         print("bench: PyTorch sees no CUDA device; the bench needs a GPU", file=sys.stderr)
@@ -655,7 +663,11 @@ def main(argv=None):
 
     dev = torch.device("cuda", args.device)
     x, w, b = make_inputs(problem, args.seed, dev)
-    ctx = lib.open(args.db, args.device)
+    try:
+        ctx = lib.open(args.db, args.device)
+    except ct.ConvtuneError as e:
+        print("bench: %s" % e, file=sys.stderr)
+        return 1
     rows = build_rows(args, lib, ctx, problem, x, w, b)
     ref_figs = reference_fp64(problem, x, w, b)
     L = reduction_length(problem)

@@ -28,11 +28,6 @@ CT_PREC_TF32 = 0
 CT_PREC_FP32 = 1
 PRECISIONS = {"tf32": CT_PREC_TF32, "fp32": CT_PREC_FP32}
 
-CT_PATH_NONE = 0
-CT_PATH_TUNED_CUBIN = 1
-CT_PATH_TUNED_COMPILED = 2
-CT_PATH_DEFAULT = 3
-
 
 class Problem(ctypes.Structure):
     """struct ct_problem: 13 int64 fields, int bias, enum precision (112 bytes)."""
@@ -73,12 +68,6 @@ class Problem(ctypes.Structure):
         P, Q = self.output_hw()
         return ((self.n, self.c, self.h, self.w), (self.k, self.c, self.r, self.s),
                 (self.k,) if self.bias else None, (self.n, self.k, P, Q))
-
-    def precision_name(self):
-        for name, value in PRECISIONS.items():
-            if value == self.precision:
-                return name
-        return "precision %d" % self.precision
 
 
 class ConvtuneError(RuntimeError):
@@ -179,12 +168,6 @@ class Library:
             self._raise(st, "cannot parse problem spec %r: %s" % (spec, _text(err.value)))
         return p
 
-    def validate(self, p):
-        err = ctypes.create_string_buffer(256)
-        st = self._lib.ct_problem_validate(ctypes.byref(p), err, len(err))
-        if st != CT_OK:
-            self._raise(st, _text(err.value))
-
     def format(self, p):
         """The canonical spec text of p (ct_problem_format)."""
         buf = ctypes.create_string_buffer(CT_PROBLEM_SPEC_MAX)
@@ -192,15 +175,6 @@ class Library:
         if st != CT_OK:
             self._raise(st, "cannot format the problem")
         return _text(buf.value)
-
-    def output_hw(self, p):
-        """(P, Q) from the library (ct_problem_output)."""
-        P, Q = ctypes.c_int64(), ctypes.c_int64()
-        self._lib.ct_problem_output(ctypes.byref(p), ctypes.byref(P), ctypes.byref(Q))
-        return P.value, Q.value
-
-    def precision_name(self, prec):
-        return _text(self._lib.ct_precision_name(prec)) or None
 
     def path_name(self, path):
         return _text(self._lib.ct_path_name(path))
