@@ -36,19 +36,19 @@
 //         W[8j+g][8ks+t+4]) = (b0, b1), so a lane loads its two B values of
 //         one n8 tile with one conflict-free 64-bit LDS.  Zero for channels
 //         >= K and k >= C*R*S.  TF32-rounded (tc) or raw (tc3).
-//   koff  [KSTEPS][4 t] int2 — (koff(8ks+t), koff(8ks+t+4)) with
-//         koff(k) = c*BR*BC + r*DH*BC + s*DW, 0 for padded k (their weight
-//         is 0 and band[pix] + 0 is a real element of the pixel's own window,
-//         so a padded k adds 0*x: NaN/Inf propagate exactly as in the
-//         reference).
+//   koff  [KSTEPS][4 t] int2 — byte offsets (4*koff(8ks+t), 4*koff(8ks+t+4))
+//         with koff(k) = c*BR*BC + r*DH*BC + s*DW; 0 for padded k, whose
+//         weight is 0: they add 0 * (the first element of the pixel's own
+//         window), which is non-finite only when the reference is too.
 //   band  [STAGES][C][BR][BC] — input rows ih0 .. ih0+BR-1 (ih0 = p0*SH-PH),
 //         columns -PW .. -PW+BC-1, zero outside the image (written explicitly:
 //         the gather needs no bounds checks).  BR = (TP-1)*SH + (R-1)*DH + 1,
 //         BC = (Q-1)*SW + (S-1)*DW + 1.  Pixel m of the tile (row m/Q, col
-//         m%Q) has pix(m) = (m/Q)*SH*BC + (m%Q)*SW, and the A element
-//         (m, k) is band[pix(m) + koff(k)]; the largest index is exactly
-//         C*BR*BC - 1.  tc rounds the band to TF32 once per tile (at store,
-//         or for STAGES 2 in place by the thread that copied each element).
+//         m%Q) has pix(m) = (m/Q)*SH*BC + (m%Q)*SW (kept per lane in
+//         bytes), and the A element (m, k) is band[pix(m) + koff(k)]: one
+//         integer add per load; the largest index is exactly C*BR*BC - 1.
+//         tc rounds the band to TF32 once per tile (at store for STAGES 1;
+//         for STAGES 2 in place, each element by the thread that copied it).
 //
 // Fragment mapping (PTX ISA, "Matrix Fragments for mma.m16n8k8", .tf32;
 // g = lane>>2, t = lane&3; A 16x8 row-major, B 8x8 column-major, C 16x8):
@@ -65,6 +65,9 @@
 // cp.async (4-byte copies, zero-fill through src-size 0 at the padding) into
 // the other buffer while this tile computes; one __syncthreads per tile
 // before and one after the math.
+//
+// Limits (tc3): |x|, |w| above ~3.4e38 round to Inf in TF32, and an Inf
+// operand gives NaN (Inf - Inf in the split) where IEEE fp32 gives Inf.
 //
 // The generator prepends the problem (CT_*), the parameters (TP BN WARPS WN
 // STAGES PERSIST) and the plan's lines (CT_PLAN_*, CT_TC_SPLIT).  Without
@@ -450,9 +453,9 @@ conv_tc(const float *__restrict__ x, const float *__restrict__ w,
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  // wn fastest: the warps sharing an SM sub-partition (warp % 4) get
-  // different wm, which evens out their m16 tile counts when WGM does not
-  // divide MT.
+  // wn fastest: with 8 warps, the two sharing an SM sub-partition (warp % 4)
+  // get different wm, which evens out their m16 tile counts when WGM does
+  // not divide MT.
   const int wn = warp % WN, wm = warp / WN;
   const int n0 = blockIdx.y * BN;
   const int tile0 = blockIdx.x;
