@@ -24,7 +24,8 @@
 ** 128 of them, and the register estimate below the cap that PERSIST's
 ** occupancy implies); shared memory (weights + offset table + bands) exceeds
 ** the device's block or, for PERSIST c, c blocks' share of an SM; or a size
-** leaves 32-bit range.  The direct family covers every declined problem.
+** leaves 32-bit range.  Points that cannot win are pruned as well (see
+** tc_valid_common).  The direct family covers every declined problem.
 **
 ** The launch arithmetic below mirrors the template's derived quantities;
 ** the template static_asserts that the CT_PLAN_* values agree.
@@ -47,9 +48,9 @@ enum { TC_TP, TC_BN, TC_WARPS, TC_WN, TC_STAGES, TC_PERSIST };
 /* The template's CT_TC_KCHUNK default: k-steps per unrolled chunk. */
 #define TC_KCHUNK 2
 
-/* Threads an SM holds on every architecture the generator knows (sm_80 ..
-** sm_90); ct_gen_limits does not carry it. */
-#define TC_THREADS_PER_SM 2048
+/* Threads an SM holds: the least of the architectures the generator knows
+** (sm_89: 1536; sm_80, sm_90: 2048); ct_gen_limits does not carry it. */
+#define TC_THREADS_PER_SM 1536
 
 /* Shared memory the driver reserves per block on sm_80 .. sm_90. */
 #define TC_SMEM_RESERVED 1024
@@ -66,8 +67,8 @@ typedef struct tc_shape {
   int64_t grid_x;
 } tc_shape;
 
-/* Fills *sh; returns 0 if the point's tiling is malformed (then *sh is
-** partial). */
+/* Fills *sh; returns 0 if the point's tiling is malformed or its band
+** far too large (then *sh is partial). */
 static int tc_shape_of(const ct_problem *p, const int *v, tc_shape *sh) {
   int64_t tp = v[TC_TP], bn = v[TC_BN], warps = v[TC_WARPS], wn = v[TC_WN];
   int64_t stages = v[TC_STAGES], persist = v[TC_PERSIST];
@@ -88,6 +89,10 @@ static int tc_shape_of(const ct_problem *p, const int *v, tc_shape *sh) {
   sh->kp = sh->ksteps * 8;
   sh->br = (tp - 1) * p->stride_h + (p->r - 1) * p->dil_h + 1;
   sh->bc = (sh->Q - 1) * p->stride_w + (p->s - 1) * p->dil_w + 1;
+  /* Every field is <= INT32_MAX (validation); bound the band's factors
+  ** before multiplying them (the template needs band <= 2^24 anyway). */
+  if (sh->br > (1 << 24) || sh->bc > (1 << 24) || p->c * sh->br > (1 << 24))
+    return 0;
   sh->band = p->c * sh->br * sh->bc;
   sh->band_pad = (sh->band + 3) / 4 * 4;
   sh->smem = (sh->ksteps * sh->nt * 64 + sh->ksteps * 8 + stages * sh->band_pad) * 4;
@@ -106,9 +111,10 @@ static int tc_shape_of(const ct_problem *p, const int *v, tc_shape *sh) {
 /* A register estimate per thread for the template's main loop: the
 ** accumulators (twice with the split: mma accumulators and fp32 masters),
 ** the A fragments of a k-chunk in flight, the B fragments, the pixel
-** offsets, and a fixed part for indices and addresses.  Fitted to ptxas
-** 13.0 on sm_90a (it overestimates; the point is never to pass a variant
-** that would spill). */
+** offsets, and a fixed part for indices and addresses.  Within a few
+** registers of ptxas 13.0's counts on sm_90a, either way; it only has to
+** keep variants off a launch-bounds cap they would spill under (every
+** variant CI compiles is checked for spills). */
 static int64_t tc_regs_estimate(const tc_shape *sh, int split) {
   int64_t acc = 4 * sh->mw * sh->ntw * (split ? 2 : 1);
   int64_t a = 4 * sh->mw * (split ? 2 : 1);
