@@ -39,6 +39,12 @@ expect bad-precision 2 'tf32 or fp32' "$ct" tune --precision fp16
 expect bad-spec 2 'stride' "$ct" tune --problem 'n=1,c=1,h=8,w=8,k=1,r=3,s=3,stride=0'
 expect bad-threads 2 'integer in' "$ct" tune --threads zero
 
+expect space-help 0 'usage: convtune space' "$ct" space --help
+expect space-arch 0 'valid variants in' "$ct" space --arch sm_90a
+expect space-json 0 '"variants": \[{"family": "direct"' "$ct" space --arch sm_90a --json --precision fp32
+expect space-bad-arch 2 "unknown architecture 'sm_12'" "$ct" space --arch sm_12
+expect space-no-driver 1 'pass --arch' env CONVTUNE_LIBCUDA="$tmp/none/libcuda.so.1" "$ct" space
+
 db="$tmp/sub/dir/tuning.db"
 expect db-list-missing 0 'nothing tuned yet' "$ct" db list --db "$db"
 expect db-list-missing-json 0 '^\[\]$' "$ct" db list --db "$db" --json

@@ -20,6 +20,7 @@ static const char *usage_main =
     "Autotunes CUDA conv2d kernels and keeps the winners in a tuning database.\n"
     "\n"
     "commands:\n"
+    "  space     list the valid variants of a problem (no GPU needed)\n"
     "  tune      tune a problem on the attached GPU and store the winner\n"
     "  check     run the runtime's choice for a problem, verify it, time it\n"
     "  db list   list the tuned problems in the database\n"
@@ -56,6 +57,15 @@ static const char *usage_check =
     "times it with the full protocol (--trials, default 100).  Exits 1 when\n"
     "the result fails its contract.\n";
 
+static const char *usage_space =
+    "usage: convtune space [--problem SPEC] [--precision tf32|fp32]\n"
+    "                      [--arch ARCH | --device N] [--json]\n"
+    "\n"
+    "Lists every valid variant of the problem: family, parameters, threads,\n"
+    "shared memory, grid.  --arch plans against a named architecture's\n"
+    "limits (sm_80, sm_89, sm_90, sm_90a) and needs no GPU; without it the\n"
+    "attached GPU's limits are read (device --device, default 0).\n";
+
 static const char *usage_db =
     "usage: convtune db list [--db PATH] [--json]\n"
     "       convtune db show ID [--db PATH] [--json]\n"
@@ -70,6 +80,7 @@ typedef struct cli {
   const char *problem;     /* --problem */
   const char *precision;   /* --precision */
   const char *db;          /* --db */
+  const char *arch;        /* --arch */
   int device;              /* --device */
   int threads;             /* --threads */
   int trials;              /* --trials (0: the command's default) */
@@ -114,6 +125,7 @@ static int parse_cli(int argc, char **argv, int first, cli *c) {
       if (!strcmp(a, "--problem")) c->problem = val;
       else if (!strcmp(a, "--precision")) c->precision = val;
       else if (!strcmp(a, "--db")) c->db = val;
+      else if (!strcmp(a, "--arch")) c->arch = val;
       else if (!strcmp(a, "--seed")) {
         char *end;
         errno = 0;
@@ -435,6 +447,78 @@ out:
   return exit_code;
 }
 
+static int cmd_space(const cli *c) {
+  if (c->help) { fputs(usage_space, stdout); return 0; }
+  if (c->n_args) { fprintf(stderr, "convtune space: unexpected argument '%s'\n", c->args[0]); return EXIT_USAGE; }
+  ct_problem p;
+  int rc = cli_problem(c, &p);
+  if (rc) return rc;
+  ct_gen_limits lim;
+  if (c->arch) {
+    if (ct_gen_limits_for_arch(c->arch, &lim) != CT_OK) {
+      fprintf(stderr, "convtune space: unknown architecture '%s' (sm_80, sm_89, "
+                      "sm_90, sm_90a)\n", c->arch);
+      return EXIT_USAGE;
+    }
+  } else {
+    ct_tune_gpu g;
+    char err[512];
+    if (ct_tune_gpu_open(c->device, &g, err, sizeof err) != CT_OK) {
+      fprintf(stderr, "convtune space: %s (pass --arch to list without a GPU)\n", err);
+      return 1;
+    }
+    lim = g.limits;
+    ct_tune_gpu_close(&g);
+  }
+  ct_gen_variant *vs = NULL;
+  size_t n = 0;
+  if (ct_gen_enumerate(&p, &lim, &vs, &n) != CT_OK) {
+    fprintf(stderr, "convtune space: cannot enumerate variants\n");
+    return 1;
+  }
+  char spec[CT_PROBLEM_SPEC_MAX];
+  ct_problem_format(&p, spec, sizeof spec);
+  if (c->json) {
+    printf("{\"problem\": ");
+    json_str(stdout, spec);
+    printf(", \"arch\": ");
+    json_str(stdout, lim.arch);
+    printf(", \"variants\": [");
+  } else {
+    printf("problem %s\narch    %s (%d SMs, %d KB shared memory per block)\n\n",
+           spec, lim.arch, lim.sm_count, lim.max_smem_per_block / 1024);
+    printf("%-8s %7s %9s %16s  %s\n", "family", "threads", "smem KB", "grid", "variant");
+  }
+  size_t families = 0;
+  for (size_t i = 0; i < n; i++) {
+    const ct_gen_variant *v = &vs[i];
+    if (i == 0 || v->family != vs[i - 1].family) families++;
+    const ct_gen_launch *l = &v->kernels[0];
+    unsigned threads = l->block[0] * l->block[1] * l->block[2], smem = 0;
+    for (int k = 0; k < v->n_kernels; k++)
+      if (v->kernels[k].smem > smem) smem = v->kernels[k].smem;
+    if (c->json) {
+      printf("%s{\"family\": ", i ? ", " : "");
+      json_str(stdout, v->family->name);
+      printf(", \"variant\": ");
+      json_str(stdout, v->name);
+      printf(", \"threads\": %u, \"smem_bytes\": %u, \"grid\": [%u, %u, %u], "
+             "\"kernels\": %d, \"workspace_bytes\": %zu}",
+             threads, smem, l->grid[0], l->grid[1], l->grid[2], v->n_kernels,
+             v->workspace_bytes);
+    } else {
+      char grid[48];
+      snprintf(grid, sizeof grid, "%ux%ux%u", l->grid[0], l->grid[1], l->grid[2]);
+      printf("%-8s %7u %9.1f %16s  %s\n", v->family->name, threads, smem / 1024.0,
+             grid, v->name);
+    }
+  }
+  if (c->json) printf("]}\n");
+  else printf("\n%zu valid variants in %zu families\n", n, families);
+  free(vs);
+  return 0;
+}
+
 /* Opens the database read-only; a missing file is *cache = NULL. */
 static int db_open(const cli *c, const char *cmd, char *path, size_t len,
                    ct_cache **cache) {
@@ -609,7 +693,7 @@ int main(int argc, char **argv) {
     const char *name;
     int (*run)(const cli *);
   } commands[] = {
-      {"tune", cmd_tune}, {"check", cmd_check}, {"db", cmd_db}};
+      {"space", cmd_space}, {"tune", cmd_tune}, {"check", cmd_check}, {"db", cmd_db}};
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(cmd, commands[i].name)) continue;
     cli c;
