@@ -24,6 +24,8 @@
 ** generator/meson.build.  "direct" is the safe default family and stays. */
 #define CT_GEN_FAMILY_LIST(X) \
   X(direct) \
+  X(wg) \
+  X(wg3) \
   X(tc) X(tc3)
 
 #define CT_GEN_DECLARE_FAMILY(f) extern const ct_gen_family ct_gen_family_##f;
