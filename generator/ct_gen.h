@@ -93,33 +93,47 @@ extern const ct_gen_family *const ct_gen_families[];
 /* Looks a family up by name; NULL if none. */
 const ct_gen_family *ct_gen_family_find(const char *name);
 
-/* Limits of a named architecture for use without a GPU ("sm_90a" gives an
-** H100/H200's limits).  Returns CT_OK or CT_ERR_UNSUPPORTED. */
+/* Limits of a named architecture for use without a GPU: "sm_90a" and
+** "sm_90" give an H100/H200's, "sm_89" an L40S's, "sm_80" an A100's.
+** Returns CT_OK, CT_ERR_UNSUPPORTED (other names) or CT_ERR_INVALID_ARG. */
 ct_status ct_gen_limits_for_arch(const char *arch, ct_gen_limits *lim);
 
 /* Enumerates every valid variant of every family meeting p->precision, in a
 ** fixed order (families in table order, parameters odometer-wise, last
 ** parameter fastest).  *out is a malloc'd array the caller frees; *count
-** may be 0.  Returns CT_OK, CT_ERR_INVALID_PROBLEM or CT_ERR_NOMEM. */
+** may be 0.  Each variant is zero-filled before it is written, so variants
+** compare with memcmp.  Returns CT_OK, CT_ERR_INVALID_ARG,
+** CT_ERR_INVALID_PROBLEM or CT_ERR_NOMEM (then *out is NULL, *count 0). */
 ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
                            ct_gen_variant **out, size_t *count);
 
 /* Rebuilds a variant from its name ("family:P=v,..."): the family must
-** exist, meet p->precision, and the point must be valid.  Returns CT_OK,
-** CT_ERR_PARSE, CT_ERR_NOT_FOUND (no such family) or CT_ERR_UNSUPPORTED
-** (not valid for this problem or device). */
+** exist, meet p->precision, every parameter must appear once (any order)
+** with a value from its list, and the point must be valid.  out->name is
+** the canonical name; out equals (memcmp) the enumerated variant.
+** Returns CT_OK, CT_ERR_PARSE (malformed; unknown, repeated or missing
+** parameter), CT_ERR_NOT_FOUND (no such family), CT_ERR_UNSUPPORTED (a value
+** outside its list, a precision the family does not meet, or a point not
+** valid for this problem or device), CT_ERR_INVALID_PROBLEM or
+** CT_ERR_INVALID_ARG. */
 ct_status ct_gen_variant_from_name(const ct_problem *p,
                                    const ct_gen_limits *lim, const char *name,
                                    ct_gen_variant *out);
 
 /* The default variant of a problem: the first valid variant of the safe
-** default family (a plain direct conv that accepts every valid problem). */
+** default family "direct" (a plain direct conv that accepts every valid
+** problem whose indices fit in 32 bits).  Returns CT_OK, CT_ERR_INVALID_ARG,
+** CT_ERR_INVALID_PROBLEM or CT_ERR_UNSUPPORTED (no valid point). */
 ct_status ct_gen_default_variant(const ct_problem *p, const ct_gen_limits *lim,
                                  ct_gen_variant *out);
 
 /* The CUDA source text of a variant for a problem.  Same inputs -> same
-** bytes.  *src is malloc'd; the caller frees it.  Returns CT_OK,
-** CT_ERR_NOT_FOUND (template missing) or CT_ERR_NOMEM. */
+** bytes; the precision is not part of the text.  Layout: a "// convtune:"
+** comment line; "#define" lines for CT_N CT_C CT_H CT_W CT_K CT_R CT_S CT_P
+** CT_Q CT_STRIDE_H CT_STRIDE_W CT_PAD_H CT_PAD_W CT_DIL_H CT_DIL_W CT_BIAS;
+** the family's parameters in order; the plan's lines; "#line 1" and the
+** template.  *src is malloc'd; the caller frees it.  Returns CT_OK,
+** CT_ERR_INVALID_ARG, CT_ERR_NOT_FOUND (template missing) or CT_ERR_NOMEM. */
 ct_status ct_gen_source(const ct_problem *p, const ct_gen_variant *v,
                         char **src);
 
@@ -129,7 +143,9 @@ ct_status ct_gen_source(const ct_problem *p, const ct_gen_variant *v,
 ** output element: y = exact-as-f64 conv, abs_sum = sum |x*w| (+|b|),
 ** sq_sum = sum (x*w)^2 (+b^2), the figures the precision contract scales
 ** with.  Launch: 256 threads per block, ceil(N*K*P*Q / 256) blocks.
-** *src is malloc'd.  Returns CT_OK or CT_ERR_NOMEM. */
+** Source layout as for ct_gen_source, without parameters.  *src is
+** malloc'd.  Returns CT_OK, CT_ERR_INVALID_ARG, CT_ERR_NOT_FOUND (template
+** missing) or CT_ERR_NOMEM. */
 ct_status ct_gen_reference_source(const ct_problem *p, char **src);
 
 /* An embedded template's text by file name; NULL if none.  The text is

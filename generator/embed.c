@@ -11,9 +11,10 @@
 **   const char *const ct_gen_embedded_texts[];   contents, NUL-terminated
 **   const size_t ct_gen_embedded_sizes[];        contents' lengths in bytes
 **
-** read by ct_gen_template() (generator/gen.c).  Each text is a char array
+** read by ct_gen_template() (generator/gen.c).  Each text is an array
 ** initialiser, not a string literal, so C's limits on literal length do not
-** apply.  The output depends only on the inputs' names and bytes.  A file
+** apply; bytes are written as unsigned values, right whatever the sign of
+** char.  The output depends only on the inputs' names and bytes.  A file
 ** holding a NUL byte is refused (texts are used as C strings).
 **
 ** Exit status: 0 on success, 1 on any failure (message on stderr).  This is
@@ -112,9 +113,10 @@ int main(int argc, char **argv) {
     fprintf(out, "/* ");
     for (const char *s = base_name(path); *s; s++)
       fputc(*s == '*' ? '_' : *s, out); /* keep the comment closed */
-    fprintf(out, " */\nstatic const char ct_embed_text_%d[%zu] = {", i, size + 1);
+    fprintf(out, " */\nstatic const unsigned char ct_embed_text_%d[%zu] = {", i,
+            size + 1);
     for (size_t j = 0; j < size; j++)
-      fprintf(out, "%s%d,", j % 20 == 0 ? "\n  " : "", (int)(signed char)text[j]);
+      fprintf(out, "%s%u,", j % 20 == 0 ? "\n  " : "", (unsigned)text[j]);
     fprintf(out, "%s0\n};\n\n", size % 20 == 0 ? "\n  " : "");
     free(text);
   }
@@ -128,7 +130,8 @@ int main(int argc, char **argv) {
   }
   fprintf(out, "  NULL\n};\n\n");
   fprintf(out, "const char *const ct_gen_embedded_texts[] = {\n");
-  for (int i = 0; i < nfiles; i++) fprintf(out, "  ct_embed_text_%d,\n", i);
+  for (int i = 0; i < nfiles; i++)
+    fprintf(out, "  (const char *)ct_embed_text_%d,\n", i);
   fprintf(out, "  NULL\n};\n\n");
   fprintf(out, "const size_t ct_gen_embedded_sizes[] = {\n");
   for (int i = 0; i < nfiles; i++) fprintf(out, "  %zu,\n", sizes[i]);

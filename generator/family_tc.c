@@ -7,7 +7,7 @@
 **   tc   one TF32 mma per product (operands rounded with cvt.rna): meets
 **        the tf32 contract only.
 **   tc3  3xTF32 split, small terms first, the mma accumulators flushed into
-**        fp32 masters every CT_TC_KCHUNK k-steps: meets the fp32 contract.
+**        fp32 masters every 2 k-steps: meets the fp32 contract.
 **        Offered for fp32 only (for tf32 it is tc at a third of the speed).
 **
 ** Parameters (each list starts with the template's default):
@@ -44,9 +44,6 @@ enum { TC_TP, TC_BN, TC_WARPS, TC_WN, TC_STAGES, TC_PERSIST };
 ** variant runs a partial second wave and times slower, so the tuner prefers
 ** others there. */
 #define TC_PERSIST_SMS 132
-
-/* The template's CT_TC_KCHUNK default: k-steps per unrolled chunk. */
-#define TC_KCHUNK 2
 
 /* Threads an SM holds: the least of the architectures the generator knows
 ** (sm_89: 1536; sm_80, sm_90: 2048); ct_gen_limits does not carry it. */
@@ -110,16 +107,16 @@ static int tc_shape_of(const ct_problem *p, const int *v, tc_shape *sh) {
 
 /* A register estimate per thread for the template's main loop: the
 ** accumulators (twice with the split: mma accumulators and fp32 masters),
-** the A fragments of a k-chunk in flight, the B fragments, the pixel
-** offsets, and a fixed part for indices and addresses.  Within a few
-** registers of ptxas 13.0's counts on sm_90a, either way; it only has to
-** keep variants off a launch-bounds cap they would spill under (every
-** variant CI compiles is checked for spills). */
+** two k-steps of A and B fragments (the loop is software-pipelined), the
+** split's hi/lo operands, the pixel offsets, and a fixed part for indices
+** and addresses.  Within a few registers of ptxas 13.0's counts on sm_90a,
+** either way; it only has to keep variants off a launch-bounds cap they
+** would spill under (every variant CI compiles is checked for spills). */
 static int64_t tc_regs_estimate(const tc_shape *sh, int split) {
   int64_t acc = 4 * sh->mw * sh->ntw * (split ? 2 : 1);
-  int64_t a = 4 * sh->mw * (split ? 2 : 1);
-  int64_t bfr = 2 * sh->ntw * (split ? 2 : 1) * TC_KCHUNK;
-  return acc + a + bfr + 2 * sh->mw + 40;
+  int64_t frags = 2 * (4 * sh->mw + 2 * sh->ntw);
+  int64_t hilo = split ? 8 * sh->mw + 4 * sh->ntw : 0;
+  return acc + frags + hilo + 2 * sh->mw + 32;
 }
 
 extern const ct_gen_family ct_gen_family_tc;

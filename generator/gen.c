@@ -37,13 +37,35 @@ const ct_gen_family *const ct_gen_families[] = {
   NULL
 };
 
+/* TEST ONLY: the deliberately broken families of generator/family_test.c,
+** offered (by ct_gen_enumerate, before the real ones, and by
+** ct_gen_family_find) only when CONVTUNE_TEST_FAMILIES=1 is set, so that a
+** test tune meets its faults first and must carry on past them. */
+extern const ct_gen_family ct_gen_family_test_oob, ct_gen_family_test_hang,
+    ct_gen_family_test_wrong, ct_gen_family_test_refuse;
+static const ct_gen_family *const ct_gen_test_families[] = {
+  &ct_gen_family_test_oob, &ct_gen_family_test_hang,
+  &ct_gen_family_test_wrong, &ct_gen_family_test_refuse, NULL
+};
+
+static const ct_gen_family *const *gen_test_families(void) {
+  const char *on = getenv("CONVTUNE_TEST_FAMILIES");
+  return on != NULL && strcmp(on, "1") == 0 ? ct_gen_test_families : NULL;
+}
+
 /* The family ct_gen_default_variant draws from: it accepts every problem. */
 #define CT_GEN_DEFAULT_FAMILY "direct"
+
+/* Room for a plan's "#define" lines. */
+#define CT_GEN_DEFINES_MAX 4096
 
 const ct_gen_family *ct_gen_family_find(const char *name) {
   if (name == NULL) return NULL;
   for (size_t i = 0; ct_gen_families[i] != NULL; i++)
     if (strcmp(ct_gen_families[i]->name, name) == 0) return ct_gen_families[i];
+  const ct_gen_family *const *test = gen_test_families();
+  for (size_t i = 0; test != NULL && test[i] != NULL; i++)
+    if (strcmp(test[i]->name, name) == 0) return test[i];
   return NULL;
 }
 
@@ -101,7 +123,7 @@ static int variant_name(const ct_gen_family *f, const int *values, char *buf,
 static ct_status variant_make(const ct_problem *p, const ct_gen_family *f,
                               const int *values, ct_gen_variant *v,
                               char *defines, size_t len) {
-  char scratch[1024];
+  char scratch[CT_GEN_DEFINES_MAX];
   memset(v, 0, sizeof *v);
   v->family = f;
   for (int i = 0; i < f->n_params; i++) v->values[i] = values[i];
@@ -131,8 +153,7 @@ static size_t point_count(const ct_gen_family *f) {
   return total;
 }
 
-/* ct_gen_enumerate: see ct_gen.h.  Also returns CT_ERR_INVALID_ARG for a
-** NULL argument. */
+/* ct_gen_enumerate: see ct_gen.h. */
 ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
                            ct_gen_variant **out, size_t *count) {
   if (out) *out = NULL;
@@ -143,8 +164,10 @@ ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
 
   ct_gen_variant *list = NULL;
   size_t n = 0, cap = 0;
-  for (size_t fi = 0; ct_gen_families[fi] != NULL; fi++) {
-    const ct_gen_family *f = ct_gen_families[fi];
+  const ct_gen_family *const *lists[2] = {gen_test_families(), ct_gen_families};
+  for (int li = 0; li < 2; li++)
+  for (size_t fi = 0; lists[li] != NULL && lists[li][fi] != NULL; fi++) {
+    const ct_gen_family *f = lists[li][fi];
     if (!family_meets(f, p->precision)) continue;
     size_t total = point_count(f);
     for (size_t idx = 0; idx < total; idx++) {
@@ -186,11 +209,8 @@ static int parse_int(const char *s, const char *end, int *value) {
   return 0;
 }
 
-/* ct_gen_variant_from_name: see ct_gen.h.  The parameters may come in any
-** order but each exactly once; a value outside the parameter's list is
-** CT_ERR_UNSUPPORTED (not a point of this build's search space).  Also
-** returns CT_ERR_INVALID_ARG (NULL argument) and CT_ERR_INVALID_PROBLEM.
-** out->name is the canonical name. */
+/* ct_gen_variant_from_name: see ct_gen.h.  A value outside a parameter's
+** list is not a point of this build's search space, hence UNSUPPORTED. */
 ct_status ct_gen_variant_from_name(const ct_problem *p,
                                    const ct_gen_limits *lim, const char *name,
                                    ct_gen_variant *out) {
@@ -250,10 +270,7 @@ ct_status ct_gen_variant_from_name(const ct_problem *p,
   return rc;
 }
 
-/* ct_gen_default_variant: see ct_gen.h.  Returns CT_OK,
-** CT_ERR_INVALID_ARG, CT_ERR_INVALID_PROBLEM, or CT_ERR_UNSUPPORTED when no
-** point of the default family is valid (a problem beyond its 32-bit
-** indexing, or a device below its needs). */
+/* ct_gen_default_variant: see ct_gen.h. */
 ct_status ct_gen_default_variant(const ct_problem *p, const ct_gen_limits *lim,
                                  ct_gen_variant *out) {
   if (p == NULL || lim == NULL || out == NULL) return CT_ERR_INVALID_ARG;
@@ -362,12 +379,7 @@ static ct_status sb_finish(strbuf *b, char **src) {
   return CT_OK;
 }
 
-/* ct_gen_source: see ct_gen.h.  Layout: one header comment line; the
-** problem (CT_N CT_C CT_H CT_W CT_K CT_R CT_S CT_P CT_Q CT_STRIDE_H
-** CT_STRIDE_W CT_PAD_H CT_PAD_W CT_DIL_H CT_DIL_W CT_BIAS); the family's
-** parameters in order; the plan's lines; "#line 1" and the template.
-** Also returns CT_ERR_INVALID_ARG for a NULL argument or a variant without
-** a family.  *src is NULL on failure. */
+/* ct_gen_source: see ct_gen.h.  *src is NULL on failure. */
 ct_status ct_gen_source(const ct_problem *p, const ct_gen_variant *v,
                         char **src) {
   if (src) *src = NULL;
@@ -377,7 +389,7 @@ ct_status ct_gen_source(const ct_problem *p, const ct_gen_variant *v,
   const char *text = ct_gen_template(f->template_name);
   if (text == NULL) return CT_ERR_NOT_FOUND;
 
-  char defines[1024];
+  char defines[CT_GEN_DEFINES_MAX];
   ct_gen_variant planned;
   ct_status rc = variant_make(p, f, v->values, &planned, defines, sizeof defines);
   if (rc != CT_OK) return rc;

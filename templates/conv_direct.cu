@@ -11,14 +11,15 @@
 //            index, all on the same channel tile
 //   grid   : one block per (pixel block, channel tile), the channel tile
 //            fastest so that blocks reading the same input rows run together
-// The reduction runs over the C*R filter rows (c, r) of S taps each.  The
-// block's weights are staged in shared memory DIRECT_ROWS filter rows at a
-// time, laid out [row][s][TK] so that the TK weights of one tap are
-// contiguous (float4 loads, broadcast across the warp).  Should a single
-// filter row not fit the staging budget (a filter thousands of taps wide),
-// weights are read straight from global memory instead.  x is read through
-// the read-only path; when the TP*S input columns a thread needs in one filter
-// row span few enough columns, they are loaded once into registers.
+// The reduction runs over the C*R filter rows (c, r) of S taps each, padded
+// taps reading zero.  The block's weights are staged in shared memory kRows
+// filter rows at a time (as many as DIRECT_WBUF_FLOATS holds), laid out
+// [row][s][TK] so that the TK weights of one tap are contiguous (float4
+// loads, broadcast across the warp).  Should a single filter row not fit
+// (a filter thousands of taps wide), weights are read straight from global
+// memory instead.  x is read through the read-only path; when the input
+// columns a thread needs in one filter row span few enough columns, they are
+// loaded once into registers.  Bias is added after the reduction.
 //
 // The generator prepends the problem (CT_*), the parameters (THREADS, TP,
 // TK) and the plan's launch quantities (CT_PLAN_*).  Without them the file
@@ -268,9 +269,8 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
   using namespace direct;
   extern __shared__ float4 smem4[]; // float4: 16-byte aligned
   float *sw = reinterpret_cast<float *>(smem4);
-  (void)ws;
-  (void)b;
-  (void)sw;
+  (void)ws; // no workspace
+  (void)b;  // unread when CT_BIAS is 0
   const int tid = threadIdx.x;
 
   const unsigned tile = blockIdx.x; // one block per tile

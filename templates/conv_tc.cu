@@ -12,7 +12,7 @@
 //               acc += al*bh, acc += ah*bl, acc += ah*bh (small terms first).
 //               Tensor cores may truncate their fp32 sums (round toward zero);
 //               a bias that grows with the number of mma into one accumulator.
-//               So every KCHUNK k-steps the mma accumulator is added into an
+//               So every 2 k-steps the mma accumulator is added into an
 //               fp32 master with FADD (round to nearest) and restarted at 0.
 //               (A CPU model with RZ accumulation: rel. Frobenius error 3.4e-6
 //               without the flush, 1.8e-7 with it every 2 k-steps, for the
@@ -60,6 +60,13 @@
 // pixels and 4 consecutive k on one filter row the 32 addresses are
 // 4g + t + const: distinct banks.  The 8 lanes of one t store 8 consecutive
 // pixels of one channel plane: 32-byte runs, written once (st.global.cs).
+//
+// Main loop: software-pipelined in registers.  While the mma of k-step ks
+// run, the lane already holds the A/B fragments of ks+1 in flight and the
+// k offsets of ks+2, so no LDS -> IADD -> LDS -> mma chain is exposed (the
+// first version, without this, measured 24% tensor-pipe use on an H200).
+// tc3 issues its three products term by term over all MW x NTW
+// accumulators, so no mma waits on the one before it.
 //
 // Pipeline (STAGES 2, PERSIST > 0): the next tile's band is copied with
 // cp.async (4-byte copies, zero-fill through src-size 0 at the padding) into
@@ -151,11 +158,6 @@
 #ifndef CT_TC_SPLIT
 #define CT_TC_SPLIT 0
 #endif
-// k-steps per unrolled chunk of the main loop; with CT_TC_SPLIT also the
-// flush period of the mma accumulators into the fp32 masters.
-#ifndef CT_TC_KCHUNK
-#define CT_TC_KCHUNK 2
-#endif
 
 // ----------------------------------------------------------------------------
 // Derived quantities
@@ -167,7 +169,6 @@ constexpr int N = CT_N, C = CT_C, H = CT_H, W = CT_W, K = CT_K, R = CT_R,
 constexpr int SH = CT_STRIDE_H, SW = CT_STRIDE_W, PH = CT_PAD_H,
               PW = CT_PAD_W, DH = CT_DIL_H, DW = CT_DIL_W;
 constexpr bool SPLIT = CT_TC_SPLIT != 0;
-constexpr int KCHUNK = CT_TC_KCHUNK;
 
 constexpr int THREADS = WARPS * 32;
 constexpr int NT = BN / 8;              // n8 tiles per CTA
@@ -192,7 +193,6 @@ constexpr int KBLOCKS = (K + BN - 1) / BN;
 constexpr int PQ = P * Q;
 constexpr int CHW = C * H * W;
 constexpr int MINB = PERSIST > 0 ? PERSIST : 1;
-constexpr int KFULL = KSTEPS / KCHUNK * KCHUNK; // k-steps in whole chunks
 
 static_assert(N >= 1 && C >= 1 && H >= 1 && W >= 1 && K >= 1 && R >= 1 && S >= 1,
               "sizes must be positive");
@@ -213,7 +213,6 @@ static_assert(WGM <= MT, "a warp without an m16 tile");
 static_assert(TP >= 1 && (STAGES == 1 || STAGES == 2) && PERSIST >= 0,
               "TP >= 1, STAGES 1 or 2, PERSIST >= 0");
 static_assert(STAGES == 1 || PERSIST > 0, "double buffering needs a persistent grid");
-static_assert(KCHUNK >= 1 && KCHUNK <= 8, "CT_TC_KCHUNK: 1 .. 8");
 static_assert(SMEM_BYTES <= 232448, "shared memory above any device's 227 KB");
 static_assert(KBLOCKS <= 65535, "grid.y above 65535");
 // Sizes formed in int below (the family declines larger points first).
@@ -326,61 +325,84 @@ __device__ __forceinline__ void band_round_own(float *band, int warp, int lane) 
 }
 
 // ----------------------------------------------------------------------------
-// One k8 step of a warp: MW x NTW mma (x3 with SPLIT).  bandb is the band
-// stage as bytes, pb[i][0|1] the byte offsets of this lane's pixels (rows g,
-// g+8 of its i-th m16 tile) in it, kb this lane's byte offsets of k = 8ks+t
-// and 8ks+t+4; wq points at this lane's B entry of n8 tile wn*NTW of the step.
-// Every A address is one add: pixel offset + k offset.
+// The main loop's pieces.  A k-step's fragments of one lane: A for its MW
+// m16 tiles (rows g, g+8 x k = 8ks+t, 8ks+t+4), B for its NTW n8 tiles.
+// Raw floats: TF32-rounded already (tc) or split at use (tc3).
+struct Frag {
+  float a[MW][4];
+  float2 b[NTW];
+};
+
+// Loads the fragments of one k-step.  bandb is the band stage as bytes,
+// pb[i][0|1] the byte offsets of this lane's pixels (rows g, g+8 of its i-th
+// m16 tile), kb its byte offsets of k = 8ks+t and 8ks+t+4, wq its B entry of
+// n8 tile wn*NTW of the step.  Every A address is one add.
 __device__ __forceinline__ float lds_at(const char *bandb, int byte_off) {
   return *reinterpret_cast<const float *>(bandb + byte_off);
 }
 
-__device__ __forceinline__ void kstep(float (&acc)[MW][NTW][4], const char *bandb,
-                                      const int (&pb)[MW][2], const float2 *wq,
-                                      int2 kb, bool last_live) {
-  unsigned bh[NTW][2], bl[NTW][2];
+__device__ __forceinline__ void frag_load(Frag &f, const char *bandb,
+                                          const int (&pb)[MW][2],
+                                          const float2 *wq, int2 kb,
+                                          bool last_live) {
 #pragma unroll
-  for (int j = 0; j < NTW; ++j) {
-    const float2 bv = wq[j * 32];
-    if constexpr (SPLIT) {
-      bh[j][0] = to_tf32(bv.x);
-      bh[j][1] = to_tf32(bv.y);
-      bl[j][0] = to_tf32(bv.x - __uint_as_float(bh[j][0]));
-      bl[j][1] = to_tf32(bv.y - __uint_as_float(bh[j][1]));
-    } else {
-      bh[j][0] = __float_as_uint(bv.x); // staged TF32-rounded
-      bh[j][1] = __float_as_uint(bv.y);
-      bl[j][0] = bl[j][1] = 0u;
-    }
-  }
+  for (int j = 0; j < NTW; ++j) f.b[j] = wq[j * 32];
 #pragma unroll
   for (int i = 0; i < MW; ++i) {
     if constexpr (MT % WGM != 0) {
       if (i == MW - 1 && !last_live) break; // warp-uniform: no such m16 tile
     }
-    const float f0 = lds_at(bandb, pb[i][0] + kb.x); // A[g][t]
-    const float f1 = lds_at(bandb, pb[i][1] + kb.x); // A[g+8][t]
-    const float f2 = lds_at(bandb, pb[i][0] + kb.y); // A[g][t+4]
-    const float f3 = lds_at(bandb, pb[i][1] + kb.y); // A[g+8][t+4]
-    if constexpr (SPLIT) {
-      const unsigned h0 = to_tf32(f0), h1 = to_tf32(f1), h2 = to_tf32(f2),
-                     h3 = to_tf32(f3);
-      const unsigned l0 = to_tf32(f0 - __uint_as_float(h0)),
-                     l1 = to_tf32(f1 - __uint_as_float(h1)),
-                     l2 = to_tf32(f2 - __uint_as_float(h2)),
-                     l3 = to_tf32(f3 - __uint_as_float(h3));
+    f.a[i][0] = lds_at(bandb, pb[i][0] + kb.x); // A[g][t]
+    f.a[i][1] = lds_at(bandb, pb[i][1] + kb.x); // A[g+8][t]
+    f.a[i][2] = lds_at(bandb, pb[i][0] + kb.y); // A[g][t+4]
+    f.a[i][3] = lds_at(bandb, pb[i][1] + kb.y); // A[g+8][t+4]
+  }
+}
+
+// The MW x NTW mma of one k-step (x3 with SPLIT, one term at a time over
+// all accumulators: acc += al*bh, then ah*bl, then ah*bh).
+__device__ __forceinline__ void frag_mma(float (&acc)[MW][NTW][4], const Frag &f,
+                                         bool last_live) {
+  constexpr bool kGuard = MT % WGM != 0;
+  if constexpr (SPLIT) {
+    unsigned bh[NTW][2], bl[NTW][2], ah[MW][4], al[MW][4];
 #pragma unroll
-      for (int j = 0; j < NTW; ++j) {
-        mma_tf32(acc[i][j], l0, l1, l2, l3, bh[j][0], bh[j][1]);
-        mma_tf32(acc[i][j], h0, h1, h2, h3, bl[j][0], bl[j][1]);
-        mma_tf32(acc[i][j], h0, h1, h2, h3, bh[j][0], bh[j][1]);
+    for (int j = 0; j < NTW; ++j) {
+      bh[j][0] = to_tf32(f.b[j].x);
+      bh[j][1] = to_tf32(f.b[j].y);
+      bl[j][0] = to_tf32(f.b[j].x - __uint_as_float(bh[j][0]));
+      bl[j][1] = to_tf32(f.b[j].y - __uint_as_float(bh[j][1]));
+    }
+#pragma unroll
+    for (int i = 0; i < MW; ++i) {
+      if (kGuard && i == MW - 1 && !last_live) break;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        ah[i][e] = to_tf32(f.a[i][e]);
+        al[i][e] = to_tf32(f.a[i][e] - __uint_as_float(ah[i][e]));
       }
-    } else {
-      const unsigned a0 = __float_as_uint(f0), a1 = __float_as_uint(f1),
-                     a2 = __float_as_uint(f2), a3 = __float_as_uint(f3);
+    }
+#pragma unroll
+    for (int term = 0; term < 3; ++term)
+#pragma unroll
+      for (int i = 0; i < MW; ++i) {
+        if (kGuard && i == MW - 1 && !last_live) break;
+        const unsigned(&a)[4] = term == 0 ? al[i] : ah[i];
+#pragma unroll
+        for (int j = 0; j < NTW; ++j) {
+          const unsigned(&bb)[2] = term == 1 ? bl[j] : bh[j];
+          mma_tf32(acc[i][j], a[0], a[1], a[2], a[3], bb[0], bb[1]);
+        }
+      }
+  } else {
+#pragma unroll
+    for (int i = 0; i < MW; ++i) {
+      if (kGuard && i == MW - 1 && !last_live) break;
 #pragma unroll
       for (int j = 0; j < NTW; ++j)
-        mma_tf32(acc[i][j], a0, a1, a2, a3, bh[j][0], bh[j][1]);
+        mma_tf32(acc[i][j], __float_as_uint(f.a[i][0]), __float_as_uint(f.a[i][1]),
+                 __float_as_uint(f.a[i][2]), __float_as_uint(f.a[i][3]),
+                 __float_as_uint(f.b[j].x), __float_as_uint(f.b[j].y));
     }
   }
 }
@@ -542,21 +564,30 @@ conv_tc(const float *__restrict__ x, const float *__restrict__ w,
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[i][j][e] = master[i][j][e] = 0.0f;
 
+    // Steps ks, ks+1 per iteration.  Invariant at the top: fa holds the
+    // fragments of step ks, kbn the k offsets of step ks+1 (clamped).
+    Frag fa, fb;
+    frag_load(fa, bandb, pb, wq0, kq0[0], last_live);
+    int2 kbn = kq0[(KSTEPS > 1 ? 1 : 0) * 4];
+    int ks = 0;
 #pragma unroll 1
-    for (int ks0 = 0; ks0 < KFULL; ks0 += KCHUNK) {
-#pragma unroll
-      for (int kk = 0; kk < KCHUNK; ++kk) {
-        const int ks = ks0 + kk;
-        kstep(acc, bandb, pb, wq0 + ks * NT * 32, kq0[ks * 4], last_live);
-      }
+    for (; ks + 2 < KSTEPS; ks += 2) {
+      frag_load(fb, bandb, pb, wq0 + (ks + 1) * NT * 32, kbn, last_live);
+      kbn = kq0[(ks + 2) * 4];
+      frag_mma(acc, fa, last_live);
+      frag_load(fa, bandb, pb, wq0 + (ks + 2) * NT * 32, kbn, last_live);
+      kbn = kq0[(ks + 3 < KSTEPS ? ks + 3 : KSTEPS - 1) * 4];
+      frag_mma(acc, fb, last_live);
       if constexpr (SPLIT) flush(master, acc);
     }
-    if constexpr (KFULL < KSTEPS) {
-#pragma unroll
-      for (int ks = KFULL; ks < KSTEPS; ++ks)
-        kstep(acc, bandb, pb, wq0 + ks * NT * 32, kq0[ks * 4], last_live);
-      if constexpr (SPLIT) flush(master, acc);
+    if (ks + 1 < KSTEPS) { // two steps left
+      frag_load(fb, bandb, pb, wq0 + (ks + 1) * NT * 32, kbn, last_live);
+      frag_mma(acc, fa, last_live);
+      frag_mma(acc, fb, last_live);
+    } else { // one step left
+      frag_mma(acc, fa, last_live);
     }
+    if constexpr (SPLIT) flush(master, acc);
 
     if constexpr (SPLIT)
       epilogue(master, b, y, img, p0, n0, wm, wn, g, t);

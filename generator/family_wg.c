@@ -1,0 +1,290 @@
+/*
+** family_wg.c — the descriptors of families "wg" and "wg3", one template
+** (templates/conv_wg.cu): the convolution as an implicit GEMM on Hopper's
+** warpgroup tensor-core instruction (wgmma.mma_async m64nNk8 TF32, fp32
+** accumulation; sm_90a only), A (the pixels) gathered from a shared-memory
+** input band into registers, B (the CTA's weights) resident in shared memory
+** and read by the tensor cores through a matrix descriptor.
+**
+**   wg   one TF32 wgmma per product (operands rounded with cvt.rna): meets
+**        the tf32 contract only.
+**   wg3  3xTF32 split, small terms first, the wgmma accumulators flushed
+**        into fp32 masters every KC k-steps: meets the fp32 contract.
+**        Offered for fp32 only.
+**
+** Parameters (each list starts with the template's default):
+**   TP       output rows per tile (the CTA's M tile is TP*Q pixels, in m64
+**            tiles)
+**   BN       output channels per CTA = the wgmma N (grid.y = ceil(K/BN))
+**   WG       warpgroups (128 threads) per CTA; each owns MT/WG m64 tiles
+**   STAGES   1: band loaded between barriers; 2: cp.async double buffer
+**   CTAS     CTAs per SM of the persistent grid
+**   KG       wg: k8 steps per wgmma group; the gather of the next group
+**            overlaps the running one
+**   KC       wg3: k8 steps per accumulator chunk (the flush period into the
+**            fp32 masters)
+**   PP       1: ping-pong, each of the two warpgroups works its own tiles
+**            with its own band (STAGES 1), so one's band load and epilogue
+**            overlap the other's wgmma; 0: both on one tile
+**
+** A point is declined (valid() == 0), never offered wrong, when: the device
+** is not cc 9.0 with the arch-specific target "sm_90a" (wgmma); BN is not
+** one of the template's wgmma widths; WG does not divide the m64 tile count;
+** the accumulators would not stay in registers (at most 128 for wg, 160 with
+** the split's second set and masters; the register estimate below the cap
+** that CTAS's occupancy implies); shared memory (weights + offset table +
+** bands) exceeds the device's block or CTAS blocks' share of an SM (which
+** also bounds C*R*S: the weights of BN channels must fit); or a size leaves
+** 32-bit range.  The direct family covers every declined problem.
+**
+** The launch arithmetic below mirrors the template's derived quantities;
+** the template static_asserts that the CT_PLAN_* values agree.
+*/
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "convtune.h"
+#include "ct_gen.h"
+
+enum { WG_TP, WG_BN, WG_WG, WG_STAGES, WG_CTAS, WG_KGC /* KG (wg) or KC (wg3) */, WG_PP };
+
+/* SMs a persistent grid is sized for.  plan() does not see the device; 132
+** is the H100 / H200 SXM count (the only devices valid() accepts).  Any grid
+** is correct: the template loops over tiles with a grid stride. */
+#define WG_PERSIST_SMS 132
+
+/* Threads an SM holds on sm_90; ct_gen_limits does not carry it. */
+#define WG_THREADS_PER_SM 2048
+
+/* Shared memory the driver reserves per block on sm_90. */
+#define WG_SMEM_RESERVED 1024
+
+/* What a point needs on a problem, in 64-bit arithmetic; the names are the
+** template's. */
+typedef struct wg_shape {
+  int64_t P, Q;
+  int64_t threads, nacc, tm, mt, mw;
+  int64_t crs, ksteps, kp, br, bc, band, band_pad;
+  int64_t smem;          /* dynamic shared memory, bytes */
+  int64_t tiles;         /* N * ceil(P/TP) */
+  int64_t kblocks;       /* ceil(K/BN) = grid.y */
+  int64_t grid_x;
+} wg_shape;
+
+/* 1 if the template has a wgmma wrapper for N = bn. */
+static int wg_bn_supported(int64_t bn) {
+  return bn == 16 || bn == 32 || bn == 48 || bn == 64 || bn == 96;
+}
+
+/* Fills *sh; returns 0 if the point's tiling is malformed (then *sh is
+** partial). */
+static int wg_shape_of(const ct_problem *p, const int *v, int split,
+                       wg_shape *sh) {
+  int64_t tp = v[WG_TP], bn = v[WG_BN], nwg = v[WG_WG];
+  int64_t stages = v[WG_STAGES], ctas = v[WG_CTAS];
+  if (tp < 1 || !wg_bn_supported(bn) || (nwg != 1 && nwg != 2) ||
+      (stages != 1 && stages != 2) || ctas < 1 || v[WG_KGC] < 1 || v[WG_KGC] > 8 ||
+      (v[WG_PP] != 0 && v[WG_PP] != 1))
+    return 0;
+  int pp = v[WG_PP];
+  if (pp && (nwg != 2 || stages != 1)) return 0; /* the template's PP shape */
+  ct_problem_output(p, &sh->P, &sh->Q);
+  sh->threads = 128 * nwg;
+  sh->nacc = bn / 2;
+  sh->tm = tp * sh->Q;
+  sh->mt = (sh->tm + 63) / 64;
+  if (!pp && sh->mt % nwg != 0) return 0; /* a warpgroup would lack an m64 tile */
+  sh->mw = pp ? sh->mt : sh->mt / nwg;
+  sh->crs = p->c * p->r * p->s;
+  sh->ksteps = (sh->crs + 7) / 8;
+  sh->kp = sh->ksteps * 8;
+  sh->br = (tp - 1) * p->stride_h + (p->r - 1) * p->dil_h + 1;
+  sh->bc = (sh->Q - 1) * p->stride_w + (p->s - 1) * p->dil_w + 1;
+  /* the template's SHIFT and BCP: rows padded so input column 0 is 16-byte
+  ** aligned */
+  int64_t shift = (4 - p->pad_w % 4) % 4;
+  sh->band = p->c * sh->br * ((shift + sh->bc + 3) / 4 * 4);
+  sh->band_pad = (sh->band + 3) / 4 * 4;
+  /* offset table: KSTEPS rows plus those gathered past the end (KG for
+  ** wg, 1 for wg3) */
+  sh->smem = ((split ? 2 : 1) * bn * sh->kp + (sh->ksteps + (split ? 1 : v[WG_KGC])) * 8 +
+              (pp ? nwg : 1) * stages * sh->band_pad) * 4;
+  sh->tiles = p->n * ((sh->P + tp - 1) / tp);
+  sh->kblocks = (p->k + bn - 1) / bn;
+  int64_t ctas_total = (int64_t)WG_PERSIST_SMS * ctas / sh->kblocks;
+  if (ctas_total < 1) ctas_total = 1;
+  sh->grid_x = ctas_total < sh->tiles ? ctas_total : sh->tiles;
+  return 1;
+}
+
+/* A register estimate per thread for the template's main loop: the
+** accumulators (x3 with the split: two sets and the masters), two A register
+** sets (hi, and lo with the split), the pixel offsets, and a fixed part for
+** indices, descriptors and addresses.  Checked against ptxas 13.0 on sm_90a
+** (it overestimates; the point is never to pass a variant that spills). */
+static int64_t wg_regs_estimate(const wg_shape *sh, const int *v, int split) {
+  int64_t acc = sh->mw * sh->nacc * (split ? 3 : 1);
+  int64_t a = 2 * 4 * sh->mw * (split ? 2 : v[WG_KGC]);
+  return acc + a + 2 * sh->mw + 40;
+}
+
+/* The hard checks: the template compiles, keeps its accumulators in
+** registers, fits the device, and is right. */
+static int wg_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                   int split) {
+  const int64_t lim32 = INT32_MAX;
+  if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0)
+    return 0;
+  wg_shape sh;
+  if (!wg_shape_of(p, v, split, &sh)) return 0;
+  int64_t ctas = v[WG_CTAS];
+  if (sh.threads > lim->max_threads_per_block) return 0;
+  /* 32-bit tensors (the problem's validation guarantees them; checked here
+  ** too because the template asserts them) and the template's int sizes. */
+  if (p->n * p->c * p->h * p->w > lim32 || p->k * sh.crs > lim32 ||
+      p->n * p->k * sh.P * sh.Q > lim32)
+    return 0;
+  if (sh.band > (1 << 24) || v[WG_BN] * sh.kp > (1 << 24) || sh.mt * 64 > (1 << 24) ||
+      sh.tiles > (INT64_C(1) << 30) || sh.kblocks > 65535)
+    return 0;
+  /* Registers: accumulators capped; the estimate within the occupancy cap. */
+  if (sh.mw * sh.nacc * (split ? 3 : 1) > (split ? 160 : 128)) return 0;
+  int64_t cap = lim->regs_per_sm / (ctas * sh.threads);
+  cap = cap / 8 * 8;
+  if (cap > 255) cap = 255;
+  if (wg_regs_estimate(&sh, v, split) > cap) return 0;
+  /* Shared memory: the block (the template asserts 227 KB; the weights'
+  ** descriptors reach 256 KB), and CTAS blocks per SM. */
+  if (sh.smem > lim->max_smem_per_block || sh.smem > 232448) return 0;
+  if (ctas * (sh.smem + WG_SMEM_RESERVED) > lim->smem_per_sm) return 0;
+  if (ctas * sh.threads > WG_THREADS_PER_SM) return 0;
+  return 1;
+}
+
+/* Channels computed beyond K with BN channels per CTA. */
+static int64_t wg_channel_waste(int64_t k, int64_t bn) {
+  return (k + bn - 1) / bn * bn - k;
+}
+
+extern const ct_gen_family ct_gen_family_wg;
+
+/* 1 if bn passes the channel-waste rule: it wastes at most K/4 channels
+** beyond the least waste of any BN listed. */
+static int wg_bn_waste_ok(int64_t k, int64_t bn) {
+  const ct_gen_param *bns = &ct_gen_family_wg.params[WG_BN];
+  int64_t least = INT64_MAX;
+  for (int i = 0; i < bns->n_values; i++) {
+    int64_t wst = wg_channel_waste(k, bns->values[i]);
+    if (wst < least) least = wst;
+  }
+  return 4 * wg_channel_waste(k, bn) <= 4 * least + k;
+}
+
+/* wg_fits, less points that cannot win, to keep the space small:
+**  - BN wasting more than K/4 channels beyond the least waste of any BN
+**    listed (for K = 96: 64 is out), and BN below 48 when a larger listed
+**    BN passes that rule (each CTA along N gathers A again: narrow ones
+**    only pay off for small K);
+**  - m64 tiles less than half full (TP*Q < 32*MT: tiny Q);
+**  - STAGES 1 with CTAS 1 when the same point fits double-buffered or with
+**    two CTAs per SM (either hides the band load; this one cannot). */
+static int wg_valid_common(const ct_problem *p, const ct_gen_limits *lim,
+                           const int *v, int split) {
+  if (!wg_fits(p, lim, v, split)) return 0;
+  wg_shape sh;
+  wg_shape_of(p, v, split, &sh);
+  if (!wg_bn_waste_ok(p->k, v[WG_BN])) return 0;
+  if (v[WG_BN] < 48) {
+    const ct_gen_param *bns = &ct_gen_family_wg.params[WG_BN];
+    for (int i = 0; i < bns->n_values; i++)
+      if (bns->values[i] > v[WG_BN] && wg_bn_waste_ok(p->k, bns->values[i])) return 0;
+  }
+  if (2 * sh.tm < 64 * sh.mt) return 0;
+  if (v[WG_STAGES] == 1 && v[WG_CTAS] == 1 && !v[WG_PP]) {
+    int alt[CT_GEN_MAX_PARAMS];
+    for (int i = 0; i < CT_GEN_MAX_PARAMS; i++) alt[i] = v[i];
+    alt[WG_STAGES] = 2;
+    if (wg_fits(p, lim, alt, split)) return 0;
+    alt[WG_STAGES] = 1;
+    alt[WG_CTAS] = 2;
+    if (wg_fits(p, lim, alt, split)) return 0;
+  }
+  return 1;
+}
+
+static int wg_valid(const ct_problem *p, const ct_gen_limits *lim,
+                    const int *v) {
+  return wg_valid_common(p, lim, v, 0);
+}
+
+static int wg3_valid(const ct_problem *p, const ct_gen_limits *lim,
+                     const int *v) {
+  return wg_valid_common(p, lim, v, 1);
+}
+
+static void wg_plan_common(const ct_problem *p, const int *v,
+                           ct_gen_variant *out, char *defines, size_t len,
+                           int split) {
+  wg_shape sh;
+  wg_shape_of(p, v, split, &sh);
+  out->n_kernels = 1;
+  ct_gen_launch *l = &out->kernels[0];
+  snprintf(l->name, sizeof l->name, "conv_wg");
+  l->grid[0] = (unsigned)sh.grid_x;
+  l->grid[1] = (unsigned)sh.kblocks;
+  l->grid[2] = 1;
+  l->block[0] = (unsigned)sh.threads;
+  l->block[1] = 1;
+  l->block[2] = 1;
+  l->smem = (unsigned)sh.smem;
+  out->workspace_bytes = 0;
+  snprintf(defines, len,
+           "#define CT_WG_SPLIT %d\n"
+           "#define CT_PLAN_GRID_X %u\n"
+           "#define CT_PLAN_GRID_Y %u\n"
+           "#define CT_PLAN_BLOCK_X %u\n"
+           "#define CT_PLAN_SMEM %u\n",
+           split, l->grid[0], l->grid[1], l->block[0], l->smem);
+}
+
+static void wg_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
+                    char *defines, size_t len) {
+  wg_plan_common(p, v, out, defines, len, 0);
+}
+
+static void wg3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
+                     char *defines, size_t len) {
+  wg_plan_common(p, v, out, defines, len, 1);
+}
+
+#define WG_PARAMS(...)                   \
+  {                                      \
+    {"TP", 3, {2, 1, 4}},                \
+    {"BN", 5, {96, 48, 64, 32, 16}},     \
+    {"WG", 2, {1, 2}},                   \
+    {"STAGES", 2, {2, 1}},               \
+    {"CTAS", 2, {1, 2}},                 \
+    __VA_ARGS__,                         \
+    {"PP", 2, {0, 1}},                   \
+  }
+
+const ct_gen_family ct_gen_family_wg = {
+  .name = "wg",
+  .template_name = "conv_wg.cu",
+  .precisions = 1u << CT_PREC_TF32,
+  .n_params = 7,
+  .params = WG_PARAMS({"KG", 3, {4, 2, 1}}),
+  .valid = wg_valid,
+  .plan = wg_plan,
+};
+
+const ct_gen_family ct_gen_family_wg3 = {
+  .name = "wg3",
+  .template_name = "conv_wg.cu",
+  .precisions = 1u << CT_PREC_FP32,
+  .n_params = 7,
+  .params = WG_PARAMS({"KC", 2, {2, 4}}),
+  .valid = wg3_valid,
+  .plan = wg3_plan,
+};

@@ -1,0 +1,878 @@
+// conv_wg.cu — families "wg" and "wg3": the convolution as an implicit GEMM
+// on Hopper's warpgroup tensor-core instruction,
+// wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32 (sm_90a only), with A
+// (the im2col pixels) gathered into registers and B (the weights) read by
+// the tensor cores straight from shared memory through a matrix descriptor.
+// generator/family_wg.c holds both descriptors.
+//
+// Why: conv_tc's mma.sync needs every B fragment loaded with LDS by every
+// warp; wgmma reads B once per instruction for 64 pixel rows, so shared
+// memory carries A (4 LDS.32 per thread per m64 tile and k8 step) plus B
+// (BN*32 bytes per wgmma) instead of A plus B per m16 tile.
+//
+//   GEMM view   M = output pixels, N = output channels (BN per CTA),
+//               Kdim = C*R*S padded to KP = 8*KSTEPS; k = (c*R + r)*S + s.
+//   wg  (CT_WG_SPLIT 0, precision tf32): A and B rounded to TF32 with
+//               cvt.rna (B once at staging; A in registers after each
+//               gather, so the band is never rewritten in shared memory,
+//               the scarce resource here), one wgmma per k8 step, fp32
+//               accumulation.
+//   wg3 (CT_WG_SPLIT 1, precision fp32): 3xTF32.  a = ah + al with
+//               ah = rna(a), al = rna(a - ah), likewise b (two weight arrays
+//               in shared memory); per k8 step acc += al*bh, acc += ah*bl,
+//               acc += ah*bh (small terms first).  Tensor cores may truncate
+//               their fp32 sums, so as in conv_tc the wgmma accumulators are
+//               added into fp32 masters (FADD, round to nearest) every KC
+//               k-steps.  Chunk c accumulates into set c&1 (its first wgmma
+//               with scale-d 0 restarts the set).  The first k-step of chunk
+//               c+1 waits for every wgmma (wait_group 0: one pipeline drain
+//               per chunk), adds set c&1 into the masters and issues its own
+//               wgmma into the other set, so ptxas overlaps those FADDs with
+//               them.  Reading a retired set while the other set's wgmma is
+//               in flight would spare the drain, but ptxas 13.0 then
+//               serializes every wgmma of the kernel (C7514, "non wgmma
+//               instructions reading accumulator registers ...").  ptxas does
+//               not check such hazards itself: the waits here are what makes
+//               each register access safe.
+//
+// Work decomposition
+//   tile  : TP consecutive output rows (all Q columns) of one image: the
+//           TM = TP*Q pixels p0*Q .. p0*Q+TM-1, contiguous in every NCHW
+//           output plane; MT = ceil(TM/64) m64 tiles.
+//   CTA   : BN output channels (blockIdx.y) x one tile at a time; a
+//           persistent grid (CTAS CTAs per SM) loops over the tiles, so the
+//           weights are staged once per CTA.
+//   warpgroups: WG of them (128 threads each); warpgroup v owns m64 tiles
+//           v, v+WG, ... (MW = MT/WG each; WG divides MT).  Warp q (0..3) of a
+//           warpgroup holds rows 16q .. 16q+15 of each of its m64 tiles.
+//
+// Shared memory (every part 16-byte aligned)
+//   wsm   [NWARR][KSTEPS][BN/8][2][8][4] float — the CTA's BN x KP weights
+//         (B, K-major), TF32-rounded (wg) or as hi and lo arrays (wg3), in
+//         the canonical no-swizzle ("interleave") layout of 8x16-byte core
+//         matrices: core matrix (ks, j, h) holds channels 8j..8j+7 (one 16-byte
+//         row each) x k = 8ks+4h .. 8ks+4h+3, 128 contiguous bytes at byte
+//         (ks*BN/8 + j)*256 + h*128.  So within one k8 step the K-adjacent
+//         core matrices are 128 bytes apart and the N-adjacent ones 256.
+//         Zero for channels >= K and k >= C*R*S.
+//   koff  [KSTEPS+KG (wg) or +1 (wg3)][4 t] int2 — (koff(8ks+t), koff(8ks+t+4)) in bytes with
+//         koff(k) = (c*BR*BCP + r*DH*BCP + s*DW)*4, 0 for padded k (weight 0)
+//         and for the extra rows from KSTEPS on, which the pipeline's gathers
+//         past the last step read (harmless, never used).
+//   band  [NBANDS][C][BR][BCP] — input rows ih0 .. ih0+BR-1 (ih0 = p0*SH-PH),
+//         columns -PW .. -PW+BC-1 at floats SHIFT .. SHIFT+BC-1 of a row
+//         (SHIFT makes column 0 16-byte aligned for 16-byte cp.async), zero
+//         outside the image, raw fp32; rows BCP (a multiple of 4) apart.
+//         BR = (TP-1)*SH + (R-1)*DH + 1, BC = (Q-1)*SW + (S-1)*DW + 1.  Pixel m
+//         of the tile has pix(m) = (m/Q)*SH*BCP + (m%Q)*SW + SHIFT and the A element
+//         (m, k) is band[pix(m) + koff(k)] (pixels past the tile use pix 0).
+//
+// Register fragments (PTX ISA, wgmma "Register Fragments and Shared Memory
+// Matrix Layouts" > "Register Fragments" (9.7.15.5.1.1), the .m64nNk8
+// figures for A and for the accumulator D; the same mapping as CUTLASS cute
+// ALayout_64x8 and CLayout_64xN in mma_traits_sm90_gmma.hpp).  In a warpgroup, warp
+// q = warp % 4, g = lane>>2, t = lane&3:
+//   A (64x8, .tf32, four .b32):  a0 = A[16q+g][t]    a1 = A[16q+g+8][t]
+//                                a2 = A[16q+g][t+4]  a3 = A[16q+g+8][t+4]
+//   -- per warp, exactly mma.m16n8k8's A fragment, so the gather is
+//   conv_tc's: band[pix(m)+koff(k)] for m = 16q+g (+8), k = 8ks+t (+4).
+//   D (64xN, .f32, N/2 regs):    d[4j+2h+e] = D[16q+g+8h][8j+2t+e],
+//                                j < N/8, h, e in {0, 1}.
+//
+// Matrix descriptor of B (PTX ISA, wgmma "Matrix Descriptor Format", anchor
+// #asynchronous-warpgroup-level-matrix-shared-memory-layout-matrix-descriptor:
+// bits 0-13 start address >> 4, 16-29 leading dimension byte offset >> 4,
+// 32-45 stride dimension byte offset >> 4, 49-51 base offset 0, 62-63 swizzle
+// mode, 0 = none).  The PTX ISA defines, for wgmma operands, the leading
+// dimension byte offset (LBO) as "the distance, in bytes, between two adjacent
+// core matrices in the K dimension" and the stride dimension byte offset
+// (SBO) as the distance between two adjacent core matrices in the M or N
+// dimension (for K-major without swizzling, in the newer wording: LBO "the
+// stride from the first column to the second column of the 8x2 tile" of
+// 128-bit elements, SBO from the first 8 rows to the next 8); CUTLASS's
+// make_gmma_desc<Major::K> (INTERLEAVE: ((8,n),2):((1,SBO),LBO) in 16-byte
+// units) agrees.  The other reading (the two offsets swapped) was tried on
+// the H200 on 2026-11-29 and fails verification; this one passes.
+//   LBO = 128 (K-adjacent core matrices), SBO = 256 (N-adjacent).
+//
+// Pipeline, per warpgroup and tile.
+//   wg: two A register sets of KG k-steps each.  Group g: wgmma.fence; the
+//   KG*MW wgmma of steps gKG .. gKG+KG-1 on set g&1; commit_group;
+//   wait_group 1 (group g-1 retired, so set (g+1)&1 is free); the gather of
+//   group g+1 into it, overlapping the running group.  A gather is a chain
+//   of dependent shared loads (offset table, then band), so one k-step per
+//   group (KG 1) leaves the tensor cores waiting on it; more steps per group
+//   hide it.  The gather of the last group reads offset rows up to
+//   KSTEPS+KG-1 (zero: harmless addresses; never multiplied).
+//   wg3: as wg with KG 1, plus the chunked accumulators described above
+//   (KC k-steps per chunk).
+//   After the last group, wait_group 0, then the epilogue.  The band: STAGES 2 copies the next tile's
+// band with cp.async while this tile computes (as conv_tc); STAGES 1 loads it
+// between two barriers (then CTAS 2 overlaps one CTA's load with the other's
+// math).  The weights are written by ordinary stores and read by the async
+// proxy (wgmma): every thread issues fence.proxy.async.shared::cta after its
+// stores, before the barrier that publishes them.
+//
+// The generator prepends the problem (CT_*), the parameters (TP BN WG STAGES
+// CTAS, and KG for wg or KC for wg3) and the plan's lines (CT_PLAN_*, CT_WG_SPLIT).  Without them
+// the file compiles on its own (sm_90a): the headline problem, wg, default
+// point.
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "conv_wg.cu needs the arch-specific target sm_90a (wgmma)"
+#endif
+
+// ----------------------------------------------------------------------------
+// Problem (defaults: KernelBench level 1 problem 50)
+
+#ifndef CT_N
+#define CT_N 256
+#endif
+#ifndef CT_C
+#define CT_C 3
+#endif
+#ifndef CT_H
+#define CT_H 224
+#endif
+#ifndef CT_W
+#define CT_W 224
+#endif
+#ifndef CT_K
+#define CT_K 96
+#endif
+#ifndef CT_R
+#define CT_R 11
+#endif
+#ifndef CT_S
+#define CT_S 11
+#endif
+#ifndef CT_STRIDE_H
+#define CT_STRIDE_H 4
+#endif
+#ifndef CT_STRIDE_W
+#define CT_STRIDE_W 4
+#endif
+#ifndef CT_PAD_H
+#define CT_PAD_H 2
+#endif
+#ifndef CT_PAD_W
+#define CT_PAD_W 2
+#endif
+#ifndef CT_DIL_H
+#define CT_DIL_H 1
+#endif
+#ifndef CT_DIL_W
+#define CT_DIL_W 1
+#endif
+#ifndef CT_BIAS
+#define CT_BIAS 1
+#endif
+#ifndef CT_P
+#define CT_P ((CT_H + 2 * CT_PAD_H - CT_DIL_H * (CT_R - 1) - 1) / CT_STRIDE_H + 1)
+#endif
+#ifndef CT_Q
+#define CT_Q ((CT_W + 2 * CT_PAD_W - CT_DIL_W * (CT_S - 1) - 1) / CT_STRIDE_W + 1)
+#endif
+
+// ----------------------------------------------------------------------------
+// Tunable parameters (generator/family_wg.c lists the values searched)
+
+#ifndef TP
+#define TP 2 // output rows per tile
+#endif
+#ifndef BN
+#define BN 96 // output channels per CTA = the wgmma N: 16, 32, 48, 64 or 96
+#endif
+#ifndef WG
+#define WG 1 // warpgroups per CTA (1 or 2); WG must divide the m64 tile count
+#endif
+#ifndef STAGES
+#define STAGES 2 // input band buffers: 1, or 2 (cp.async double buffering)
+#endif
+#ifndef CTAS
+#define CTAS 1 // CTAs per SM the persistent grid is sized for
+#endif
+#ifndef KG
+#define KG 4 // wg: k8 steps per wgmma group (the gather runs a group ahead)
+#endif
+#ifndef PP
+#define PP 0 // 1: each warpgroup works its own tiles with its own band (ping-pong)
+#endif
+#ifndef KC
+#define KC 2 // wg3: k8 steps per accumulator chunk (the flush period)
+#endif
+
+// Set by the plan of family wg3: 1 = 3xTF32 (fp32 accuracy), 0 = TF32.
+#ifndef CT_WG_SPLIT
+#define CT_WG_SPLIT 0
+#endif
+
+// ----------------------------------------------------------------------------
+// Derived quantities
+
+namespace wg {
+
+constexpr int N = CT_N, C = CT_C, H = CT_H, W = CT_W, K = CT_K, R = CT_R,
+              S = CT_S, P = CT_P, Q = CT_Q;
+constexpr int SH = CT_STRIDE_H, SW = CT_STRIDE_W, PH = CT_PAD_H,
+              PW = CT_PAD_W, DH = CT_DIL_H, DW = CT_DIL_W;
+constexpr bool SPLIT = CT_WG_SPLIT != 0;
+constexpr int KCHUNK = KC;
+
+constexpr int THREADS = 128 * WG;
+constexpr int NACC = BN / 2;            // accumulator floats per thread and m64 tile
+constexpr int TM = TP * Q;              // pixels per tile
+constexpr int MT = (TM + 63) / 64;      // m64 tiles per tile
+constexpr int MW = PP ? MT : MT / WG;   // m64 tiles per warpgroup
+constexpr int MSTEP = PP ? 1 : WG;      // a warpgroup's m64 tiles: base + i*MSTEP
+constexpr int NBANDS = PP ? WG * STAGES : STAGES; // band buffers
+constexpr int CRS = C * R * S;
+constexpr int KSTEPS = (CRS + 7) / 8;   // k8 steps
+constexpr int KP = KSTEPS * 8;          // padded reduction length
+constexpr int KU = 2 * KCHUNK;          // wg3: k-steps per unrolled loop body
+constexpr int KMAIN = KSTEPS / KU * KU; // k-steps in whole loop bodies
+constexpr int NSETS = SPLIT ? 2 : 1;    // accumulator sets
+constexpr int NWARR = SPLIT ? 2 : 1;    // weight arrays (hi, lo)
+constexpr int BR = (TP - 1) * SH + (R - 1) * DH + 1; // band rows
+constexpr int BC = (Q - 1) * SW + (S - 1) * DW + 1;  // band columns
+// A band row holds input column iw at float SHIFT + PW + iw: iw = 0 falls on
+// a multiple of 4, so runs of 4 columns copy as one 16-byte cp.async.  Rows
+// are BCP floats apart (a multiple of 4).
+constexpr int SHIFT = (4 - PW % 4) % 4;
+constexpr int BCP = (SHIFT + BC + 3) / 4 * 4;
+constexpr int BAND = C * BR * BCP;
+constexpr int BAND_PAD = (BAND + 3) / 4 * 4;
+constexpr int W_FLOATS = BN * KP;       // one weight array
+constexpr int KOFF_INTS = (KSTEPS + (SPLIT ? 1 : KG)) * 8; // + the rows gathered past the end
+constexpr int SMEM_BYTES = (NWARR * W_FLOATS + KOFF_INTS + NBANDS * BAND_PAD) * 4;
+constexpr unsigned SLAB_BYTES = BN * 32; // one k8 step of one weight array
+constexpr unsigned LBO = 128; // see "Matrix descriptor"
+constexpr unsigned SBO = 256;
+constexpr int TILES_PER_IMG = (P + TP - 1) / TP;
+constexpr int NTILES = N * TILES_PER_IMG;
+constexpr int KBLOCKS = (K + BN - 1) / BN;
+constexpr int PQ = P * Q;
+constexpr int CHW = C * H * W;
+// The accumulator set of the last chunk (SPLIT), flushed after the loop.
+constexpr int CS_LAST = SPLIT ? ((KSTEPS - 1) / KCHUNK) & 1 : 0;
+
+static_assert(N >= 1 && C >= 1 && H >= 1 && W >= 1 && K >= 1 && R >= 1 && S >= 1,
+              "sizes must be positive");
+static_assert(SH >= 1 && SW >= 1 && DH >= 1 && DW >= 1 && PH >= 0 && PW >= 0,
+              "bad stride, dilation or padding");
+static_assert(P == ((long long)H + 2LL * PH - (long long)DH * (R - 1) - 1) / SH + 1 &&
+              Q == ((long long)W + 2LL * PW - (long long)DW * (S - 1) - 1) / SW + 1,
+              "CT_P / CT_Q disagree with the problem");
+static_assert(P >= 1 && Q >= 1, "empty output");
+static_assert((long long)N * K * P * Q <= 0x7fffffffLL &&
+              (long long)N * C * H * W <= 0x7fffffffLL &&
+              (long long)K * C * R * S <= 0x7fffffffLL,
+              "32-bit indexing needs every tensor below 2^31 elements");
+static_assert(BN == 16 || BN == 32 || BN == 48 || BN == 64 || BN == 96,
+              "BN: 16, 32, 48, 64 or 96 (the wgmma N wrappers below)");
+static_assert((WG == 1 || WG == 2) && (PP || MT % WG == 0), "WG: 1 or 2, dividing the m64 tiles");
+static_assert(PP == 0 || (PP == 1 && WG == 2 && STAGES == 1),
+              "PP: 0, or 1 with two warpgroups and one band each");
+static_assert(TP >= 1 && (STAGES == 1 || STAGES == 2) && CTAS >= 1,
+              "TP >= 1, STAGES 1 or 2, CTAS >= 1");
+static_assert(KG >= 1 && KG <= 8, "KG: 1 .. 8");
+static_assert(KCHUNK >= 1 && KCHUNK <= 8, "KC: 1 .. 8");
+static_assert(SMEM_BYTES <= 232448, "shared memory above any device's 227 KB");
+// Descriptor fields: 14 bits of (byte offset >> 4), so every weight byte
+// below 256 KB (it is: SMEM_BYTES is checked above).
+static_assert(NWARR * W_FLOATS * 4 < (1 << 18), "weights beyond the descriptor's reach");
+static_assert(KBLOCKS <= 65535, "grid.y above 65535");
+// Sizes formed in int below (the family declines larger points first).
+static_assert((long long)C * BR * BCP <= (1LL << 24) && (long long)BN * KP <= (1LL << 24) &&
+              (long long)MT * 64 <= (1LL << 24) &&
+              (long long)N * TILES_PER_IMG <= (1LL << 30),
+              "tile sizes out of range"); // tile + gridDim.x stays below 2^31
+// Accumulators (and with SPLIT their second set and masters) stay in registers.
+static_assert(MW * NACC * (SPLIT ? 3 : 1) <= (SPLIT ? 160 : 128), "too many accumulators");
+
+#ifdef CT_PLAN_BLOCK_X
+static_assert(CT_PLAN_BLOCK_X == THREADS, "plan: block size != 128*WG");
+#endif
+#ifdef CT_PLAN_GRID_Y
+static_assert(CT_PLAN_GRID_Y == KBLOCKS, "plan: grid.y != ceil(K/BN)");
+#endif
+#ifdef CT_PLAN_GRID_X
+static_assert(CT_PLAN_GRID_X >= 1 && CT_PLAN_GRID_X <= NTILES, "plan: grid.x must be 1..NTILES");
+#endif
+#ifdef CT_PLAN_SMEM
+static_assert(CT_PLAN_SMEM == SMEM_BYTES, "plan: shared memory size differs");
+#endif
+
+// ----------------------------------------------------------------------------
+// PTX helpers
+
+// fp32 -> TF32, round to nearest (ties away); an fp32 bit pattern whose low
+// 13 bits are zero.
+__device__ __forceinline__ unsigned to_tf32(float f) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+  return r;
+}
+
+// 4-byte global -> shared copy; zero-fills dst when !valid (src not read).
+__device__ __forceinline__ void cp_async4(float *dst, const float *src, bool valid) {
+  const unsigned saddr = (unsigned)__cvta_generic_to_shared(dst);
+  const unsigned bytes = valid ? 4u : 0u;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(saddr),
+               "l"(src), "r"(bytes)
+               : "memory");
+}
+// 16-byte global -> shared copy (both 16-byte aligned); zero-fills dst when
+// !valid (src not read).
+__device__ __forceinline__ void cp_async16(float *dst, const float *src, bool valid) {
+  const unsigned saddr = (unsigned)__cvta_generic_to_shared(dst);
+  const unsigned bytes = valid ? 16u : 0u;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr),
+               "l"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int pending> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+
+// A barrier for warpgroup wgi's 128 threads only (named barrier 1 + wgi;
+// __syncthreads uses 0).
+__device__ __forceinline__ void wg_sync(int wgi) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wgi) : "memory");
+}
+
+// The turn of warpgroup `to` on the tensor cores (PP): named barrier 3 + to
+// joins the 128 threads of each warpgroup; the one waiting for its turn
+// syncs, the one handing it over arrives without waiting.
+__device__ __forceinline__ void turn_wait(int to) {
+  asm volatile("bar.sync %0, 256;\n" ::"r"(3 + to) : "memory");
+}
+__device__ __forceinline__ void turn_pass(int to) {
+  asm volatile("bar.arrive %0, 256;\n" ::"r"(3 + to) : "memory");
+}
+
+// Generic-proxy shared-memory writes -> visible to the async proxy (wgmma).
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// wgmma ordering: fence before the first wgmma and after any register
+// access by other instructions to registers a wgmma uses; commit the issued
+// wgmma as a group; wait until at most `pending` groups are in flight.
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int pending> __device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(pending) : "memory");
+}
+
+// Compiler-only fences (as CUTLASS's warpgroup_fence_operand): the register
+// looks rewritten here, so the compiler neither reads an accumulator before
+// the wgmma_wait that retired it nor sinks a fragment's computation below
+// the wgmma_fence that precedes its wgmma.
+__device__ __forceinline__ void reg_fence(float &r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void reg_fence(unsigned &r) { asm volatile("" : "+r"(r)::"memory"); }
+
+// The descriptor of the weights' k-step 0 at shared address saddr (see
+// "Matrix descriptor"); step ks is desc + ks * (SLAB_BYTES >> 4).
+__device__ __forceinline__ unsigned long long make_desc(unsigned saddr) {
+  return (unsigned long long)((saddr >> 4) & 0x3FFFu) |
+         ((unsigned long long)((LBO >> 4) & 0x3FFFu) << 16) |
+         ((unsigned long long)((SBO >> 4) & 0x3FFFu) << 32);
+  // base offset (bits 49-51) 0; swizzle mode (bits 62-63) 0: none.
+}
+
+// D (64 x N) += A (64 x 8, this thread's a[0..3] of it) * B (8 x N at desc);
+// with scale_d == 0, D = A * B.  N = BN; one wrapper per N supported.
+typedef unsigned long long u64;
+template <int NN> struct Mma;
+template <> struct Mma<16> {
+  static __device__ __forceinline__ void run(float (&d)[8], const unsigned (&a)[4],
+                                             u64 desc, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7}, "
+        "{%8,%9,%10,%11}, %12, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+          "+f"(d[6]), "+f"(d[7])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+  }
+};
+template <> struct Mma<32> {
+  static __device__ __forceinline__ void run(float (&d)[16], const unsigned (&a)[4],
+                                             u64 desc, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
+        "{%16,%17,%18,%19}, %20, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+          "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+          "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+  }
+};
+template <> struct Mma<48> {
+  static __device__ __forceinline__ void run(float (&d)[24], const unsigned (&a)[4],
+                                             u64 desc, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %29, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n48k8.f32.tf32.tf32 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
+        ",%16,%17,%18,%19,%20,%21,%22,%23}, "
+        "{%24,%25,%26,%27}, %28, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+          "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+          "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+          "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+  }
+};
+template <> struct Mma<64> {
+  static __device__ __forceinline__ void run(float (&d)[32], const unsigned (&a)[4],
+                                             u64 desc, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
+        ",%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+        "{%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+          "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+          "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+          "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+          "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+  }
+};
+template <> struct Mma<96> {
+  static __device__ __forceinline__ void run(float (&d)[48], const unsigned (&a)[4],
+                                             u64 desc, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n96k8.f32.tf32.tf32 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
+        ",%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
+        ",%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47}, "
+        "{%48,%49,%50,%51}, %52, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+          "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+          "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+          "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+          "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+          "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+  }
+};
+
+// ----------------------------------------------------------------------------
+// Staging
+
+// The band of tile (img, p0) into band[C][BR][BCP]: warps take rows, lanes
+// columns (coalesced).  ASYNC: cp.async; else loaded and stored.  Raw fp32
+// (the gather rounds).
+template <bool ASYNC, int NWARPS = THREADS / 32>
+__device__ __forceinline__ void band_fill(float *band, const float *__restrict__ x,
+                                          int img, int p0, int warp, int lane) {
+  const int ih0 = p0 * SH - PH;
+  const float *__restrict__ xn = x + img * CHW;
+  // 16-byte copies when every image row starts 16-byte aligned.
+  const bool vec = W % 4 == 0 && ((unsigned long long)x & 15) == 0;
+#pragma unroll 1
+  for (int row = warp; row < C * BR; row += NWARPS) {
+    const int c = row / BR;
+    const int ih = ih0 + (row - c * BR);
+    const bool row_in = (unsigned)ih < (unsigned)H;
+    const float *__restrict__ xrow = xn + (c * H + (row_in ? ih : 0)) * W;
+    float *drow = band + row * BCP;
+    // Run j: band floats 4j .. 4j+3, input columns iw0 .. iw0+3.
+#pragma unroll 2
+    for (int j = lane; j < BCP / 4; j += 32) {
+      const int iw0 = 4 * j - SHIFT - PW;
+      if (ASYNC && vec) {
+        // With W % 4 == 0 a run lies wholly inside or wholly outside the row.
+        const bool in = row_in && iw0 >= 0 && iw0 < W;
+        cp_async16(drow + 4 * j, in ? xrow + iw0 : x, in);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int iw = iw0 + e;
+          const bool in = row_in && (unsigned)iw < (unsigned)W;
+          if constexpr (ASYNC)
+            cp_async4(drow + 4 * j + e, in ? xrow + iw : x, in);
+          else
+            drow[4 * j + e] = in ? __ldg(xrow + iw) : 0.0f;
+        }
+      }
+    }
+  }
+}
+
+// ----------------------------------------------------------------------------
+// The main loop of one warpgroup over one tile
+
+__device__ __forceinline__ float lds_at(const char *bandb, int byte_off) {
+  return *reinterpret_cast<const float *>(bandb + byte_off);
+}
+
+// A fragments of one k8 step: hi (TF32 of a) and, with SPLIT, lo.
+struct Frag {
+  unsigned hi[MW][4];
+  unsigned lo[MW][4];
+};
+
+struct Mainloop {
+  static constexpr int NF = SPLIT ? 1 : KG; // k-steps per A register set
+  float acc[NSETS][MW][NACC];            // wgmma accumulators
+  float master[MW][NACC];                // SPLIT: the fp32 sums (else unused)
+  Frag fr[2][NF];                        // two A register sets
+  int pb[MW][2];                         // band byte offsets of rows g, g+8
+  const char *bandb;                     // this tile's band
+  const int2 *kq;                        // koff row 0, this lane's t
+  u64 desc0;                             // weights (hi) at k-step 0
+
+  // The A fragments of step ks into fr[SET][J]: rows g, g+8 of each m64
+  // tile (of this warp's 16 rows), k = 8ks+t, 8ks+t+4.
+  template <int SET, int J = 0> __device__ __forceinline__ void gather(int ks) {
+    const int2 kb = kq[ks * 4];
+#pragma unroll
+    for (int i = 0; i < MW; ++i) {
+      float v[4];
+      v[0] = lds_at(bandb, pb[i][0] + kb.x); // a0 = A[g][t]
+      v[1] = lds_at(bandb, pb[i][1] + kb.x); // a1 = A[g+8][t]
+      v[2] = lds_at(bandb, pb[i][0] + kb.y); // a2 = A[g][t+4]
+      v[3] = lds_at(bandb, pb[i][1] + kb.y); // a3 = A[g+8][t+4]
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        fr[SET][J].hi[i][e] = to_tf32(v[e]);
+        if constexpr (SPLIT) fr[SET][J].lo[i][e] = to_tf32(v[e] - __uint_as_float(fr[SET][J].hi[i][e]));
+      }
+    }
+  }
+
+  // master += acc[CS] (SPLIT only; every wgmma writing acc[CS] retired).
+  template <int CS> __device__ __forceinline__ void flush() {
+#pragma unroll
+    for (int i = 0; i < MW; ++i)
+#pragma unroll
+      for (int e = 0; e < NACC; ++e) {
+        reg_fence(acc[CS][i][e]);
+        master[i][e] += acc[CS][i][e];
+      }
+  }
+
+  // ---- wg3 (SPLIT): one k-step per group, chunked accumulators ----------
+
+  // One k8 step on A set SET into accumulator set CS; FIRST: the step opens
+  // a chunk.
+  template <int SET, int CS, bool FIRST> __device__ __forceinline__ void step(int ks) {
+    if constexpr (FIRST) {
+      // Retire the previous chunk (set CS^1, written up to step ks-1) and add
+      // it into the masters, before the wgmma.fence: the placement ptxas
+      // accepts without serializing (see the head of the file).
+      wgmma_wait<0>();
+      flush<CS ^ 1>();
+    }
+#pragma unroll
+    for (int i = 0; i < MW; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        reg_fence(fr[SET][0].hi[i][e]);
+        reg_fence(fr[SET][0].lo[i][e]);
+      }
+    wgmma_fence();
+    const u64 dh = desc0 + (u64)(ks * (int)(SLAB_BYTES >> 4));
+    const u64 dl = dh + (u64)(W_FLOATS * 4 >> 4);
+#pragma unroll
+    for (int i = 0; i < MW; ++i) Mma<BN>::run(acc[CS][i], fr[SET][0].lo[i], dh, FIRST ? 0 : 1);
+#pragma unroll
+    for (int i = 0; i < MW; ++i) Mma<BN>::run(acc[CS][i], fr[SET][0].hi[i], dl, 1);
+#pragma unroll
+    for (int i = 0; i < MW; ++i) Mma<BN>::run(acc[CS][i], fr[SET][0].hi[i], dh, 1);
+    wgmma_commit();
+    wgmma_wait<1>(); // step ks-1 retired: A set SET^1 free
+    gather<SET ^ 1>(ks + 1);
+  }
+
+  // Steps ks0+KK .. ks0+KN-1, unrolled.  ks0 is a multiple of KU, so the A set
+  // (step parity), the chunk's accumulator set and FIRST are compile-time.
+  template <int KK, int KN> __device__ __forceinline__ void steps(int ks0) {
+    if constexpr (KK < KN) {
+      step<(KK & 1), (KK / KCHUNK) & 1, (KK % KCHUNK == 0)>(ks0 + KK);
+      steps<KK + 1, KN>(ks0);
+    }
+  }
+
+  // ---- wg: KG k-steps per group -----------------------------------------
+
+  // Gathers steps ks .. ks+KG-1 into set SET (from J on).
+  template <int SET, int J = 0> __device__ __forceinline__ void gather_group(int ks) {
+    if constexpr (J < NF) {
+      gather<SET, J>(ks + J);
+      gather_group<SET, J + 1>(ks);
+    }
+  }
+
+  // Issues steps ks .. ks+NK-1 from set SET as one wgmma group.
+  template <int SET, int NK> __device__ __forceinline__ void issue_group(int ks) {
+#pragma unroll
+    for (int j = 0; j < NK; ++j)
+#pragma unroll
+      for (int i = 0; i < MW; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) reg_fence(fr[SET][j].hi[i][e]);
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < NK; ++j) {
+      const u64 dh = desc0 + (u64)((ks + j) * (int)(SLAB_BYTES >> 4));
+#pragma unroll
+      for (int i = 0; i < MW; ++i) Mma<BN>::run(acc[0][i], fr[SET][j].hi[i], dh, ks + j != 0);
+    }
+    wgmma_commit();
+  }
+
+  // The whole reduction of one tile.  Result: master (SPLIT) or acc[0].
+  __device__ __forceinline__ void run() {
+    if constexpr (SPLIT) {
+      // acc[1] is flushed at step 0 (as the "previous chunk"): make that 0.
+#pragma unroll
+      for (int i = 0; i < MW; ++i)
+#pragma unroll
+        for (int e = 0; e < NACC; ++e) master[i][e] = acc[NSETS - 1][i][e] = 0.0f;
+      gather<0>(0);
+#pragma unroll 1
+      for (int ks0 = 0; ks0 < KMAIN; ks0 += KU) steps<0, KU>(ks0);
+      steps<0, KSTEPS - KMAIN>(KMAIN);
+    } else {
+      // Pairs of groups (set 0, then set 1); then the tail of T steps.
+      constexpr int PAIR = 2 * KG;
+      constexpr int T = KSTEPS % PAIR;
+      gather_group<0>(0);
+      int ks = 0;
+#pragma unroll 1
+      for (; ks + PAIR <= KSTEPS; ks += PAIR) {
+        issue_group<0, KG>(ks);
+        wgmma_wait<1>(); // the previous group retired: set 1 is free
+        gather_group<1>(ks + KG);
+        issue_group<1, KG>(ks + KG);
+        wgmma_wait<1>();
+        gather_group<0>(ks + PAIR);
+      }
+      if constexpr (T > KG) {
+        issue_group<0, KG>(ks);
+        wgmma_wait<1>();
+        gather_group<1>(ks + KG);
+        issue_group<1, T - KG>(ks + KG);
+      } else if constexpr (T > 0) {
+        issue_group<0, T>(ks);
+      }
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int s = 0; s < NSETS; ++s)
+#pragma unroll
+      for (int i = 0; i < MW; ++i)
+#pragma unroll
+        for (int e = 0; e < NACC; ++e) reg_fence(acc[s][i][e]);
+    if constexpr (SPLIT) flush<CS_LAST>();
+  }
+};
+
+// Writes a warpgroup's results (+ bias) for tile (img, p0): m64 tiles
+// wgi, wgi+WG, ...; pixel m valid when m < mlim, channel when < K.
+__device__ __forceinline__ void epilogue(const float (&res)[MW][NACC],
+                                         const float *__restrict__ b,
+                                         float *__restrict__ y, int img, int p0,
+                                         int n0, int wgi, int wq, int g, int t) {
+  const int mlim = TM < (P - p0) * Q ? TM : (P - p0) * Q;
+  float *__restrict__ yt = y + img * K * PQ + p0 * Q; // channel 0, pixel 0
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int k0 = n0 + 8 * j + 2 * t; // channel of d[4j], d[4j+2]
+    float bias0 = 0.0f, bias1 = 0.0f;
+#if CT_BIAS
+    if (k0 < K) bias0 = __ldg(b + k0);
+    if (k0 + 1 < K) bias1 = __ldg(b + k0 + 1);
+#else
+    (void)b;
+#endif
+#pragma unroll
+    for (int i = 0; i < MW; ++i) {
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int m = (wgi + i * MSTEP) * 64 + 16 * wq + g + 8 * hh;
+        if (m < mlim) {
+          if (k0 < K) __stcs(yt + k0 * PQ + m, res[i][4 * j + 2 * hh] + bias0);
+          if (k0 + 1 < K) __stcs(yt + (k0 + 1) * PQ + m, res[i][4 * j + 2 * hh + 1] + bias1);
+        }
+      }
+    }
+  }
+}
+
+} // namespace wg
+
+// ----------------------------------------------------------------------------
+// The kernel.  Launch: grid (CT_PLAN_GRID_X, ceil(K/BN)), block (128*WG),
+// CT_PLAN_SMEM bytes of dynamic shared memory.  Any grid.x in 1 .. NTILES is
+// correct.  ws is unused.
+
+extern "C" __global__ void __launch_bounds__(wg::THREADS, CTAS)
+conv_wg(const float *__restrict__ x, const float *__restrict__ w,
+        const float *__restrict__ b, float *__restrict__ y, float *ws) {
+  using namespace wg;
+  extern __shared__ float4 smem4[]; // float4: 16-byte aligned
+  float *const smem = reinterpret_cast<float *>(smem4);
+  float *const wsm = smem;                                                 // weights
+  int *const koff = reinterpret_cast<int *>(smem + NWARR * W_FLOATS);     // koff
+  float *const band0 = smem + NWARR * W_FLOATS + KOFF_INTS;               // bands
+  (void)ws;
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wgi = warp >> 2, wq = warp & 3; // warpgroup, warp in it
+  const int g = lane >> 2, t = lane & 3;
+  const int n0 = blockIdx.y * BN;
+  const int tile0 = blockIdx.x;
+  if (tile0 >= NTILES) return; // never with a planned grid; uniform per CTA
+
+  // The first band's copy overlaps the weight staging.
+  if constexpr (STAGES == 2 && !PP) {
+    const int img = tile0 / TILES_PER_IMG;
+    band_fill<true>(band0, x, img, (tile0 - img * TILES_PER_IMG) * TP, warp, lane);
+    cp_async_commit();
+  }
+
+  // Weights in the core-matrix layout, read along KCRS (coalesced).
+#pragma unroll 4
+  for (int u = tid; u < BN * KP; u += THREADS) {
+    const int nl = u / KP, k = u - nl * KP;
+    const int kg = n0 + nl;
+    const float v = (k < CRS && kg < K) ? __ldg(w + kg * CRS + k) : 0.0f;
+    // core matrix (ks, j, h) = (k>>3, nl>>3, (k>>2)&1); row nl&7; column k&3
+    const int e = (k >> 3) * (BN * 8) + (nl >> 3) * 64 + ((k >> 2) & 1) * 32 +
+                  (nl & 7) * 4 + (k & 3);
+    const unsigned hi = to_tf32(v);
+    wsm[e] = __uint_as_float(hi);
+    if constexpr (SPLIT) wsm[W_FLOATS + e] = __uint_as_float(to_tf32(v - __uint_as_float(hi)));
+  }
+  // k -> band offset in bytes, as int2 pairs (k = 8ks+t, 8ks+t+4) at [ks][t];
+  // row KSTEPS all 0.
+  for (int e = tid; e < KOFF_INTS; e += THREADS) {
+    const int k = (e >> 3) * 8 + ((e >> 1) & 3) + 4 * (e & 1);
+    int off = 0;
+    if (k < CRS) {
+      const int c = k / (R * S), rs = k - c * (R * S);
+      const int r = rs / S, s = rs - r * S;
+      off = c * BR * BCP + r * DH * BCP + s * DW;
+    }
+    koff[e] = off * 4; // bytes
+  }
+  fence_proxy_async(); // this thread's weight stores -> the wgmma (async proxy)
+
+  Mainloop ml;
+  // With PP each warpgroup owns whole tiles: its m64 tiles start at 0.
+  const int mbase = PP ? 0 : wgi;
+  // This lane's pixel offsets in the band, in bytes: rows g and g+8 of its
+  // warp's 16 rows of each m64 tile (0, a valid element, past the tile).
+#pragma unroll
+  for (int i = 0; i < MW; ++i)
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int m = (mbase + i * MSTEP) * 64 + 16 * wq + g + 8 * hh;
+      ml.pb[i][hh] = m < TM ? ((m / Q) * SH * BCP + (m % Q) * SW + SHIFT) * 4 : 0;
+    }
+  ml.kq = reinterpret_cast<const int2 *>(koff) + t;
+  ml.desc0 = make_desc((unsigned)__cvta_generic_to_shared(wsm));
+
+  if constexpr (PP) {
+    // Ping-pong: warpgroup wgi takes tiles first + k*step (first =
+    // WG*blockIdx.x + wgi) with its own band and its own named barrier, and
+    // the two take turns on the tensor cores: warpgroup 0's main loop of its
+    // k-th tile, then warpgroup 1's of its k-th, then warpgroup 0's k+1-th...
+    // While one computes, the other writes its outputs and loads its next
+    // band (cp.async, during its epilogue).  Each turn handed over is taken:
+    // warpgroup 0 passes after its k-th tile only if warpgroup 1 has a k-th
+    // (first + 1 + k*step), warpgroup 1 only if warpgroup 0 has a k+1-th.
+    __syncthreads(); // weights and koff visible to every warpgroup
+    float *const band = band0 + wgi * BAND_PAD;
+    ml.bandb = reinterpret_cast<const char *>(band);
+    const int first = blockIdx.x * WG + wgi, step = gridDim.x * WG;
+    if (first < NTILES) {
+      const int img = first / TILES_PER_IMG;
+      band_fill<true, 4>(band, x, img, (first - img * TILES_PER_IMG) * TP, wq, lane);
+    }
+    cp_async_commit();
+#pragma unroll 1
+    for (int tile = first; tile < NTILES; tile += step) {
+      const int img = tile / TILES_PER_IMG;
+      const int p0 = (tile - img * TILES_PER_IMG) * TP;
+      cp_async_wait<0>();
+      wg_sync(wgi); // this tile's band visible to the warpgroup
+      if (wgi == 1 || tile != first) turn_wait(wgi);
+      ml.run();
+      if (wgi == 0 ? tile + 1 < NTILES : tile - 1 + step < NTILES) turn_pass(wgi ^ 1);
+      wg_sync(wgi); // the warpgroup is done reading the band
+      const int next = tile + step;
+      if (next < NTILES) {
+        const int nimg = next / TILES_PER_IMG;
+        band_fill<true, 4>(band, x, nimg, (next - nimg * TILES_PER_IMG) * TP, wq, lane);
+      }
+      cp_async_commit();
+      if constexpr (SPLIT)
+        epilogue(ml.master, b, y, img, p0, n0, 0, wq, g, t);
+      else
+        epilogue(ml.acc[0], b, y, img, p0, n0, 0, wq, g, t);
+    }
+    return;
+  }
+
+  // Both warpgroups on one tile (its m64 tiles split between them).
+  int stage = 0;
+#pragma unroll 1
+  for (int tile = tile0; tile < NTILES; tile += gridDim.x) {
+    const int img = tile / TILES_PER_IMG;
+    const int p0 = (tile - img * TILES_PER_IMG) * TP;
+    float *const band = band0 + stage * BAND_PAD;
+
+    if constexpr (STAGES == 2) {
+      // Prefetch the next tile into the other buffer (freed by the barrier
+      // that ended the previous iteration); always commit so that
+      // wait_group 1 means "this tile's copies are done".
+      const int next = tile + gridDim.x;
+      if (next < NTILES) {
+        const int nimg = next / TILES_PER_IMG;
+        band_fill<true>(band0 + (stage ^ 1) * BAND_PAD, x, nimg,
+                        (next - nimg * TILES_PER_IMG) * TP, warp, lane);
+      }
+      cp_async_commit();
+      cp_async_wait<1>();
+      __syncthreads(); // band (and on the first tile weights, koff) visible
+    } else {
+      __syncthreads(); // the previous tile's gathers are done with the band
+      band_fill<false>(band, x, img, p0, warp, lane);
+      __syncthreads();
+    }
+
+    ml.bandb = reinterpret_cast<const char *>(band);
+    ml.run();
+    if constexpr (SPLIT)
+      epilogue(ml.master, b, y, img, p0, n0, wgi, wq, g, t);
+    else
+      epilogue(ml.acc[0], b, y, img, p0, n0, wgi, wq, g, t);
+
+    if constexpr (STAGES == 2) {
+      __syncthreads(); // everyone is done with this band before it is refilled
+      stage ^= 1;
+    }
+  }
+}
