@@ -104,6 +104,85 @@ static const char *const cache_migrations[] = {
   "  ON trials(problem_id, device_id, variant, source_hash);\n"
   "ALTER TABLE winners ADD COLUMN options TEXT NOT NULL DEFAULT '';\n"
   "PRAGMA user_version = 2;\n",
+
+  /* 3: trial statuses 'faulted' and 'timeout'; the compile cache.  SQLite
+  ** cannot alter a CHECK constraint, so trials is rebuilt (rows and ids
+  ** kept).  winners.trial_id refers to trials: with foreign keys on (they
+  ** cannot be switched off inside this transaction) dropping trials while
+  ** winners points at it fails, so winners is set aside in a TEMP table,
+  ** dropped first and rebuilt last, exactly as version 2 had it. */
+  "CREATE TABLE trials_v3(\n"
+  "  id          INTEGER PRIMARY KEY,\n"
+  "  problem_id  INTEGER NOT NULL REFERENCES problems(id),\n"
+  "  device_id   INTEGER NOT NULL REFERENCES devices(id),\n"
+  "  variant     TEXT NOT NULL,\n"
+  "  status      TEXT NOT NULL CHECK(status IN\n"
+  "                ('timed', 'wrong', 'compile-failed', 'launch-failed',\n"
+  "                 'faulted', 'timeout')),\n"
+  "  source_hash INTEGER NOT NULL,\n"
+  "  compile_ms  REAL,\n"
+  "  regs        INTEGER NOT NULL DEFAULT 0,\n"
+  "  spill_bytes INTEGER NOT NULL DEFAULT 0,\n"
+  "  smem_bytes  INTEGER NOT NULL DEFAULT 0,\n"
+  "  max_abs_err REAL,\n"
+  "  rel_err     REAL,\n"
+  "  mean_ms     REAL,\n"
+  "  median_ms   REAL,\n"
+  "  min_ms      REAL,\n"
+  "  max_ms      REAL,\n"
+  "  n_timed     INTEGER NOT NULL DEFAULT 0,\n"
+  "  message     TEXT NOT NULL DEFAULT '',\n"
+  "  created_at  INTEGER NOT NULL);\n"
+  "INSERT INTO trials_v3(id, problem_id, device_id, variant, status,\n"
+  "  source_hash, compile_ms, regs, spill_bytes, smem_bytes, max_abs_err,\n"
+  "  rel_err, mean_ms, median_ms, min_ms, max_ms, n_timed, message,\n"
+  "  created_at)\n"
+  "  SELECT id, problem_id, device_id, variant, status, source_hash,\n"
+  "  compile_ms, regs, spill_bytes, smem_bytes, max_abs_err, rel_err,\n"
+  "  mean_ms, median_ms, min_ms, max_ms, n_timed, message, created_at\n"
+  "  FROM trials;\n"
+  "CREATE TEMP TABLE winners_v2 AS SELECT * FROM winners;\n"
+  "DROP TABLE winners;\n"
+  "DROP TABLE trials;\n"
+  "ALTER TABLE trials_v3 RENAME TO trials;\n"
+  "CREATE INDEX trials_by_key\n"
+  "  ON trials(problem_id, device_id, variant, source_hash);\n"
+  "CREATE TABLE winners(\n"
+  "  problem_id    INTEGER NOT NULL REFERENCES problems(id),\n"
+  "  device_id     INTEGER NOT NULL REFERENCES devices(id),\n"
+  "  trial_id      INTEGER REFERENCES trials(id),\n"
+  "  variant       TEXT NOT NULL,\n"
+  "  source_hash   INTEGER NOT NULL,\n"
+  "  cubin         BLOB NOT NULL,\n"
+  "  cubin_hash    INTEGER NOT NULL,\n"
+  "  arch          TEXT NOT NULL,\n"
+  "  nvrtc_version TEXT NOT NULL,\n"
+  "  mean_ms       REAL,\n"
+  "  created_at    INTEGER NOT NULL,\n"
+  "  options       TEXT NOT NULL DEFAULT '',\n"
+  "  PRIMARY KEY(problem_id, device_id));\n"
+  "INSERT INTO winners(problem_id, device_id, trial_id, variant,\n"
+  "  source_hash, cubin, cubin_hash, arch, nvrtc_version, mean_ms,\n"
+  "  created_at, options)\n"
+  "  SELECT problem_id, device_id, trial_id, variant, source_hash, cubin,\n"
+  "  cubin_hash, arch, nvrtc_version, mean_ms, created_at, options\n"
+  "  FROM temp.winners_v2;\n"
+  "DROP TABLE temp.winners_v2;\n"
+  "CREATE TABLE cubins(\n"
+  "  source_hash   INTEGER NOT NULL,\n"
+  "  options       TEXT NOT NULL,\n"
+  "  arch          TEXT NOT NULL,\n"
+  "  nvrtc_version TEXT NOT NULL,\n"
+  "  cubin         BLOB NOT NULL,\n"
+  "  cubin_hash    INTEGER NOT NULL,\n"
+  "  regs          INTEGER NOT NULL DEFAULT -1,\n"
+  "  spill_bytes   INTEGER NOT NULL DEFAULT -1,\n"
+  "  stack_bytes   INTEGER NOT NULL DEFAULT -1,\n"
+  "  smem_static   INTEGER NOT NULL DEFAULT -1,\n"
+  "  compile_ms    REAL,\n"
+  "  created_at    INTEGER NOT NULL,\n"
+  "  PRIMARY KEY(source_hash, options, arch, nvrtc_version));\n"
+  "PRAGMA user_version = 3;\n",
 };
 
 _Static_assert(sizeof cache_migrations / sizeof cache_migrations[0] ==
@@ -584,6 +663,14 @@ int ct_cache_schema_version(ct_cache *c)
   return c ? c->version : 0;
 }
 
+/* For ct_cache_check: ct_cache_cubin_foreach already checked the hash. */
+static ct_status cache_cubin_accept(void *arg, const ct_cache_cubin *cb)
+{
+  (void)arg;
+  (void)cb;
+  return CT_OK;
+}
+
 ct_status ct_cache_check(ct_cache *c)
 {
   sqlite3_stmt *st = NULL;
@@ -642,7 +729,12 @@ ct_status ct_cache_check(ct_cache *c)
       goto done;
     }
   }
-  if (src != SQLITE_DONE) rc = cache_sqlfail(c, src, "reading winners");
+  if (src != SQLITE_DONE) {
+    rc = cache_sqlfail(c, src, "reading winners");
+    goto done;
+  }
+  if (c->version >= 3)
+    rc = ct_cache_cubin_foreach(c, cache_cubin_accept, NULL);
 done:
   sqlite3_finalize(st);
   return rc;
@@ -821,6 +913,8 @@ static const char *const cache_trial_names[] = {
   [CT_TRIAL_WRONG] = "wrong",
   [CT_TRIAL_COMPILE_FAILED] = "compile-failed",
   [CT_TRIAL_LAUNCH_FAILED] = "launch-failed",
+  [CT_TRIAL_FAULTED] = "faulted",
+  [CT_TRIAL_TIMEOUT] = "timeout",
 };
 #define CACHE_N_TRIAL_STATUS \
   (sizeof cache_trial_names / sizeof cache_trial_names[0])
@@ -1228,5 +1322,494 @@ done:
   }
   *out = v;
   *n = count;
+  return CT_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The compile cache                                                       */
+
+static int cache_cubin_ok(const ct_cache_cubin *cb)
+{
+  return cb && cache_fits(cb->options, sizeof cb->options) &&
+         cache_fits(cb->arch, sizeof cb->arch) &&
+         cache_fits(cb->nvrtc_version, sizeof cb->nvrtc_version);
+}
+
+ct_status ct_cache_cubin_put(ct_cache *c, const ct_cache_cubin *cb,
+                             int *inserted)
+{
+  sqlite3_stmt *st = NULL;
+  ct_status rc;
+  int src;
+
+  if (inserted) *inserted = 0;
+  if (!c || !cache_cubin_ok(cb) || !cb->cubin || cb->cubin_size == 0 ||
+      ct_gen_hash(cb->cubin, cb->cubin_size, CT_GEN_HASH_SEED) !=
+          cb->cubin_hash)
+    return CT_ERR_INVALID_ARG;
+  rc = cache_writable(c);
+  if (rc != CT_OK) return rc;
+  rc = cache_prepare(c,
+                     "INSERT OR IGNORE INTO cubins(source_hash, options, arch,"
+                     " nvrtc_version, cubin, cubin_hash, regs, spill_bytes,"
+                     " stack_bytes, smem_static, compile_ms, created_at)"
+                     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+                     " ?12)",
+                     &st);
+  if (rc != CT_OK) goto done;
+  if ((src = sqlite3_bind_int64(st, 1, cache_u2i(cb->source_hash))) ||
+      (src = sqlite3_bind_text(st, 2, cb->options, -1, SQLITE_STATIC)) ||
+      (src = sqlite3_bind_text(st, 3, cb->arch, -1, SQLITE_STATIC)) ||
+      (src = sqlite3_bind_text(st, 4, cb->nvrtc_version, -1,
+                               SQLITE_STATIC)) ||
+      (src = sqlite3_bind_blob64(st, 5, cb->cubin, cb->cubin_size,
+                                 SQLITE_STATIC)) ||
+      (src = sqlite3_bind_int64(st, 6, cache_u2i(cb->cubin_hash))) ||
+      (src = sqlite3_bind_int(st, 7, cb->regs)) ||
+      (src = sqlite3_bind_int(st, 8, cb->spill_bytes)) ||
+      (src = sqlite3_bind_int(st, 9, cb->stack_bytes)) ||
+      (src = sqlite3_bind_int(st, 10, cb->smem_static)) ||
+      (src = cache_bind_real(st, 11, cb->compile_ms)) ||
+      (src = sqlite3_bind_int64(st, 12, cb->created_at > 0
+                                            ? cb->created_at
+                                            : (int64_t)time(NULL))))
+    goto bad;
+  src = sqlite3_step(st);
+  if (src != SQLITE_DONE) goto bad;
+  if (inserted) *inserted = sqlite3_changes(c->db) > 0;
+  goto done;
+bad:
+  rc = cache_sqlfail(c, src, "storing a cubin");
+done:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* The columns cache_read_cubin reads, in its order. */
+#define CACHE_CUBIN_COLUMNS                                                   \
+  "source_hash, options, arch, nvrtc_version, cubin_hash, regs,"              \
+  " spill_bytes, stack_bytes, smem_static, compile_ms, created_at, cubin"
+
+/* Reads a row of CACHE_CUBIN_COLUMNS into *out; with copy, out->cubin is a
+** malloc'd copy, else it points into the statement (valid until the next
+** step).  Checks the bytes against the hash. */
+static ct_status cache_read_cubin(ct_cache *c, sqlite3_stmt *st,
+                                  ct_cache_cubin *out, int copy)
+{
+  const void *blob;
+  size_t size;
+
+  memset(out, 0, sizeof *out);
+  out->source_hash = cache_i2u(sqlite3_column_int64(st, 0));
+  cache_column_text(st, 1, out->options, sizeof out->options);
+  cache_column_text(st, 2, out->arch, sizeof out->arch);
+  cache_column_text(st, 3, out->nvrtc_version, sizeof out->nvrtc_version);
+  out->cubin_hash = cache_i2u(sqlite3_column_int64(st, 4));
+  out->regs = sqlite3_column_int(st, 5);
+  out->spill_bytes = sqlite3_column_int(st, 6);
+  out->stack_bytes = sqlite3_column_int(st, 7);
+  out->smem_static = sqlite3_column_int(st, 8);
+  out->compile_ms = cache_column_real(st, 9);
+  out->created_at = sqlite3_column_int64(st, 10);
+  blob = sqlite3_column_blob(st, 11);
+  size = (size_t)sqlite3_column_bytes(st, 11);
+  if (size == 0 ||
+      ct_gen_hash(blob, size, CT_GEN_HASH_SEED) != out->cubin_hash)
+    return cache_fail(c, CT_ERR_DB_CORRUPT,
+                      "cached cubin %016llx for %s does not match its hash",
+                      (unsigned long long)out->source_hash, out->arch);
+  if (!copy) {
+    out->cubin = (void *)blob;
+  } else {
+    out->cubin = malloc(size);
+    if (!out->cubin) return cache_fail(c, CT_ERR_NOMEM, "out of memory");
+    memcpy(out->cubin, blob, size);
+  }
+  out->cubin_size = size;
+  return CT_OK;
+}
+
+ct_status ct_cache_cubin_get(ct_cache *c, uint64_t source_hash,
+                             const char *options, const char *arch,
+                             const char *nvrtc_version, ct_cache_cubin *out)
+{
+  sqlite3_stmt *st = NULL;
+  ct_status rc;
+  int src;
+
+  if (out) memset(out, 0, sizeof *out);
+  if (!c || !options || !arch || !nvrtc_version || !out)
+    return CT_ERR_INVALID_ARG;
+  if (c->version < 3)
+    return cache_fail(c, CT_ERR_NOT_FOUND, "no compile cache before schema 3");
+  rc = cache_prepare(c,
+                     "SELECT " CACHE_CUBIN_COLUMNS " FROM cubins"
+                     " WHERE source_hash = ?1 AND options = ?2 AND arch = ?3"
+                     " AND nvrtc_version = ?4",
+                     &st);
+  if (rc != CT_OK) goto done;
+  if ((src = sqlite3_bind_int64(st, 1, cache_u2i(source_hash))) ||
+      (src = sqlite3_bind_text(st, 2, options, -1, SQLITE_STATIC)) ||
+      (src = sqlite3_bind_text(st, 3, arch, -1, SQLITE_STATIC)) ||
+      (src = sqlite3_bind_text(st, 4, nvrtc_version, -1, SQLITE_STATIC)))
+    goto bad;
+  src = sqlite3_step(st);
+  if (src == SQLITE_ROW) {
+    rc = cache_read_cubin(c, st, out, 1);
+    goto done;
+  }
+  if (src == SQLITE_DONE) {
+    rc = cache_fail(c, CT_ERR_NOT_FOUND, "no cached cubin %016llx for %s",
+                    (unsigned long long)source_hash, arch);
+    goto done;
+  }
+bad:
+  rc = cache_sqlfail(c, src, "reading a cached cubin");
+done:
+  sqlite3_finalize(st);
+  if (rc != CT_OK) ct_cache_cubin_clear(out);
+  return rc;
+}
+
+void ct_cache_cubin_clear(ct_cache_cubin *cb)
+{
+  if (!cb) return;
+  free(cb->cubin);
+  memset(cb, 0, sizeof *cb);
+}
+
+ct_status ct_cache_cubin_foreach(ct_cache *c,
+                                 ct_status (*fn)(void *arg,
+                                                 const ct_cache_cubin *cb),
+                                 void *arg)
+{
+  sqlite3_stmt *st = NULL;
+  ct_cache_cubin cb;
+  ct_status rc;
+  int src;
+
+  if (!c || !fn) return CT_ERR_INVALID_ARG;
+  if (c->version < 3) return CT_OK;
+  rc = cache_prepare(c,
+                     "SELECT " CACHE_CUBIN_COLUMNS " FROM cubins ORDER BY"
+                     " source_hash, options, arch, nvrtc_version",
+                     &st);
+  if (rc != CT_OK) goto done;
+  while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    rc = cache_read_cubin(c, st, &cb, 0);
+    if (rc == CT_OK) rc = fn(arg, &cb);
+    if (rc != CT_OK) goto done;
+  }
+  if (src != SQLITE_DONE) rc = cache_sqlfail(c, src, "listing cubins");
+done:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Transactions                                                            */
+
+ct_status ct_cache_begin(ct_cache *c)
+{
+  ct_status rc;
+  if (!c) return CT_ERR_INVALID_ARG;
+  rc = cache_writable(c);
+  if (rc != CT_OK) return rc;
+  return cache_exec(c, "BEGIN IMMEDIATE", "starting a transaction");
+}
+
+ct_status ct_cache_begin_read(ct_cache *c)
+{
+  if (!c) return CT_ERR_INVALID_ARG;
+  return cache_exec(c, "BEGIN", "starting a read transaction");
+}
+
+ct_status ct_cache_commit(ct_cache *c)
+{
+  ct_status rc;
+  if (!c) return CT_ERR_INVALID_ARG;
+  rc = cache_exec(c, "COMMIT", "committing");
+  if (rc != CT_OK) cache_rollback(c);
+  return rc;
+}
+
+void ct_cache_rollback(ct_cache *c)
+{
+  if (c) cache_rollback(c);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The whole database, row by row                                          */
+
+/* Grows *v (of *cap elements of size) to hold count + 1.  Returns CT_OK or
+** CT_ERR_NOMEM. */
+static ct_status cache_grow(ct_cache *c, void **v, size_t *cap, size_t count,
+                            size_t size)
+{
+  void *nv;
+  size_t ncap;
+  if (count < *cap) return CT_OK;
+  ncap = *cap ? 2 * *cap : 16;
+  nv = realloc(*v, ncap * size);
+  if (!nv) return cache_fail(c, CT_ERR_NOMEM, "out of memory");
+  *v = nv;
+  *cap = ncap;
+  return CT_OK;
+}
+
+ct_status ct_cache_devices(ct_cache *c, ct_cache_device_row **out, size_t *n)
+{
+  sqlite3_stmt *st = NULL;
+  ct_cache_device_row *v = NULL;
+  size_t count = 0, cap = 0;
+  ct_status rc;
+  int src;
+
+  if (out) *out = NULL;
+  if (n) *n = 0;
+  if (!c || !out || !n) return CT_ERR_INVALID_ARG;
+  rc = cache_prepare(c,
+                     "SELECT id, name, cc_major, cc_minor, sm_count,"
+                     " driver_version, nvrtc_version, arch FROM devices"
+                     " ORDER BY id",
+                     &st);
+  if (rc != CT_OK) goto done;
+  while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    ct_cache_device_row *e;
+    rc = cache_grow(c, (void **)&v, &cap, count, sizeof *v);
+    if (rc != CT_OK) goto done;
+    e = &v[count++];
+    memset(e, 0, sizeof *e);
+    e->id = sqlite3_column_int64(st, 0);
+    cache_column_text(st, 1, e->device.name, sizeof e->device.name);
+    e->device.cc_major = sqlite3_column_int(st, 2);
+    e->device.cc_minor = sqlite3_column_int(st, 3);
+    e->device.sm_count = sqlite3_column_int(st, 4);
+    e->device.driver_version = sqlite3_column_int(st, 5);
+    cache_column_text(st, 6, e->device.nvrtc_version,
+                      sizeof e->device.nvrtc_version);
+    cache_column_text(st, 7, e->device.arch, sizeof e->device.arch);
+  }
+  if (src != SQLITE_DONE) rc = cache_sqlfail(c, src, "listing devices");
+done:
+  sqlite3_finalize(st);
+  if (rc != CT_OK) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  *n = count;
+  return CT_OK;
+}
+
+ct_status ct_cache_problems(ct_cache *c, ct_cache_problem_row **out,
+                            size_t *n)
+{
+  sqlite3_stmt *st = NULL;
+  ct_cache_problem_row *v = NULL;
+  size_t count = 0, cap = 0;
+  ct_status rc;
+  int src;
+
+  if (out) *out = NULL;
+  if (n) *n = 0;
+  if (!c || !out || !n) return CT_ERR_INVALID_ARG;
+  rc = cache_prepare(c, "SELECT id, spec, precision FROM problems ORDER BY id",
+                     &st);
+  if (rc != CT_OK) goto done;
+  while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    ct_cache_problem_row *e;
+    rc = cache_grow(c, (void **)&v, &cap, count, sizeof *v);
+    if (rc != CT_OK) goto done;
+    e = &v[count++];
+    memset(e, 0, sizeof *e);
+    e->id = sqlite3_column_int64(st, 0);
+    cache_column_text(st, 1, e->spec, sizeof e->spec);
+    cache_column_text(st, 2, e->precision, sizeof e->precision);
+  }
+  if (src != SQLITE_DONE) rc = cache_sqlfail(c, src, "listing problems");
+done:
+  sqlite3_finalize(st);
+  if (rc != CT_OK) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  *n = count;
+  return CT_OK;
+}
+
+ct_status ct_cache_winner_read(ct_cache *c, int64_t problem_id,
+                               int64_t device_id, ct_cache_winner *out)
+{
+  ct_cache_device d;
+  ct_cache_problem_row *probs = NULL;
+  size_t np = 0, i;
+  char spec[CT_PROBLEM_SPEC_MAX] = "";
+  ct_status rc;
+
+  if (out) memset(out, 0, sizeof *out);
+  if (!c || !out || problem_id <= 0 || device_id <= 0)
+    return CT_ERR_INVALID_ARG;
+  rc = ct_cache_device_get(c, device_id, &d);
+  if (rc != CT_OK) return rc;
+  rc = ct_cache_problems(c, &probs, &np);
+  if (rc != CT_OK) return rc;
+  for (i = 0; i < np; i++)
+    if (probs[i].id == problem_id) cache_copy(spec, sizeof spec, probs[i].spec);
+  free(probs);
+  if (!spec[0])
+    return cache_fail(c, CT_ERR_NOT_FOUND, "no problem %lld",
+                      (long long)problem_id);
+  /* Devices are unique in all their fields: the key finds this row. */
+  return ct_cache_winner_get(c, spec, &d, out);
+}
+
+ct_status ct_cache_trial_import(ct_cache *c, ct_cache_trial *t, int *inserted)
+{
+  sqlite3_stmt *st = NULL;
+  const char *status;
+  ct_status rc;
+  int src;
+
+  if (inserted) *inserted = 0;
+  if (!c || !t || t->problem_id <= 0 || t->device_id <= 0 ||
+      t->created_at <= 0 || !cache_fits(t->variant, sizeof t->variant) ||
+      !t->variant[0] || !cache_fits(t->message, sizeof t->message))
+    return CT_ERR_INVALID_ARG;
+  status = ct_trial_status_name(t->status);
+  if (!status) return CT_ERR_INVALID_ARG;
+  rc = cache_writable(c);
+  if (rc != CT_OK) return rc;
+
+  /* The same trial already here? */
+  rc = cache_prepare(c,
+                     "SELECT id FROM trials WHERE problem_id = ?1"
+                     " AND device_id = ?2 AND variant = ?3"
+                     " AND source_hash = ?4 AND status = ?5"
+                     " AND n_timed = ?6 AND mean_ms IS ?7"
+                     " AND created_at = ?8 ORDER BY id LIMIT 1",
+                     &st);
+  if (rc != CT_OK) goto done;
+  if ((src = sqlite3_bind_int64(st, 1, t->problem_id)) ||
+      (src = sqlite3_bind_int64(st, 2, t->device_id)) ||
+      (src = sqlite3_bind_text(st, 3, t->variant, -1, SQLITE_STATIC)) ||
+      (src = sqlite3_bind_int64(st, 4, cache_u2i(t->source_hash))) ||
+      (src = sqlite3_bind_text(st, 5, status, -1, SQLITE_STATIC)) ||
+      (src = sqlite3_bind_int(st, 6, t->n_timed)) ||
+      (src = cache_bind_real(st, 7, t->mean_ms)) ||
+      (src = sqlite3_bind_int64(st, 8, t->created_at)))
+    goto bad;
+  src = sqlite3_step(st);
+  if (src == SQLITE_ROW) {
+    t->id = sqlite3_column_int64(st, 0);
+    goto done;
+  }
+  if (src != SQLITE_DONE) goto bad;
+  sqlite3_finalize(st);
+  st = NULL;
+
+  {
+    int64_t keep = t->created_at;
+    rc = ct_cache_trial_add(c, t);
+    if (rc != CT_OK) goto done;
+    /* trial_add stamps now; put the original time back. */
+    rc = cache_prepare(c, "UPDATE trials SET created_at = ?1 WHERE id = ?2",
+                       &st);
+    if (rc != CT_OK) goto done;
+    if ((src = sqlite3_bind_int64(st, 1, keep)) ||
+        (src = sqlite3_bind_int64(st, 2, t->id)))
+      goto bad;
+    src = sqlite3_step(st);
+    if (src != SQLITE_DONE) goto bad;
+    t->created_at = keep;
+    if (inserted) *inserted = 1;
+  }
+  goto done;
+bad:
+  rc = cache_sqlfail(c, src, "importing a trial");
+done:
+  sqlite3_finalize(st);
+  return rc;
+}
+
+ct_status ct_cache_winner_import(ct_cache *c, const ct_cache_winner *w,
+                                 int *stored)
+{
+  sqlite3_stmt *st = NULL;
+  ct_status rc;
+  int src, newer = 1;
+
+  if (stored) *stored = 0;
+  if (!c || !w || w->created_at <= 0) return CT_ERR_INVALID_ARG;
+  rc = cache_prepare(c,
+                     "SELECT created_at FROM winners WHERE problem_id = ?1"
+                     " AND device_id = ?2",
+                     &st);
+  if (rc != CT_OK) return rc;
+  src = sqlite3_bind_int64(st, 1, w->problem_id);
+  if (src == SQLITE_OK) src = sqlite3_bind_int64(st, 2, w->device_id);
+  if (src == SQLITE_OK) src = sqlite3_step(st);
+  if (src == SQLITE_ROW) newer = sqlite3_column_int64(st, 0) < w->created_at;
+  else if (src != SQLITE_DONE) rc = cache_sqlfail(c, src, "importing a winner");
+  sqlite3_finalize(st);
+  st = NULL;
+  if (rc != CT_OK || !newer) return rc;
+
+  rc = ct_cache_winner_set(c, w);
+  if (rc != CT_OK) return rc;
+  rc = cache_prepare(c,
+                     "UPDATE winners SET created_at = ?1 WHERE problem_id = ?2"
+                     " AND device_id = ?3",
+                     &st);
+  if (rc != CT_OK) return rc;
+  if ((src = sqlite3_bind_int64(st, 1, w->created_at)) ||
+      (src = sqlite3_bind_int64(st, 2, w->problem_id)) ||
+      (src = sqlite3_bind_int64(st, 3, w->device_id)) ||
+      (src = sqlite3_step(st)) != SQLITE_DONE)
+    rc = cache_sqlfail(c, src, "importing a winner");
+  sqlite3_finalize(st);
+  if (rc == CT_OK && stored) *stored = 1;
+  return rc;
+}
+
+/* ====================================================================== */
+/* Untrusted files (for the runtime; see ct_cache_untrusted in ct_cache.h) */
+
+/* Virtual-machine steps between two calls of the progress handler. */
+#define CACHE_UNTRUSTED_PERIOD 1000
+
+/* The statement budget of the running thread: reset when a statement
+** starts, spent by the progress handler.  Thread-local, so no state is
+** kept per handle. */
+static __thread long cache_budget;
+
+static int cache_untrusted_trace(unsigned type, void *ctx, void *p, void *x)
+{
+  (void)ctx, (void)p, (void)x;
+  if (type == SQLITE_TRACE_STMT)
+    cache_budget = CT_CACHE_UNTRUSTED_STEPS / CACHE_UNTRUSTED_PERIOD;
+  return 0;
+}
+
+static int cache_untrusted_progress(void *ctx)
+{
+  (void)ctx;
+  return --cache_budget < 0; /* non-zero interrupts the statement */
+}
+
+ct_status ct_cache_untrusted(ct_cache *c)
+{
+  if (!c || !c->db) return CT_ERR_INVALID_ARG;
+  sqlite3_db_config(c->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
+#ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
+  sqlite3_db_config(c->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL);
+#endif
+  sqlite3_limit(c->db, SQLITE_LIMIT_LENGTH, CT_CACHE_UNTRUSTED_LENGTH);
+  sqlite3_exec(c->db, "PRAGMA cell_size_check = ON", NULL, NULL, NULL);
+  cache_budget = CT_CACHE_UNTRUSTED_STEPS / CACHE_UNTRUSTED_PERIOD;
+  sqlite3_trace_v2(c->db, SQLITE_TRACE_STMT, cache_untrusted_trace, NULL);
+  sqlite3_progress_handler(c->db, CACHE_UNTRUSTED_PERIOD,
+                           cache_untrusted_progress, NULL);
   return CT_OK;
 }

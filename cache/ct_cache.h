@@ -37,6 +37,20 @@
 **   2: index trials_by_key on trials(problem_id, device_id, variant,
 **      source_hash) for ct_cache_trials / ct_cache_trial_find, and column
 **      winners.options (the NVRTC options the cubin was compiled with).
+**   3: trial statuses 'faulted' and 'timeout' (the CHECK constraint on
+**      trials.status lists every status, so a new status means a migration;
+**      SQLite cannot alter a CHECK, so migration 3 rebuilds trials with its
+**      rows and ids, setting winners aside and back so that no foreign key
+**      dangles), and table cubins, the compile cache (below).
+**
+** THE COMPILE CACHE (table cubins, schema 3).  Every cubin the tuner
+** compiles is kept, keyed by, in this order: source_hash (ct_gen_hash of the
+** whole generated source: problem, parameters and template text), options
+** (the NVRTC option string), arch and nvrtc_version; any change to one of
+** them is a different key, so a stale cubin is never found, only left
+** behind.  Each row keeps the cubin, its hash (checked on every read) and
+** ptxas's report, so a re-tune skips NVRTC for every variant it compiled
+** before.
 ** 64-bit hashes are stored as INTEGER holding the same 64 bits (values above
 ** INT64_MAX read back negative in SQL).  NaN measurements are stored as NULL.
 **
@@ -49,6 +63,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "convtune.h"
 #include "ct_gen.h"
@@ -58,7 +73,7 @@ typedef struct ct_cache ct_cache;
 #define CT_CACHE_READONLY 1 /* open read-only; missing file -> CT_ERR_NOT_FOUND */
 #define CT_CACHE_CREATE 2   /* create file and parent directories if missing */
 
-#define CT_CACHE_SCHEMA_VERSION 2          /* the version this build writes */
+#define CT_CACHE_SCHEMA_VERSION 3          /* the version this build writes */
 #define CT_CACHE_APPLICATION_ID 0x43544442 /* "CTDB" in PRAGMA application_id */
 #define CT_CACHE_BUSY_MS 5000              /* lock wait per statement */
 
@@ -166,11 +181,15 @@ typedef enum ct_trial_status {
   CT_TRIAL_TIMED = 0,       /* verified and timed */
   CT_TRIAL_WRONG,           /* ran, failed its precision contract */
   CT_TRIAL_COMPILE_FAILED,  /* NVRTC rejected the source */
-  CT_TRIAL_LAUNCH_FAILED    /* the module did not load or the launch failed */
+  CT_TRIAL_LAUNCH_FAILED,   /* the module did not load or the launch failed */
+  CT_TRIAL_FAULTED,         /* a fault killed the GPU context (illegal
+                               address, ...) or the measuring process */
+  CT_TRIAL_TIMEOUT          /* no answer within the watchdog's limit (a hang):
+                               the measuring process was killed */
 } ct_trial_status;
 
-/* "timed", "wrong", "compile-failed", "launch-failed"; NULL for an unknown
-** value. */
+/* "timed", "wrong", "compile-failed", "launch-failed", "faulted",
+** "timeout"; NULL for an unknown value. */
 const char *ct_trial_status_name(ct_trial_status s);
 
 /* Parses a name of ct_trial_status_name.  Returns CT_OK or CT_ERR_PARSE. */
@@ -269,5 +288,192 @@ typedef struct ct_cache_entry {     /* one row of `convtune db list` */
 ** array of *n entries (NULL when *n is 0) the caller frees.  Returns CT_OK,
 ** CT_ERR_INVALID_ARG, CT_ERR_NOMEM, CT_ERR_DB. */
 ct_status ct_cache_list(ct_cache *c, ct_cache_entry **out, size_t *n);
+
+/* ---------------------------------------------------------------------- */
+/* The compile cache (schema 3)                                            */
+
+typedef struct ct_cache_cubin {
+  uint64_t source_hash;      /* key 1: ct_gen_hash of the generated source */
+  char options[256];         /* key 2: NVRTC options, space-separated */
+  char arch[16];             /* key 3: NVRTC target, "sm_90a" */
+  char nvrtc_version[16];    /* key 4: NVRTC that compiled it, "13.0" */
+  uint64_t cubin_hash;       /* ct_gen_hash(cubin, size, CT_GEN_HASH_SEED) */
+  int regs, spill_bytes;     /* ptxas's report (see ct_nvrtc.h); -1 unknown */
+  int stack_bytes, smem_static;
+  double compile_ms;         /* NVRTC wall time of the compile that made it */
+  int64_t created_at;        /* unix seconds */
+  void *cubin;               /* after ct_cache_cubin_get: owned, free with
+                                ct_cache_cubin_clear */
+  size_t cubin_size;
+} ct_cache_cubin;
+
+/* Stores *cb under its key unless that key is already stored (the first
+** cubin for a key stays: same key, same compiler, same source).
+** created_at 0 means now.  *inserted (if not NULL) says whether a row was
+** added.  Returns CT_OK, CT_ERR_INVALID_ARG (NULL, no cubin, cubin_hash not
+** the bytes' hash, an unterminated string), CT_ERR_UNSUPPORTED (read-only),
+** CT_ERR_DB. */
+ct_status ct_cache_cubin_put(ct_cache *c, const ct_cache_cubin *cb,
+                             int *inserted);
+
+/* Reads the cubin stored under the key into *out (which the caller clears
+** with ct_cache_cubin_clear; on failure *out owns nothing).  Returns CT_OK,
+** CT_ERR_INVALID_ARG, CT_ERR_NOT_FOUND (also on a file older than schema
+** 3), CT_ERR_NOMEM, CT_ERR_DB, or CT_ERR_DB_CORRUPT when the stored bytes
+** do not hash to cubin_hash. */
+ct_status ct_cache_cubin_get(ct_cache *c, uint64_t source_hash,
+                             const char *options, const char *arch,
+                             const char *nvrtc_version, ct_cache_cubin *out);
+
+/* Frees cb->cubin and zeroes *cb.  NULL is a harmless no-op. */
+void ct_cache_cubin_clear(ct_cache_cubin *cb);
+
+/* Calls fn(arg, cubin) for every stored cubin, in key order; the cubin is
+** valid during the call only.  Stops at the first status fn returns other
+** than CT_OK and returns it.  Returns CT_OK (also on a file older than
+** schema 3), CT_ERR_INVALID_ARG, CT_ERR_DB, or CT_ERR_DB_CORRUPT (stored
+** bytes that do not match their hash). */
+ct_status ct_cache_cubin_foreach(ct_cache *c,
+                                 ct_status (*fn)(void *arg,
+                                                 const ct_cache_cubin *cb),
+                                 void *arg);
+
+/* ---------------------------------------------------------------------- */
+/* Transactions                                                            */
+
+/* Every write above commits on its own.  To make several writes one atomic
+** change (an import), wrap them: ct_cache_begin takes the write lock (BEGIN
+** IMMEDIATE, waiting up to CT_CACHE_BUSY_MS), ct_cache_commit makes them
+** durable, ct_cache_rollback drops them (a no-op outside a transaction).
+** Keep such transactions short: other writers wait for them.
+** begin/commit return CT_OK, CT_ERR_INVALID_ARG, CT_ERR_UNSUPPORTED
+** (read-only), CT_ERR_DB. */
+ct_status ct_cache_begin(ct_cache *c);
+ct_status ct_cache_commit(ct_cache *c);
+/* A read transaction: every read until ct_cache_commit sees one snapshot
+** (writers carry on meanwhile).  Works on read-only handles too. */
+ct_status ct_cache_begin_read(ct_cache *c);
+void ct_cache_rollback(ct_cache *c);
+
+/* ---------------------------------------------------------------------- */
+/* The whole database, row by row (export, import, reports)                */
+
+typedef struct ct_cache_device_row {
+  int64_t id;
+  ct_cache_device device;
+} ct_cache_device_row;
+
+typedef struct ct_cache_problem_row {
+  int64_t id;
+  char spec[CT_PROBLEM_SPEC_MAX];
+  char precision[8];
+} ct_cache_problem_row;
+
+/* Every device / problem, by id.  *out is a malloc'd array of *n entries
+** (NULL when *n is 0) the caller frees.  Returns CT_OK, CT_ERR_INVALID_ARG,
+** CT_ERR_NOMEM, CT_ERR_DB. */
+ct_status ct_cache_devices(ct_cache *c, ct_cache_device_row **out, size_t *n);
+ct_status ct_cache_problems(ct_cache *c, ct_cache_problem_row **out,
+                            size_t *n);
+
+/* Reads the winner of (problem_id, device_id) as ct_cache_winner_get does
+** by key.  Returns as ct_cache_winner_get. */
+ct_status ct_cache_winner_read(ct_cache *c, int64_t problem_id,
+                               int64_t device_id, ct_cache_winner *out);
+
+/* Adds a trial from another database, keeping its created_at (which must
+** be > 0).  A trial equal in problem, device, variant, source_hash, status,
+** n_timed, mean_ms and created_at is the same trial: it is not added
+** again, t->id is set to the stored one's and *inserted (if not NULL) to 0.
+** Returns as ct_cache_trial_add. */
+ct_status ct_cache_trial_import(ct_cache *c, ct_cache_trial *t,
+                                int *inserted);
+
+/* Stores a winner from another database, keeping its created_at (> 0),
+** when (problem_id, device_id) has no winner yet or the stored one is
+** older; *stored (if not NULL) says whether it was.  Returns as
+** ct_cache_winner_set. */
+ct_status ct_cache_winner_import(ct_cache *c, const ct_cache_winner *w,
+                                 int *stored);
+
+/* ---------------------------------------------------------------------- */
+/* Export and import (cache/transfer.c)                                    */
+
+/* The text format, version 1: UTF-8 lines ending in '\n'.  The first line
+** is "convtune-export\t1"; then records, one per line: a kind, then
+** TAB-separated key=value fields (any order; unknown keys are ignored, so a
+** newer writer can add fields).  In values, '\\', TAB, LF and CR are
+** written "\\\\", "\\t", "\\n", "\\r"; hashes are 16 hex digits; reals are
+** "%.17g" or "nan"; cubins are base64 (RFC 4648, no line breaks).
+**   device   id name cc_major cc_minor sm_count driver_version
+**            nvrtc_version arch
+**   problem  id spec precision
+**   trial    id problem device variant status source_hash compile_ms regs
+**            spill_bytes smem_bytes max_abs_err rel_err mean_ms median_ms
+**            min_ms max_ms n_timed message created_at
+**   winner   problem device trial variant source_hash cubin_hash arch
+**            nvrtc_version options mean_ms created_at cubin
+**   cubin    source_hash options arch nvrtc_version cubin_hash regs
+**            spill_bytes stack_bytes smem_static compile_ms created_at cubin
+**   end      devices problems trials winners cubins   (record counts)
+** ids are the exporting file's and only link records of the same export
+** (problem=, device=, trial= name an earlier record); a record refers only
+** to records before it.  Lines starting with '#' are comments.  A file
+** without its "end" record (a truncated copy) is refused whole.
+**
+** Import keeps every identity as it is: a device is found or added with all
+** its fields (name, compute capability, SM count, driver, NVRTC version,
+** arch), a problem by its spec, trials as ct_cache_trial_import, winners as
+** ct_cache_winner_import, cubins as ct_cache_cubin_put.  An entry from
+** another device, driver or NVRTC version is therefore kept under that
+** device and never matched by the runtime here, which uses exact keys only;
+** a winner whose templates have changed since is kept too, and the runtime
+** refuses its cubin (source_hash no longer matches) and recompiles. */
+
+typedef struct ct_cache_transfer_stats {
+  size_t devices, problems;        /* records read or written */
+  size_t trials, trials_added;     /* trial records; how many were new */
+  size_t winners, winners_stored;  /* winner records; how many were stored */
+  size_t cubins, cubins_added;     /* cubin records; how many were new */
+} ct_cache_transfer_stats;
+
+#define CT_CACHE_EXPORT_CUBINS 1 /* also write the compile cache */
+
+/* Writes every device, problem, trial and winner (and, with
+** CT_CACHE_EXPORT_CUBINS, every cached cubin) of c to f in the format
+** above, reading in one transaction so the copy is consistent.  *st (if not
+** NULL) counts the records.  Returns CT_OK, CT_ERR_INVALID_ARG, CT_ERR_IO
+** (a write failed), CT_ERR_NOMEM, CT_ERR_DB, CT_ERR_DB_CORRUPT. */
+ct_status ct_cache_export(ct_cache *c, FILE *f, int flags,
+                          ct_cache_transfer_stats *st);
+
+/* Reads a file in the format above into c, all of it in one transaction:
+** on any failure nothing is imported.  *st (if not NULL) counts what was
+** read and added.  err (if not NULL, len bytes) says what failed, with the
+** line number.  Returns CT_OK, CT_ERR_INVALID_ARG, CT_ERR_PARSE (not this
+** format, a bad or missing field, a dangling reference, no end record),
+** CT_ERR_UNSUPPORTED (a newer format version, or c read-only), CT_ERR_IO,
+** CT_ERR_NOMEM, CT_ERR_DB. */
+ct_status ct_cache_import(ct_cache *c, FILE *f, ct_cache_transfer_stats *st,
+                          char *err, size_t len);
+
+/* ====================================================================== */
+/* Untrusted files                                                         */
+
+#define CT_CACHE_UNTRUSTED_STEPS 100000000L  /* VM steps per statement */
+#define CT_CACHE_UNTRUSTED_LENGTH (64 << 20) /* longest string or blob, bytes */
+
+/* Readies a handle for reading a file that may be corrupt or crafted (the
+** runtime reads any file it is pointed at): SQLite's defensive mode, no
+** trust in functions the file's schema uses (views, triggers), cell-size
+** checks on every page read, no string or blob longer than
+** CT_CACHE_UNTRUSTED_LENGTH, and at most about CT_CACHE_UNTRUSTED_STEPS
+** virtual-machine steps per statement, so that a crafted file (a view that
+** never ends, say) fails a query with CT_ERR_DB instead of hanging it.  A
+** damaged page then gives CT_ERR_DB_CORRUPT or CT_ERR_DB from the query
+** that reads it.  Meant for read-only handles; replaces any progress
+** handler and trace callback on the connection.  Returns CT_OK or
+** CT_ERR_INVALID_ARG (c NULL). */
+ct_status ct_cache_untrusted(ct_cache *c);
 
 #endif /* CT_CACHE_H */

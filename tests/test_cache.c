@@ -199,14 +199,14 @@ static void test_schema_created(void)
   ASSERT_TRUE(!file_exists(tmp_path("new")));
   ASSERT_EQ_INT(ct_cache_open(path, CT_CACHE_CREATE, &c, err, sizeof err),
                 CT_OK);
-  ASSERT_EQ_INT(ct_cache_schema_version(c), 2);
+  ASSERT_EQ_INT(ct_cache_schema_version(c), 3);
   ASSERT_EQ_INT(ct_cache_schema_version(c), CT_CACHE_SCHEMA_VERSION);
   ASSERT_EQ_STR(ct_cache_errmsg(c), "");
   ASSERT_EQ_INT(ct_cache_check(c), CT_OK);
   ct_cache_close(c);
   ct_cache_close(NULL);
 
-  ASSERT_EQ_INT(raw_int(path, "PRAGMA user_version"), 2);
+  ASSERT_EQ_INT(raw_int(path, "PRAGMA user_version"), 3);
   ASSERT_EQ_INT(raw_int(path, "PRAGMA application_id"),
                 CT_CACHE_APPLICATION_ID);
   ASSERT_EQ_STR(raw_text(path, "PRAGMA journal_mode", buf, sizeof buf),
@@ -214,8 +214,8 @@ static void test_schema_created(void)
   ASSERT_EQ_INT(raw_int(path,
                         "SELECT count(*) FROM sqlite_master WHERE type ="
                         " 'table' AND name IN ('meta', 'devices', 'problems',"
-                        " 'trials', 'winners')"),
-                5);
+                        " 'trials', 'winners', 'cubins')"),
+                6);
   ASSERT_EQ_INT(raw_int(path,
                         "SELECT count(*) FROM sqlite_master WHERE type ="
                         " 'index' AND name = 'trials_by_key'"),
@@ -231,7 +231,7 @@ static void test_schema_created(void)
 
   /* Reopening is idempotent. */
   ASSERT_EQ_INT(ct_cache_open(path, 0, &c, err, sizeof err), CT_OK);
-  ASSERT_EQ_INT(ct_cache_schema_version(c), 2);
+  ASSERT_EQ_INT(ct_cache_schema_version(c), 3);
   ct_cache_close(c);
   ASSERT_EQ_INT(raw_int(path, "SELECT count(*) FROM meta"), 1);
 }
@@ -368,7 +368,8 @@ static void test_invalid_args(void)
   ASSERT_TRUE(c == NULL);
   ASSERT_EQ_INT(ct_cache_migrate_to(path, 0, err, sizeof err),
                 CT_ERR_INVALID_ARG);
-  ASSERT_EQ_INT(ct_cache_migrate_to(path, 3, err, sizeof err),
+  ASSERT_EQ_INT(ct_cache_migrate_to(path, CT_CACHE_SCHEMA_VERSION + 1, err,
+                                    sizeof err),
                 CT_ERR_INVALID_ARG);
   ASSERT_EQ_INT(ct_cache_open(path, CT_CACHE_CREATE, &c, err, sizeof err),
                 CT_OK);
@@ -421,7 +422,11 @@ static void test_trial_status_names(void)
                 "compile-failed");
   ASSERT_EQ_STR(ct_trial_status_name(CT_TRIAL_LAUNCH_FAILED),
                 "launch-failed");
-  ASSERT_TRUE(ct_trial_status_name((ct_trial_status)4) == NULL);
+  ASSERT_EQ_STR(ct_trial_status_name(CT_TRIAL_FAULTED), "faulted");
+  ASSERT_EQ_STR(ct_trial_status_name(CT_TRIAL_TIMEOUT), "timeout");
+  ASSERT_TRUE(ct_trial_status_name((ct_trial_status)6) == NULL);
+  ASSERT_EQ_INT(ct_trial_status_parse("timeout", &s), CT_OK);
+  ASSERT_EQ_INT(s, CT_TRIAL_TIMEOUT);
   ASSERT_EQ_INT(ct_trial_status_parse("launch-failed", &s), CT_OK);
   ASSERT_EQ_INT(s, CT_TRIAL_LAUNCH_FAILED);
   ASSERT_EQ_INT(ct_trial_status_parse("fast", &s), CT_ERR_PARSE);
@@ -746,7 +751,7 @@ static void test_migrate_v1(void)
 
   /* A writable open migrates and keeps every row. */
   ASSERT_EQ_INT(ct_cache_open(path, 0, &c, err, sizeof err), CT_OK);
-  ASSERT_EQ_INT(ct_cache_schema_version(c), 2);
+  ASSERT_EQ_INT(ct_cache_schema_version(c), CT_CACHE_SCHEMA_VERSION);
   ASSERT_EQ_INT(ct_cache_problem_find(c, spec_a, &prob), CT_OK);
   ASSERT_EQ_INT(prob, 1);
   ASSERT_EQ_INT(ct_cache_trials(c, prob, 1, &v, &n), CT_OK);
@@ -763,7 +768,7 @@ static void test_migrate_v1(void)
   ct_cache_winner_clear(&got);
   ASSERT_EQ_INT(ct_cache_check(c), CT_OK);
   ct_cache_close(c);
-  ASSERT_EQ_INT(raw_int(path, "PRAGMA user_version"), 2);
+  ASSERT_EQ_INT(raw_int(path, "PRAGMA user_version"), CT_CACHE_SCHEMA_VERSION);
   ASSERT_EQ_INT(raw_int(path,
                         "SELECT count(*) FROM sqlite_master WHERE name ="
                         " 'trials_by_key'"),
@@ -773,7 +778,413 @@ static void test_migrate_v1(void)
   /* Never downgrades. */
   ASSERT_EQ_INT(ct_cache_migrate_to(path, 1, err, sizeof err),
                 CT_ERR_UNSUPPORTED);
-  ASSERT_EQ_INT(raw_int(path, "PRAGMA user_version"), 2);
+  ASSERT_EQ_INT(raw_int(path, "PRAGMA user_version"), CT_CACHE_SCHEMA_VERSION);
+}
+
+/* Version 2 -> 3: trials are rebuilt with their ids, the winner that
+** refers to one survives with its foreign key, the new statuses fit and an
+** unknown one is still refused, and the compile cache appears. */
+static void test_migrate_v2(void)
+{
+  const char *path = tmp_path("v2/old.db");
+  ct_cache *c = NULL;
+  ct_cache_device d = test_device();
+  ct_cache_winner w, got;
+  ct_cache_trial t, *v = NULL;
+  ct_cache_cubin cb;
+  int64_t dev = 0, prob = 0, ids[3];
+  size_t n = 0;
+  char err[512], buf[64];
+
+  ASSERT_EQ_INT(ct_cache_migrate_to(path, 2, err, sizeof err), CT_OK);
+  ASSERT_EQ_INT(ct_cache_open(path, CT_CACHE_READONLY, &c, err, sizeof err),
+                CT_OK);
+  ASSERT_EQ_INT(ct_cache_schema_version(c), 2);
+  ct_cache_close(c);
+  /* Rows written by a version-2 build, in version-2 columns. */
+  {
+    static const unsigned char bytes[] = {0};
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO devices VALUES(7, 'NVIDIA H200', 9, 0, 132, 12080,"
+             " '12.8', 'sm_90a');"
+             "INSERT INTO problems VALUES(3, '%s', 'tf32');"
+             "INSERT INTO trials(id, problem_id, device_id, variant, status,"
+             " source_hash, mean_ms, n_timed, message, created_at) VALUES"
+             " (11, 3, 7, 'direct:A=1', 'timed', 5, 0.5, 10, '', 1700000001),"
+             " (12, 3, 7, 'direct:A=2', 'wrong', 6, NULL, 0, 'off', 1700000002),"
+             " (15, 3, 7, 'direct:A=1', 'timed', 5, 0.45, 100, '', 1700000003);"
+             "INSERT INTO winners(problem_id, device_id, trial_id, variant,"
+             " source_hash, cubin, cubin_hash, arch, nvrtc_version, mean_ms,"
+             " created_at, options) VALUES(3, 7, 15, 'direct:A=1', 5, x'00',"
+             " %lld, 'sm_90a', '12.8', 0.45, 1700000003, '-O3');",
+             spec_a, (long long)ct_gen_hash(bytes, 1, CT_GEN_HASH_SEED));
+    ASSERT_EQ_INT(raw_exec(path, sql), SQLITE_OK);
+  }
+  ASSERT_EQ_INT(raw_exec(path, "INSERT INTO trials(problem_id, device_id,"
+                               " variant, status, source_hash, created_at)"
+                               " VALUES(3, 7, 'x', 'faulted', 1, 1)"),
+                SQLITE_CONSTRAINT); /* version 2 does not know 'faulted' */
+
+  /* Read-only: version 2 as it is; no compile cache. */
+  ASSERT_EQ_INT(ct_cache_open(path, CT_CACHE_READONLY, &c, err, sizeof err),
+                CT_OK);
+  ASSERT_EQ_INT(ct_cache_cubin_get(c, 5, "-O3", "sm_90a", "12.8", &cb),
+                CT_ERR_NOT_FOUND);
+  ct_cache_close(c);
+
+  /* Migrate. */
+  ASSERT_EQ_INT(ct_cache_open(path, 0, &c, err, sizeof err), CT_OK);
+  ASSERT_EQ_INT(ct_cache_schema_version(c), 3);
+  ASSERT_EQ_INT(ct_cache_device_id(c, &d, &dev), CT_OK);
+  ASSERT_EQ_INT(dev, 7);
+  ASSERT_EQ_INT(ct_cache_problem_find(c, spec_a, &prob), CT_OK);
+  ASSERT_EQ_INT(prob, 3);
+  ASSERT_EQ_INT(ct_cache_trials(c, prob, dev, &v, &n), CT_OK);
+  ASSERT_EQ_INT(n, 3);
+  ids[0] = v[0].id, ids[1] = v[1].id, ids[2] = v[2].id;
+  ASSERT_NEAR(v[0].mean_ms, 0.45, 0);
+  ASSERT_EQ_STR(v[2].message, "off");
+  free(v);
+  ASSERT_EQ_INT(ids[0], 15);
+  ASSERT_EQ_INT(ids[1], 11);
+  ASSERT_EQ_INT(ids[2], 12);
+  ASSERT_EQ_INT(ct_cache_winner_get(c, spec_a, &d, &got), CT_OK);
+  ASSERT_EQ_INT(got.trial_id, 15);
+  ASSERT_EQ_STR(got.options, "-O3");
+  ASSERT_EQ_INT(got.created_at, 1700000003);
+  ct_cache_winner_clear(&got);
+  /* The new statuses are accepted, with ids after the old ones. */
+  t = test_trial(prob, dev, "test_oob", NAN);
+  t.status = CT_TRIAL_FAULTED;
+  ASSERT_EQ_INT(ct_cache_trial_add(c, &t), CT_OK);
+  ASSERT_EQ_INT(t.id, 16);
+  t.status = CT_TRIAL_TIMEOUT;
+  ASSERT_EQ_INT(ct_cache_trial_add(c, &t), CT_OK);
+  ASSERT_EQ_INT(ct_cache_trial_find(c, prob, dev, "test_oob", t.source_hash,
+                                    &t),
+                CT_OK);
+  ASSERT_EQ_INT(t.status, CT_TRIAL_TIMEOUT);
+  /* The winner's foreign key still points at trials. */
+  w = test_winner(prob, dev, 999, 32, 2);
+  ASSERT_EQ_INT(ct_cache_winner_set(c, &w), CT_ERR_DB);
+  ct_cache_winner_clear(&w);
+  ASSERT_EQ_INT(ct_cache_check(c), CT_OK);
+  ct_cache_close(c);
+  ASSERT_EQ_INT(raw_exec(path, "INSERT INTO trials(problem_id, device_id,"
+                               " variant, status, source_hash, created_at)"
+                               " VALUES(3, 7, 'x', 'bogus', 1, 1)"),
+                SQLITE_CONSTRAINT);
+  ASSERT_EQ_INT(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE"
+                              " name IN ('trials_v3', 'winners_v2')"),
+                0);
+  ASSERT_EQ_INT(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE"
+                              " name = 'trials_by_key'"),
+                1);
+  ASSERT_EQ_INT(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE"
+                              " name = 'cubins'"),
+                1);
+  ASSERT_EQ_STR(raw_text(path, "PRAGMA integrity_check", buf, sizeof buf),
+                "ok");
+  ASSERT_EQ_INT(raw_int(path, "SELECT count(*) FROM pragma_foreign_key_check"),
+                0);
+}
+
+/* A cubin of n bytes for source_hash h, malloc'd. */
+static ct_cache_cubin test_cubin(uint64_t h, size_t n, int fill)
+{
+  ct_cache_cubin cb;
+  memset(&cb, 0, sizeof cb);
+  cb.source_hash = h;
+  snprintf(cb.options, sizeof cb.options, "--gpu-architecture=sm_90a -std=c++17");
+  snprintf(cb.arch, sizeof cb.arch, "sm_90a");
+  snprintf(cb.nvrtc_version, sizeof cb.nvrtc_version, "13.0");
+  cb.cubin = malloc(n);
+  for (size_t i = 0; cb.cubin && i < n; i++)
+    ((unsigned char *)cb.cubin)[i] = (unsigned char)(i * 7 + (size_t)fill);
+  cb.cubin_size = n;
+  cb.cubin_hash = ct_gen_hash(cb.cubin, n, CT_GEN_HASH_SEED);
+  cb.regs = 96;
+  cb.spill_bytes = 0;
+  cb.stack_bytes = 16;
+  cb.smem_static = 1024;
+  cb.compile_ms = 812.5;
+  return cb;
+}
+
+static ct_status count_cubin(void *arg, const ct_cache_cubin *cb)
+{
+  (void)cb;
+  ++*(int *)arg;
+  return CT_OK;
+}
+
+static void test_cubins(void)
+{
+  const char *path = tmp_path("cubins.db");
+  ct_cache *c = NULL;
+  ct_cache_cubin a = test_cubin(0xfedcba9876543210ull, 3000, 1);
+  ct_cache_cubin b = test_cubin(42, 100, 2), got;
+  char err[512];
+  int added = -1, count = 0;
+
+  ASSERT_TRUE(a.cubin && b.cubin);
+  ASSERT_EQ_INT(ct_cache_open(path, CT_CACHE_CREATE, &c, err, sizeof err),
+                CT_OK);
+  ASSERT_EQ_INT(ct_cache_cubin_get(c, a.source_hash, a.options, a.arch,
+                                   a.nvrtc_version, &got),
+                CT_ERR_NOT_FOUND);
+  ASSERT_EQ_INT(ct_cache_cubin_put(c, &a, &added), CT_OK);
+  ASSERT_EQ_INT(added, 1);
+  ASSERT_EQ_INT(ct_cache_cubin_put(c, &a, &added), CT_OK); /* kept once */
+  ASSERT_EQ_INT(added, 0);
+  ASSERT_EQ_INT(ct_cache_cubin_put(c, &b, NULL), CT_OK);
+  ASSERT_EQ_INT(ct_cache_cubin_get(c, a.source_hash, a.options, a.arch,
+                                   a.nvrtc_version, &got),
+                CT_OK);
+  ASSERT_EQ_INT(got.cubin_size, 3000);
+  ASSERT_TRUE(memcmp(got.cubin, a.cubin, 3000) == 0);
+  ASSERT_EQ_INT(got.regs, 96);
+  ASSERT_EQ_INT(got.stack_bytes, 16);
+  ASSERT_EQ_INT(got.smem_static, 1024);
+  ASSERT_NEAR(got.compile_ms, 812.5, 0);
+  ASSERT_TRUE(got.created_at > 0);
+  ct_cache_cubin_clear(&got);
+  ASSERT_TRUE(got.cubin == NULL);
+  /* Any other key field: a miss. */
+  ASSERT_EQ_INT(ct_cache_cubin_get(c, a.source_hash, a.options, a.arch,
+                                   "13.1", &got),
+                CT_ERR_NOT_FOUND);
+  ASSERT_EQ_INT(ct_cache_cubin_get(c, a.source_hash, a.options, "sm_90",
+                                   a.nvrtc_version, &got),
+                CT_ERR_NOT_FOUND);
+  ASSERT_EQ_INT(ct_cache_cubin_get(c, a.source_hash, "-O3", a.arch,
+                                   a.nvrtc_version, &got),
+                CT_ERR_NOT_FOUND);
+  ASSERT_EQ_INT(ct_cache_cubin_foreach(c, count_cubin, &count), CT_OK);
+  ASSERT_EQ_INT(count, 2);
+  /* Bad arguments. */
+  b.cubin_hash ^= 1;
+  ASSERT_EQ_INT(ct_cache_cubin_put(c, &b, NULL), CT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ct_cache_cubin_put(NULL, &a, NULL), CT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ct_cache_cubin_get(c, 1, NULL, "a", "b", &got),
+                CT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ct_cache_check(c), CT_OK);
+  ct_cache_close(c);
+
+  /* A damaged blob: a miss for the tuner (DB_CORRUPT), and check finds it. */
+  ASSERT_EQ_INT(raw_exec(path, "UPDATE cubins SET cubin = x'0102'"
+                               " WHERE source_hash = 42"),
+                SQLITE_OK);
+  ASSERT_EQ_INT(ct_cache_open(path, 0, &c, err, sizeof err), CT_OK);
+  ASSERT_EQ_INT(ct_cache_cubin_get(c, 42, a.options, a.arch, a.nvrtc_version,
+                                   &got),
+                CT_ERR_DB_CORRUPT);
+  ASSERT_TRUE(got.cubin == NULL);
+  ASSERT_EQ_INT(ct_cache_check(c), CT_ERR_DB_CORRUPT);
+  ct_cache_close(c);
+  ct_cache_cubin_clear(&a);
+  ct_cache_cubin_clear(&b);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Export and import                                                       */
+
+/* Fills a database with two devices, two problems, trials with awkward
+** text, winners and cubins; returns the first problem's id. */
+static int64_t fill_for_export(ct_cache *c)
+{
+  ct_cache_device d1 = test_device(), d2 = test_device();
+  ct_cache_trial t;
+  ct_cache_winner w;
+  ct_cache_cubin cb;
+  int64_t dev1 = 0, dev2 = 0, p1 = 0, p2 = 0;
+  d2.driver_version = 13000; /* another driver: another device key */
+  snprintf(d2.name, sizeof d2.name, "NVIDIA \"H200\"\twith a tab");
+  if (ct_cache_device_id(c, &d1, &dev1) || ct_cache_device_id(c, &d2, &dev2) ||
+      ct_cache_problem_id(c, spec_a, "tf32", &p1) ||
+      ct_cache_problem_id(c, spec_b, "fp32", &p2))
+    return 0;
+  for (int i = 0; i < 5; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "tc:TP=%d", i);
+    t = test_trial(i % 2 ? p2 : p1, i % 3 ? dev1 : dev2, name,
+                   i == 3 ? NAN : 0.1 * (i + 1));
+    if (i == 4) {
+      t.status = CT_TRIAL_FAULTED;
+      snprintf(t.message, sizeof t.message, "line one\nline\\two\tthree");
+    }
+    if (ct_cache_trial_add(c, &t)) return 0;
+  }
+  w = test_winner(p1, dev1, 1, 700, 3);
+  if (ct_cache_winner_set(c, &w)) return 0;
+  ct_cache_winner_clear(&w);
+  w = test_winner(p1, dev2, 0, 1, 4); /* no trial, a 1-byte cubin */
+  if (ct_cache_winner_set(c, &w)) return 0;
+  ct_cache_winner_clear(&w);
+  cb = test_cubin(7, 2, 5);
+  if (ct_cache_cubin_put(c, &cb, NULL)) return 0;
+  ct_cache_cubin_clear(&cb);
+  cb = test_cubin(8, 4096, 6);
+  if (ct_cache_cubin_put(c, &cb, NULL)) return 0;
+  ct_cache_cubin_clear(&cb);
+  return p1;
+}
+
+/* Exports path's database to a file; returns the file's size or -1. */
+static long export_to(const char *path, const char *file, int flags,
+                      ct_cache_transfer_stats *st)
+{
+  ct_cache *c = NULL;
+  char err[512];
+  FILE *f;
+  long size = -1;
+  if (ct_cache_open(path, CT_CACHE_READONLY, &c, err, sizeof err) != CT_OK)
+    return -1;
+  f = fopen(file, "w");
+  if (f && ct_cache_export(c, f, flags, st) == CT_OK) size = ftell(f);
+  if (f) fclose(f);
+  ct_cache_close(c);
+  return size;
+}
+
+static ct_status import_from(const char *path, const char *file,
+                             ct_cache_transfer_stats *st, char *err,
+                             size_t len)
+{
+  ct_cache *c = NULL;
+  FILE *f = fopen(file, "r");
+  ct_status rc;
+  if (!f) return CT_ERR_IO;
+  rc = ct_cache_open(path, CT_CACHE_CREATE, &c, err, len);
+  if (rc == CT_OK) rc = ct_cache_import(c, f, st, err, len);
+  fclose(f);
+  ct_cache_close(c);
+  return rc;
+}
+
+static void test_export_import(void)
+{
+  /* tmp_path's buffers rotate: keep copies. */
+  char a[1024], b[1024], file[1024], file2[1024], bad[1024], c_db[1024],
+      b2[1024];
+  ct_cache *c = NULL;
+  ct_cache_transfer_stats st;
+  ct_cache_device d = test_device();
+  ct_cache_winner got;
+  char err[512];
+  long size, size2;
+
+  snprintf(a, sizeof a, "%s", tmp_path("xfer/a.db"));
+  snprintf(b, sizeof b, "%s", tmp_path("xfer/b.db"));
+  snprintf(file, sizeof file, "%s", tmp_path("xfer/a.txt"));
+  snprintf(file2, sizeof file2, "%s", tmp_path("xfer/b.txt"));
+  snprintf(bad, sizeof bad, "%s", tmp_path("xfer/bad.txt"));
+  snprintf(c_db, sizeof c_db, "%s", tmp_path("xfer/c.db"));
+  snprintf(b2, sizeof b2, "%s", tmp_path("xfer/b2.db"));
+  ASSERT_EQ_INT(ct_cache_open(a, CT_CACHE_CREATE, &c, err, sizeof err), CT_OK);
+  ASSERT_TRUE(fill_for_export(c) > 0);
+  ct_cache_close(c);
+
+  size = export_to(a, file, CT_CACHE_EXPORT_CUBINS, &st);
+  ASSERT_TRUE(size > 0);
+  ASSERT_EQ_INT(st.devices, 2);
+  ASSERT_EQ_INT(st.problems, 2);
+  ASSERT_EQ_INT(st.trials, 5);
+  ASSERT_EQ_INT(st.winners, 2);
+  ASSERT_EQ_INT(st.cubins, 2);
+
+  /* Into an empty database: everything arrives. */
+  ASSERT_EQ_INT(import_from(b, file, &st, err, sizeof err), CT_OK);
+  ASSERT_EQ_INT(st.trials_added, 5);
+  ASSERT_EQ_INT(st.winners_stored, 2);
+  ASSERT_EQ_INT(st.cubins_added, 2);
+  /* A copy of the copy exports to the same text (the first copy's ids
+  ** may differ from a's: import numbers trials in the file's order). */
+  size2 = export_to(b, file2, CT_CACHE_EXPORT_CUBINS, NULL);
+  ASSERT_EQ_INT(size2, size);
+  ASSERT_EQ_INT(import_from(b2, file2, &st, err,
+                            sizeof err),
+                CT_OK);
+  ASSERT_EQ_INT(export_to(b2, bad, CT_CACHE_EXPORT_CUBINS,
+                          NULL),
+                size);
+  {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", file2, bad);
+    ASSERT_EQ_INT(system(cmd), 0);
+  }
+  ASSERT_EQ_INT(ct_cache_open(b, 0, &c, err, sizeof err), CT_OK);
+  ASSERT_EQ_INT(ct_cache_winner_get(c, spec_a, &d, &got), CT_OK);
+  ASSERT_EQ_INT(got.cubin_size, 700);
+  ASSERT_TRUE(got.trial_id > 0);
+  ct_cache_winner_clear(&got);
+  ASSERT_EQ_INT(ct_cache_check(c), CT_OK);
+  ct_cache_close(c);
+
+  /* Again: nothing new, nothing doubled. */
+  ASSERT_EQ_INT(import_from(b, file, &st, err, sizeof err), CT_OK);
+  ASSERT_EQ_INT(st.trials, 5);
+  ASSERT_EQ_INT(st.trials_added, 0);
+  ASSERT_EQ_INT(st.winners_stored, 0);
+  ASSERT_EQ_INT(st.cubins_added, 0);
+  ASSERT_EQ_INT(raw_int(b, "SELECT count(*) FROM trials"), 5);
+  ASSERT_EQ_INT(raw_int(b, "SELECT count(*) FROM devices"), 2);
+
+  /* Without cubins. */
+  ASSERT_TRUE(export_to(a, file2, 0, &st) > 0);
+  ASSERT_EQ_INT(st.cubins, 0);
+
+  /* A truncated file is refused whole. */
+  {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "head -n -1 '%s' > '%s'", file, bad);
+    ASSERT_EQ_INT(system(cmd), 0);
+  }
+  ASSERT_EQ_INT(import_from(c_db, bad, &st, err, sizeof err),
+                CT_ERR_PARSE);
+  ASSERT_TRUE(strstr(err, "truncated") != NULL);
+  ASSERT_EQ_INT(raw_int(c_db, "SELECT count(*) FROM devices"),
+                0);
+  /* A damaged cubin, a dangling reference, a newer version, not ours. */
+  {
+    static const struct { const char *sed, *want; ct_status rc; } cases[] = {
+      {"s/cubin=\\(...\\)/cubin=\\1A/", "base64", CT_ERR_PARSE},
+      {"s/^\\(trial\tid=[0-9]*\tproblem=\\)[0-9]*/\\199/", "no earlier",
+       CT_ERR_PARSE},
+      {"1s/\t1$/\t2/", "newer", CT_ERR_UNSUPPORTED},
+      {"1s/convtune/something/", "not a convtune export", CT_ERR_PARSE},
+      {"s/^end\tdevices=2/end\tdevices=3/", "were read", CT_ERR_PARSE},
+      {"s/status=faulted/status=slow/", "unknown status", CT_ERR_PARSE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      char cmd[4200];
+      snprintf(cmd, sizeof cmd, "sed '%s' '%s' > '%s'", cases[i].sed, file, bad);
+      ASSERT_EQ_INT(system(cmd), 0);
+      ASSERT_EQ_INT(import_from(c_db, bad, &st, err,
+                                sizeof err),
+                    cases[i].rc);
+      if (!strstr(err, cases[i].want)) fprintf(stderr, "case %zu: %s\n", i, err);
+      ASSERT_TRUE(strstr(err, cases[i].want) != NULL);
+      ASSERT_EQ_INT(raw_int(c_db,
+                            "SELECT count(*) FROM trials"),
+                    0);
+    }
+  }
+
+  /* An older winner does not replace a newer one; a newer one does. */
+  ASSERT_EQ_INT(raw_exec(b, "UPDATE winners SET created_at = created_at + 100,"
+                            " mean_ms = 9"),
+                SQLITE_OK);
+  ASSERT_EQ_INT(import_from(b, file, &st, err, sizeof err), CT_OK);
+  ASSERT_EQ_INT(st.winners_stored, 0);
+  ASSERT_EQ_INT(raw_int(b, "SELECT count(*) FROM winners WHERE mean_ms = 9"),
+                2);
+  ASSERT_EQ_INT(raw_exec(b, "UPDATE winners SET created_at = 5"), SQLITE_OK);
+  ASSERT_EQ_INT(import_from(b, file, &st, err, sizeof err), CT_OK);
+  ASSERT_EQ_INT(st.winners_stored, 2);
+  ASSERT_EQ_INT(raw_int(b, "SELECT count(*) FROM winners WHERE mean_ms = 9"),
+                0);
 }
 
 /* Writes n bytes of pseudo-random data to path. */
@@ -886,7 +1297,7 @@ static void test_missing_and_empty(void)
   ASSERT_EQ_INT(ct_cache_open(empty, CT_CACHE_READONLY, &c, err, sizeof err),
                 CT_ERR_NOT_FOUND);
   ASSERT_EQ_INT(ct_cache_open(empty, 0, &c, err, sizeof err), CT_OK);
-  ASSERT_EQ_INT(ct_cache_schema_version(c), 2);
+  ASSERT_EQ_INT(ct_cache_schema_version(c), CT_CACHE_SCHEMA_VERSION);
   ct_cache_close(c);
 }
 
@@ -1064,7 +1475,7 @@ static void test_concurrent_writers(void)
                 "ok");
   ASSERT_EQ_INT(raw_int(path, "SELECT count(*) FROM devices"), 1);
   ASSERT_EQ_INT(raw_int(path, "SELECT count(*) FROM problems"), 1);
-  ASSERT_EQ_INT(raw_int(path, "PRAGMA user_version"), 2);
+  ASSERT_EQ_INT(raw_int(path, "PRAGMA user_version"), CT_CACHE_SCHEMA_VERSION);
   ASSERT_EQ_INT(raw_int(path, "SELECT count(*) FROM meta"), 1);
 }
 
@@ -1098,6 +1509,9 @@ int main(void)
   RUN_TEST(test_winners);
   RUN_TEST(test_tampered_cubin);
   RUN_TEST(test_migrate_v1);
+  RUN_TEST(test_migrate_v2);
+  RUN_TEST(test_cubins);
+  RUN_TEST(test_export_import);
   RUN_TEST(test_not_sqlite);
   RUN_TEST(test_foreign_sqlite);
   RUN_TEST(test_too_new);

@@ -61,5 +61,25 @@ nodrv="$tmp/no-such-dir/libcuda.so.1"
 expect tune-no-driver 1 'no CUDA driver' env CONVTUNE_LIBCUDA="$nodrv" "$ct" tune --db "$db"
 expect check-no-driver 1 'no CUDA driver' env CONVTUNE_LIBCUDA="$nodrv" "$ct" check --db "$db"
 
+# The tuner's options and the database tools (tests/test_tune_fake.sh runs
+# them for real).
+expect tune-help-resume 0 'fresh' "$ct" tune --help
+expect bad-budget 2 'seconds > 0' "$ct" tune --budget -3
+expect bad-max-variants 2 'integer in' "$ct" tune --max-variants 0
+expect bad-watchdog 2 'seconds > 0' "$ct" tune --watchdog zero
+expect unknown-family 1 "unknown family 'nosuch'" env CONVTUNE_TEST_FAKE_GPU=1 "$ct" tune --families direct,nosuch --db "$tmp/f.db"
+expect no-test-families 1 "unknown family 'test_oob'" env CONVTUNE_TEST_FAKE_GPU=1 "$ct" tune --families test_oob --db "$tmp/f.db"
+expect space-families 0 '^direct ' "$ct" space --arch sm_90a --families direct
+expect report-help 0 'usage: convtune report' "$ct" report --help
+expect report-missing 1 'no tuning database' "$ct" report --db "$db"
+expect db-check-missing 1 'no tuning database' "$ct" db check --db "$db"
+expect db-export-missing 1 'no tuning database' "$ct" db export --db "$db"
+expect db-import-none 2 'needs one FILE' "$ct" db import --db "$db"
+expect db-import-missing 1 'cannot read' "$ct" db import "$tmp/none.txt" --db "$db"
+printf 'hello\n' > "$tmp/not-export.txt"
+expect db-import-junk 1 'not a convtune export' "$ct" db import "$tmp/not-export.txt" --db "$tmp/j.db"
+expect db-merge-missing 1 'no such file' "$ct" db merge "$tmp/none.db" --db "$tmp/j.db"
+expect worker-usage 2 'started by the tuner' "$ct" __ct_worker
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -6,6 +6,7 @@
 #ifndef CT_TUNE_H
 #define CT_TUNE_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -88,7 +89,144 @@ ct_status ct_tune_time(ct_tune_gpu *g, ct_tune_data *d, ct_tune_run_fn run,
                        size_t len);
 
 /* ---------------------------------------------------------------------- */
+/* The measuring worker (worker.c)                                         */
+
+/* The GPU work of a tune runs in a worker: by default a child process (the
+** tuner's own binary, started as `EXE __ct_worker FD`) that owns the CUDA
+** context, the test data and the float64 reference, and answers one job
+** at a time over a socket.  A variant that poisons the context (an illegal
+** address), kills the process, or does not answer within the job's
+** timeout (a hang: the worker is killed) ends as a "faulted" or "timeout"
+** outcome; the caller restarts the worker and carries on.  The parent
+** never creates a CUDA context.  Without an executable the worker runs in
+** the calling process: no watchdog, and a fault ends the tune.
+**
+** CONVTUNE_TEST_FAKE_GPU=1 (tests only) makes the worker pretend: no CUDA,
+** a device named "convtune fake GPU" with sm_90a's limits, every variant
+** correct and timed from a smooth function of its parameters (so searches
+** can be tested), the test families' faults acted out (test_oob kills the
+** worker, test_hang never answers, test_wrong is wrong, test_refuse is
+** refused), each job taking CONVTUNE_TEST_FAKE_MS milliseconds (default
+** 20). */
+
+#define CT_TUNE_WORKER_ARG "__ct_worker" /* argv[1] of a worker process */
+
+typedef struct ct_tune_worker ct_tune_worker;
+
+/* One job: load the variant's cubin, verify it, time it. */
+typedef struct ct_tune_job {
+  char variant[CT_GEN_NAME_MAX];  /* the worker rebuilds it by name */
+  int verify;                     /* 1: check the precision contract first */
+  int trials;                     /* timed trials (one more is discarded) */
+  const void *cubin;              /* the variant compiled for the worker's arch */
+  size_t cubin_size;
+  double timeout_s;               /* watchdog (isolated workers); <= 0: none */
+} ct_tune_job;
+
+/* What came of it. */
+typedef struct ct_tune_outcome {
+  ct_trial_status status;     /* timed, wrong, launch-failed, faulted, timeout */
+  double max_abs_err, rel_err;/* NAN when not verified */
+  ct_tune_stats stats;        /* when timed; NAN means otherwise */
+  double wall_s;              /* the job's wall time, as the caller saw it */
+  int interrupted;            /* the stop flag was raised: the job was
+                                 abandoned (worker stopped), nothing measured */
+  char message[256];          /* why it failed, "" */
+} ct_tune_outcome;
+
+/* Starts a worker on CUDA device `device`: a child process running `exe`
+** (e.g. "/proc/self/exe"), or in this process when exe is NULL.  stop (may
+** be NULL) is polled while waiting for the worker: once it is non-zero,
+** waits end and the worker is stopped.  On success the worker has opened
+** the device (ct_tune_worker_device/_limits).  Returns CT_OK, or
+** CT_ERR_NO_DRIVER, CT_ERR_NO_DEVICE, CT_ERR_CUDA (the device did not open),
+** CT_ERR_IO (the process did not start or answer), CT_ERR_NOMEM, with a
+** message in err; *out is NULL then. */
+ct_status ct_tune_worker_start(const char *exe, int device,
+                               volatile sig_atomic_t *stop,
+                               ct_tune_worker **out, char *err, size_t len);
+
+/* The device the worker opened. */
+const ct_gen_limits *ct_tune_worker_limits(const ct_tune_worker *w);
+const ct_cache_device *ct_tune_worker_device(const ct_tune_worker *w);
+
+/* Makes the test data of problem p from seed and its float64 reference
+** (ct_tune_data_create) in the worker; remembered for restarts.  Returns
+** CT_OK, or a failure with a message in err (CT_ERR_IO when the worker died
+** or the stop flag was raised). */
+ct_status ct_tune_worker_setup(ct_tune_worker *w, const ct_problem *p,
+                               uint64_t seed, double timeout_s, char *err,
+                               size_t len);
+
+/* Runs one job after setup.  Returns CT_OK with *out filled (a faulted or
+** timed-out job, or an interrupted one, leaves the worker stopped:
+** ct_tune_worker_alive says 0), CT_ERR_INVALID_ARG, or CT_ERR_IO when the
+** worker was not alive. */
+ct_status ct_tune_worker_run(ct_tune_worker *w, const ct_tune_job *job,
+                             ct_tune_outcome *out);
+
+/* 1 while the worker can take jobs. */
+int ct_tune_worker_alive(const ct_tune_worker *w);
+
+/* Restarts a stopped worker on the same device and repeats its setup.
+** Returns as ct_tune_worker_start / _setup. */
+ct_status ct_tune_worker_restart(ct_tune_worker *w, char *err, size_t len);
+
+/* Starts (isolated: how many times) the worker was restarted. */
+int ct_tune_worker_restarts(const ct_tune_worker *w);
+
+/* Stops the worker (kills an isolated one) and frees w.  NULL is a no-op. */
+void ct_tune_worker_stop(ct_tune_worker *w);
+
+/* The worker process's main: `EXE __ct_worker FD` serves jobs on socket FD
+** until the parent closes it.  Returns the process's exit status. */
+int ct_tune_worker_main(int argc, char **argv);
+
+/* ---------------------------------------------------------------------- */
+/* The search order (search.c)                                             */
+
+/* Decides which variant to screen next.  Exhaustive: enumeration order,
+** every variant.  Budgeted: first a stratified sample of every family (a
+** third of max_screen, or sqrt(n) under a time budget alone; each family
+** in proportion to its size and at least its default variant, points
+** spread evenly over its enumeration order), then hill climbing: the
+** untried neighbours (same family, one parameter different) of the
+** fastest timed variant, the one a cheap model predicts fastest first
+** (per family, log time additive in each parameter's value, refitted on
+** every result); that neighbourhood exhausted, the next fastest's; then
+** the rest.  Stops once max_screen variants have a result (results
+** recorded by an earlier run count).  Pure CPU logic; search.c has the
+** details. */
+typedef struct ct_tune_search ct_tune_search;
+
+/* budgeted 0: exhaustive.  budgeted 1: the budgeted order, stopping after
+** max_screen results (0 or >= n: once every variant has one).  Returns
+** CT_OK, CT_ERR_INVALID_ARG, CT_ERR_NOMEM. */
+ct_status ct_tune_search_create(const ct_gen_variant *v, size_t n,
+                                int budgeted, size_t max_screen,
+                                ct_tune_search **out);
+void ct_tune_search_destroy(ct_tune_search *s);
+
+/* Records variant i's result: its screened mean, or NAN when it failed. */
+void ct_tune_search_result(ct_tune_search *s, size_t i, double mean_ms);
+
+/* The next variant to screen, or -1 when the search is done. */
+long ct_tune_search_next(ct_tune_search *s);
+
+/* Up to k variants the search would pick next if no result arrived (the
+** first is what ct_tune_search_next returns), into out; returns how many.
+** The tuner compiles them ahead. */
+size_t ct_tune_search_peek(ct_tune_search *s, size_t *out, size_t k);
+
+/* 1 when budgeted, 0 when exhaustive. */
+int ct_tune_search_budgeted(const ct_tune_search *s);
+
+/* ---------------------------------------------------------------------- */
 /* The tuning loop                                                         */
+
+/* Spaces up to this many variants are searched exhaustively by default;
+** larger ones get a budgeted search of this many. */
+#define CT_TUNE_EXHAUSTIVE_MAX 512
 
 typedef struct ct_tune_options {
   ct_problem problem;      /* what to tune, precision included */
@@ -100,14 +238,32 @@ typedef struct ct_tune_options {
   int finalists;           /* variants re-timed before a winner is named */
   uint64_t seed;           /* 0 = fresh */
   FILE *progress;          /* one line per variant, or NULL */
+  int progress_bar;        /* 1: progress is a terminal: one updating line */
+  int resume;              /* 1: reuse recorded trials (see ct_tune_run) */
+  size_t max_variants;     /* 0: no limit; else screen at most this many */
+  double budget_s;         /* 0: none; else stop screening after this long */
+  const char *families;    /* comma-separated family names; NULL: all */
+  const char *worker_exe;  /* NULL: GPU work in this process; else the
+                              binary run as the isolated worker */
+  double watchdog_s;       /* floor of each job's timeout, seconds */
+  volatile sig_atomic_t *stop; /* NULL, or polled: non-zero stops the tune */
 } ct_tune_options;
 
-/* Defaults: device 0, all cores, 10 screening trials, 100 final, 3 finalists. */
+/* Defaults: device 0, all cores, 10 screening trials, 100 final, 3
+** finalists, resume on, no budget, in-process worker, 10 s watchdog. */
 void ct_tune_options_default(ct_tune_options *o);
+
+typedef enum ct_tune_origin {
+  CT_TUNE_UNTRIED = 0,    /* not screened (budgeted search, or interrupted) */
+  CT_TUNE_SCREENED,       /* screened in this run */
+  CT_TUNE_RESUMED         /* its recorded trial was reused */
+} ct_tune_origin;
 
 typedef struct ct_tune_row {
   ct_cache_trial trial;   /* as recorded (screening, or final for finalists) */
+  ct_tune_origin origin;
   int finalist;           /* 1 when re-timed with the full protocol */
+  int cubin_cached;       /* 1: its cubin came from the compile cache */
 } ct_tune_row;
 
 typedef struct ct_tune_result {
@@ -118,17 +274,49 @@ typedef struct ct_tune_result {
   ct_tune_row *rows;      /* one per variant, enumeration order */
   long winner;            /* index into rows, -1 when nothing passed */
   double wall_s;          /* whole tune */
-  double compile_s;       /* NVRTC CPU time summed over variants */
+  double compile_s;       /* NVRTC CPU time summed over this run's compiles */
   int threads;            /* compile threads used */
+  size_t n_screened;      /* variants screened in this run */
+  size_t n_resumed;       /* variants whose recorded trial was reused */
+  size_t n_compiled;      /* NVRTC compiles in this run */
+  size_t n_cached;        /* cubins read from the compile cache */
+  int restarts;           /* worker restarts after a fault or hang */
+  int budgeted;           /* 1: budgeted search, 0: exhaustive */
+  int interrupted;        /* o->stop ended the run early */
 } ct_tune_result;
 
-/* Enumerates, compiles (in parallel, overlapped with GPU work), verifies,
-** times and records every variant of o->problem, then re-times the
-** finalists and stores the winner with its cubin.  Every trial is
-** committed when it finishes.  Returns CT_OK (r->winner may be -1),
-** or a setup failure (message in err).  Free r with ct_tune_result_free. */
+/* Enumerates the variants of o->problem (only o->families' when given),
+** screens them in the search's order and records each as one trial the
+** moment it finishes: compile-failed, launch-failed, faulted, timeout,
+** wrong (failed its precision contract) or timed (o->screen_trials).
+** Cubins come from the compile cache when there (no NVRTC); the others are
+** compiled on o->threads threads, overlapped with the GPU work, and
+** cached.  With o->resume, a variant that already has a trial for this
+** problem, device and source hash is not screened again: its recorded
+** trial stands (so a rerun after an interruption picks up where it
+** stopped).  Then the o->finalists fastest timed variants, from this run
+** or recorded, are verified again and re-timed with the full protocol
+** (recorded as further trials), and the fastest is stored as the winner
+** with its cubin.  A raised o->stop abandons the job in flight (not
+** recorded) and returns with r->interrupted set and no new winner.
+** Returns CT_OK (r->winner may be -1), or a setup failure (message in
+** err).  Free r with ct_tune_result_free. */
 ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
                       size_t len);
 void ct_tune_result_free(ct_tune_result *r);
+
+/* ---------------------------------------------------------------------- */
+/* Reports (report.c)                                                      */
+
+/* Writes an SVG chart of trials (any order; several per variant allowed)
+** to f: one row per variant, sorted by time, a bar for its latest timed
+** trial's mean coloured by family (the part of the name before ':'), the
+** variant named winner (may be NULL) outlined and labelled, the variants
+** that never timed listed with their latest status.  title and subtitle
+** (may be NULL) head it.  Returns CT_OK, CT_ERR_INVALID_ARG, CT_ERR_NOMEM,
+** CT_ERR_IO (a write failed). */
+ct_status ct_tune_report_svg(FILE *f, const char *title, const char *subtitle,
+                             const ct_cache_trial *trials, size_t n,
+                             const char *winner);
 
 #endif /* CT_TUNE_H */

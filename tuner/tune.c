@@ -1,23 +1,32 @@
 /*
 ** tune.c — the tuning loop (see ct_tune.h).
 **
-** Compile threads take variants in enumeration order and compile them with
-** NVRTC; the calling thread owns the GPU and walks the same order, waiting
-** for each variant's cubin, so compilation overlaps verification and timing.
-** Every variant ends as one recorded trial: compile-failed, launch-failed,
-** wrong (failed its precision contract) or timed (screening trials).  The
-** fastest timed variants are re-timed with the full protocol, recorded as
-** further trials, and the best of those is stored as the winner.
+** Three parties:
+**   - the calling thread owns the database handle, the search and the
+**     measuring worker (worker.c: a child process that owns the GPU);
+**   - compile threads take variants off a queue and compile them with
+**     NVRTC, each storing its cubins in the compile cache through its own
+**     database handle;
+**   - the worker verifies and times one variant at a time.
+** The calling thread asks the search for the next variant, makes sure it
+** and the few after it are compiling (or found in the compile cache), waits
+** for its cubin, sends it to the worker and records the outcome as one
+** trial, committed at once.  Compilation runs ahead of the GPU work.
+**
+** After screening, the fastest timed variants (from this run or recorded
+** by an earlier one) are verified again and re-timed with the full
+** protocol; the fastest of those is stored as the winner with its cubin.
 */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "ct_drv.h"
 #include "ct_nvrtc.h"
 #include "ct_rt.h"
 #include "ct_tune.h"
@@ -28,6 +37,8 @@ void ct_tune_options_default(ct_tune_options *o) {
   o->screen_trials = 10;
   o->final_trials = 100;
   o->finalists = 3;
+  o->resume = 1;
+  o->watchdog_s = 10.0;
 }
 
 void ct_tune_result_free(ct_tune_result *r) {
@@ -43,68 +54,254 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static int stopped(const ct_tune_options *o) { return o->stop && *o->stop; }
+
 /* ---------------------------------------------------------------------- */
-/* The compile pool                                                        */
+/* Variants and the compile pool                                           */
+
+enum { SLOT_IDLE, SLOT_QUEUED, SLOT_DONE };
 
 typedef struct tune_slot {
   ct_gen_variant variant;
+  char *src;             /* generated source; NULL when generation failed */
   uint64_t source_hash;
-  ct_rt_compiled out;   /* cubin and report */
-  ct_status rc;         /* of ct_gen_source / ct_rt_compile */
-  int done;
+  ct_rt_compiled out;    /* cubin and ptxas report */
+  ct_status rc;          /* of ct_gen_source / ct_rt_compile */
+  int cached;            /* 1: cubin from the compile cache */
+  int counted;           /* 1: its cubin is in r->n_compiled / n_cached */
+  int state;             /* SLOT_*; guarded by the pool's lock */
 } tune_slot;
 
 typedef struct tune_pool {
-  const ct_problem *p;
-  const char *arch;
   tune_slot *slots;
-  size_t n, next;          /* next slot to claim */
+  size_t n;
+  const char *arch, *options, *nvrtc_version, *db_path;
+  size_t *queue;         /* slot indices to compile, FIFO */
+  size_t q_head, q_len;
+  int quit;              /* threads leave after their current compile */
   pthread_mutex_t lock;
-  pthread_cond_t done;     /* signalled as each slot finishes */
+  pthread_cond_t work;   /* queue not empty, or quit */
+  pthread_cond_t done;   /* a slot became SLOT_DONE */
+  size_t n_compiled;     /* compiles finished in this run */
+  double compile_ms;     /* their NVRTC time */
 } tune_pool;
 
-static void *pool_worker(void *arg) {
+/* Keeps a fresh cubin in the compile cache; failures only cost the cache. */
+static void pool_store(tune_pool *pool, ct_cache **c, int *tried,
+                       const tune_slot *s, const ct_rt_compiled *out) {
+  if (*c == NULL && !*tried) {
+    *tried = 1;
+    if (ct_cache_open(pool->db_path, 0, c, NULL, 0) != CT_OK) *c = NULL;
+  }
+  if (*c == NULL) return;
+  ct_cache_cubin cb;
+  memset(&cb, 0, sizeof cb);
+  cb.source_hash = s->source_hash;
+  snprintf(cb.options, sizeof cb.options, "%s", pool->options);
+  snprintf(cb.arch, sizeof cb.arch, "%s", pool->arch);
+  snprintf(cb.nvrtc_version, sizeof cb.nvrtc_version, "%s", pool->nvrtc_version);
+  cb.cubin = out->cubin;
+  cb.cubin_size = out->cubin_size;
+  cb.cubin_hash = ct_gen_hash(out->cubin, out->cubin_size, CT_GEN_HASH_SEED);
+  cb.regs = out->regs;
+  cb.spill_bytes = out->spill_bytes;
+  cb.stack_bytes = out->stack_bytes;
+  cb.smem_static = out->smem_static;
+  cb.compile_ms = out->compile_ms;
+  ct_cache_cubin_put(*c, &cb, NULL);
+}
+
+static void *pool_thread(void *arg) {
   tune_pool *pool = arg;
+  ct_cache *c = NULL;
+  int tried = 0;
   for (;;) {
     pthread_mutex_lock(&pool->lock);
-    size_t i = pool->next < pool->n ? pool->next++ : pool->n;
-    pthread_mutex_unlock(&pool->lock);
-    if (i == pool->n) return NULL;
-    tune_slot *s = &pool->slots[i];
-    char *src = NULL;
-    s->rc = ct_gen_source(pool->p, &s->variant, &src);
-    if (s->rc == CT_OK) {
-      s->source_hash = ct_gen_hash(src, strlen(src), CT_GEN_HASH_SEED);
-      s->rc = ct_rt_compile(src, s->variant.name, pool->arch, &s->out);
+    while (!pool->quit && pool->q_len == 0) pthread_cond_wait(&pool->work, &pool->lock);
+    if (pool->quit) {
+      pthread_mutex_unlock(&pool->lock);
+      break;
     }
-    free(src);
+    size_t i = pool->queue[pool->q_head++];
+    pool->q_len--;
+    pthread_mutex_unlock(&pool->lock);
+
+    tune_slot *s = &pool->slots[i];
+    ct_rt_compiled out;
+    ct_status rc = ct_rt_compile(s->src, s->variant.name, pool->arch, &out);
+    if (rc == CT_OK) pool_store(pool, &c, &tried, s, &out);
+
     pthread_mutex_lock(&pool->lock);
-    s->done = 1;
+    s->out = out;
+    s->rc = rc;
+    s->state = SLOT_DONE;
+    pool->n_compiled++;
+    pool->compile_ms += out.compile_ms;
     pthread_cond_broadcast(&pool->done);
     pthread_mutex_unlock(&pool->lock);
   }
+  ct_cache_close(c);
+  return NULL;
 }
 
-static void pool_wait(tune_pool *pool, size_t i) {
+/* Makes sure slot i will get its cubin: from the compile cache (then it is
+** done at once), else queued for a compile thread.  Calling thread only. */
+static void pool_want(tune_pool *pool, ct_cache *cache, size_t i) {
+  tune_slot *s = &pool->slots[i];
   pthread_mutex_lock(&pool->lock);
-  while (!pool->slots[i].done) pthread_cond_wait(&pool->done, &pool->lock);
+  int idle = s->state == SLOT_IDLE;
+  pthread_mutex_unlock(&pool->lock);
+  if (!idle) return;
+  if (s->src == NULL) { /* generation failed: nothing to compile */
+    pthread_mutex_lock(&pool->lock);
+    s->state = SLOT_DONE;
+    pthread_mutex_unlock(&pool->lock);
+    return;
+  }
+  ct_cache_cubin cb;
+  if (ct_cache_cubin_get(cache, s->source_hash, pool->options, pool->arch,
+                         pool->nvrtc_version, &cb) == CT_OK) {
+    memset(&s->out, 0, sizeof s->out);
+    s->out.cubin = cb.cubin; /* ownership passes to the slot */
+    s->out.cubin_size = cb.cubin_size;
+    s->out.regs = cb.regs;
+    s->out.spill_bytes = cb.spill_bytes;
+    s->out.stack_bytes = cb.stack_bytes;
+    s->out.smem_static = cb.smem_static;
+    s->out.compile_ms = cb.compile_ms;
+    s->rc = CT_OK;
+    s->cached = 1;
+    pthread_mutex_lock(&pool->lock);
+    s->state = SLOT_DONE;
+    pthread_mutex_unlock(&pool->lock);
+    return;
+  }
+  pthread_mutex_lock(&pool->lock);
+  s->state = SLOT_QUEUED;
+  pool->queue[(pool->q_head + pool->q_len++) % pool->n] = i;
+  pthread_cond_signal(&pool->work);
   pthread_mutex_unlock(&pool->lock);
 }
 
 /* ---------------------------------------------------------------------- */
-/* Running a loaded variant                                                */
+/* Progress                                                                */
 
-static ct_status run_kernel(void *arg, const ct_tune_data *d, CUstream s,
-                            char *err, size_t len) {
-  const ct_rt_kernel *k = arg;
-  CUresult cr;
-  ct_status rc = ct_rt_kernel_launch(k, d->x, d->w, d->b, d->y, s, &cr);
-  if (rc != CT_OK) {
-    char buf[256];
-    snprintf(err, len, "launch failed: %s", ct_drv_error(cr, buf, sizeof buf));
+typedef struct tune_progress {
+  const ct_tune_options *o;
+  ct_tune_result *r;
+  tune_pool *pool;
+  size_t total;          /* variants the search means to have results for */
+  size_t timed, wrong, failed;
+  double screen_t0;      /* when screening began */
+  double last_draw;
+  const char *phase;     /* "screening", "finalists" */
+  const char *current;   /* the variant in flight */
+} tune_progress;
+
+/* The single updating line on a terminal. */
+static void progress_draw(tune_progress *pg, int force) {
+  FILE *f = pg->o->progress;
+  if (f == NULL || !pg->o->progress_bar) return;
+  double t = now_s();
+  if (!force && t - pg->last_draw < 0.1) return;
+  pg->last_draw = t;
+  ct_tune_result *r = pg->r;
+  size_t known = r->n_screened + r->n_resumed;
+  pthread_mutex_lock(&pg->pool->lock);
+  size_t compiled = pg->pool->n_compiled;
+  pthread_mutex_unlock(&pg->pool->lock);
+  char eta[32] = "--";
+  if (r->n_screened > 0 && pg->total > known) {
+    double per = (t - pg->screen_t0) / (double)r->n_screened;
+    int left = (int)(per * (double)(pg->total - known) + 0.5);
+    snprintf(eta, sizeof eta, "%d:%02d", left / 60, left % 60);
   }
-  return rc;
+  const int width = 20;
+  int fill = pg->total ? (int)((double)width * (double)known / (double)pg->total) : 0;
+  char bar[32];
+  for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
+  bar[width] = '\0';
+  char line[512];
+  snprintf(line, sizeof line, "[%s] %zu/%zu ETA %s  timed %zu wrong %zu failed %zu"
+           "  compiled %zu cached %zu resumed %zu  %s %s",
+           bar, known, pg->total, eta, pg->timed, pg->wrong, pg->failed, compiled,
+           r->n_cached, r->n_resumed, pg->phase, pg->current ? pg->current : "");
+  /* One line: never wider than the terminal (a wrapped line cannot be
+  ** redrawn in place). */
+  struct winsize ws;
+  size_t cols = ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
+  if (cols < sizeof line) line[cols - 1] = '\0';
+  fprintf(f, "\r%s\033[K", line);
+  fflush(f);
 }
+
+static void progress_count(tune_progress *pg, const ct_cache_trial *t) {
+  if (t->status == CT_TRIAL_TIMED) pg->timed++;
+  else if (t->status == CT_TRIAL_WRONG) pg->wrong++;
+  else pg->failed++;
+}
+
+/* One plain line per finished variant (not on a terminal). */
+static void progress_line(tune_progress *pg, const ct_tune_row *row,
+                          const char *tag, size_t index, size_t total) {
+  FILE *f = pg->o->progress;
+  if (f == NULL) return;
+  if (pg->o->progress_bar) {
+    progress_draw(pg, 1);
+    return;
+  }
+  const ct_cache_trial *t = &row->trial;
+  char comp[32];
+  if (row->cubin_cached) snprintf(comp, sizeof comp, "cached");
+  else if (isfinite(t->compile_ms)) snprintf(comp, sizeof comp, "%.1f s", t->compile_ms / 1e3);
+  else snprintf(comp, sizeof comp, "-");
+  if (t->status == CT_TRIAL_TIMED)
+    fprintf(f, "[%s%zu/%zu] %-14s %9.4f ms  compile %-7s %s\n", tag, index,
+            total, ct_trial_status_name(t->status), t->mean_ms, comp,
+            t->variant);
+  else
+    fprintf(f, "[%s%zu/%zu] %-14s %12s  compile %-7s %s: %.160s\n", tag, index,
+            total, ct_trial_status_name(t->status), "", comp, t->variant,
+            t->message);
+  fflush(f);
+}
+
+/* Waits until slot i is done, or the tune is stopped (returns 0 then). */
+static int pool_wait(tune_pool *pool, size_t i, tune_progress *pg) {
+  const ct_tune_options *o = pg->o;
+  pthread_mutex_lock(&pool->lock);
+  while (pool->slots[i].state != SLOT_DONE && !stopped(o)) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 100 * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&pool->done, &pool->lock, &until);
+    pthread_mutex_unlock(&pool->lock);
+    progress_draw(pg, 0);
+    pthread_mutex_lock(&pool->lock);
+  }
+  int done = pool->slots[i].state == SLOT_DONE;
+  pthread_mutex_unlock(&pool->lock);
+  return done;
+}
+
+/* Counts a done slot's cubin once: compiled now, or from the cache. */
+static void count_cubin(ct_tune_result *r, tune_slot *s) {
+  if (s->counted || s->src == NULL) return;
+  s->counted = 1;
+  if (s->cached) {
+    r->n_cached++;
+  } else {
+    r->n_compiled++;
+    r->compile_s += s->out.compile_ms / 1e3;
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Trials                                                                  */
 
 static void trial_init(ct_cache_trial *t, int64_t problem_id,
                        int64_t device_id, const tune_slot *s) {
@@ -113,81 +310,72 @@ static void trial_init(ct_cache_trial *t, int64_t problem_id,
   t->device_id = device_id;
   snprintf(t->variant, sizeof t->variant, "%s", s->variant.name);
   t->source_hash = s->source_hash;
-  t->compile_ms = s->out.compile_ms;
+  t->compile_ms = s->out.cubin || s->out.log ? s->out.compile_ms : NAN;
   t->regs = s->out.regs;
   t->spill_bytes = s->out.spill_bytes;
   int smem = 0;
   for (int i = 0; i < s->variant.n_kernels; i++)
     if ((int)s->variant.kernels[i].smem > smem) smem = (int)s->variant.kernels[i].smem;
-  t->smem_bytes = smem + s->out.smem_static;
+  t->smem_bytes = smem + (s->out.smem_static > 0 ? s->out.smem_static : 0);
   t->max_abs_err = t->rel_err = NAN;
   t->mean_ms = t->median_ms = t->min_ms = t->max_ms = NAN;
 }
 
-/* Loads, verifies and screens one compiled variant into trial t.  A CUDA
-** error that leaves the context unusable is returned; everything else ends
-** in t->status. */
-static ct_status tune_one(ct_tune_gpu *g, ct_tune_data *d, tune_slot *s,
-                          int screen_trials, ct_cache_trial *t) {
-  char err[512] = "";
-  if (s->rc != CT_OK) {
-    t->status = CT_TRIAL_COMPILE_FAILED;
-    const char *log = s->out.log ? s->out.log : "";
-    snprintf(t->message, sizeof t->message, "%s: %.200s",
-             ct_status_string(s->rc), log);
-    return CT_OK;
+static void trial_from_outcome(ct_cache_trial *t, const ct_tune_outcome *oc) {
+  t->status = oc->status;
+  t->max_abs_err = oc->max_abs_err;
+  t->rel_err = oc->rel_err;
+  if (oc->status == CT_TRIAL_TIMED) {
+    t->mean_ms = oc->stats.mean_ms;
+    t->median_ms = oc->stats.median_ms;
+    t->min_ms = oc->stats.min_ms;
+    t->max_ms = oc->stats.max_ms;
+    t->n_timed = oc->stats.n;
+  } else {
+    t->mean_ms = t->median_ms = t->min_ms = t->max_ms = NAN;
+    t->n_timed = 0;
   }
-  ct_rt_kernel k;
-  CUresult cr;
-  if (ct_rt_kernel_load(&s->variant, s->out.cubin, &k, &cr) != CT_OK) {
-    t->status = CT_TRIAL_LAUNCH_FAILED;
-    ct_drv_error(cr, err, sizeof err);
-    snprintf(t->message, sizeof t->message, "load: %.240s", err);
-    return CT_OK;
-  }
-  ct_tune_check chk;
-  ct_status rc = ct_tune_verify(g, d, run_kernel, &k, &chk, err, sizeof err);
-  if (rc != CT_OK) {
-    t->status = CT_TRIAL_LAUNCH_FAILED;
-    snprintf(t->message, sizeof t->message, "%.255s", err);
-    ct_rt_kernel_unload(&k);
-    /* A fault poisons the context: the caller stops. */
-    return ct_drv.cuCtxSynchronize() == CUDA_SUCCESS ? CT_OK : CT_ERR_CUDA;
-  }
-  t->max_abs_err = chk.max_abs_err;
-  t->rel_err = chk.rel_err;
-  if (!chk.passes) {
-    t->status = CT_TRIAL_WRONG;
-    snprintf(t->message, sizeof t->message, "%.191s", chk.reason);
-    ct_rt_kernel_unload(&k);
-    return CT_OK;
-  }
-  ct_tune_stats st;
-  rc = ct_tune_time(g, d, run_kernel, &k, screen_trials, &st, err, sizeof err);
-  ct_rt_kernel_unload(&k);
-  if (rc != CT_OK) {
-    t->status = CT_TRIAL_LAUNCH_FAILED;
-    snprintf(t->message, sizeof t->message, "%.255s", err);
-    return ct_drv.cuCtxSynchronize() == CUDA_SUCCESS ? CT_OK : CT_ERR_CUDA;
-  }
-  t->status = CT_TRIAL_TIMED;
-  t->mean_ms = st.mean_ms;
-  t->median_ms = st.median_ms;
-  t->min_ms = st.min_ms;
-  t->max_ms = st.max_ms;
-  t->n_timed = st.n;
-  return CT_OK;
+  snprintf(t->message, sizeof t->message, "%s", oc->message);
 }
 
-static void progress_line(FILE *f, size_t i, size_t n, const ct_cache_trial *t) {
-  if (f == NULL) return;
-  if (t->status == CT_TRIAL_TIMED)
-    fprintf(f, "[%zu/%zu] %-14s %9.4f ms  %s\n", i + 1, n,
-            ct_trial_status_name(t->status), t->mean_ms, t->variant);
-  else
-    fprintf(f, "[%zu/%zu] %-14s %12s  %s: %s\n", i + 1, n,
-            ct_trial_status_name(t->status), "", t->variant, t->message);
-  fflush(f);
+/* The watchdog for a job: the floor, plus the host's share of verifying
+** this many outputs, plus 50x the variant's expected time per run. */
+static double job_timeout(const ct_tune_options *o, size_t outputs, int trials,
+                          double expected_ms) {
+  double t = o->watchdog_s + 2e-8 * (double)outputs;
+  if (isfinite(expected_ms)) t += (trials + 1) * 50.0 * expected_ms / 1e3;
+  return t;
+}
+
+/* 1 when name is in the comma-separated list. */
+static int in_list(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0) return 1;
+    p += len + (e != NULL);
+  }
+  return 0;
+}
+
+/* Checks every name of the list is a family.  Returns the first unknown
+** one in buf, or 0 when all are known. */
+static int unknown_family(const char *list, char *buf, size_t len) {
+  for (const char *p = list; *p;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    snprintf(buf, len, "%.*s", (int)n, p);
+    if (ct_gen_family_find(buf) == NULL) return 1;
+    p += n + (e != NULL);
+  }
+  return 0;
+}
+
+static int cmp_mean(const void *a, const void *b, void *rows) {
+  const ct_tune_row *r = rows;
+  double x = r[*(const size_t *)a].trial.mean_ms, y = r[*(const size_t *)b].trial.mean_ms;
+  return (x > y) - (x < y);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -199,33 +387,55 @@ ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
   r->winner = -1;
   double t0 = now_s();
   ct_status rc;
-  ct_tune_gpu g;
-  memset(&g, 0, sizeof g);
-  ct_tune_data d;
-  memset(&d, 0, sizeof d);
   ct_cache *cache = NULL;
+  ct_tune_worker *w = NULL;
+  ct_tune_search *search = NULL;
   ct_gen_variant *variants = NULL;
-  size_t n = 0;
+  size_t n = 0, *order = NULL;
   tune_pool pool;
   memset(&pool, 0, sizeof pool);
   pthread_t *threads = NULL;
   int n_threads = 0;
   pthread_mutex_init(&pool.lock, NULL);
+  pthread_cond_init(&pool.work, NULL);
   pthread_cond_init(&pool.done, NULL);
+  char options[256] = "", nvrtc_version[16] = "", arch[16] = "";
+  tune_progress pg;
+  memset(&pg, 0, sizeof pg);
+  pg.o = o;
+  pg.r = r;
+  pg.pool = &pool;
+  pg.phase = "starting";
 
   if ((rc = ct_problem_validate(&o->problem, err, len)) != CT_OK) goto out;
   ct_problem_format(&o->problem, r->spec, sizeof r->spec);
-  if ((rc = ct_tune_gpu_open(o->device, &g, err, len)) != CT_OK) goto out;
-  r->device = g.device;
+  if (o->families) {
+    char bad[64];
+    if (unknown_family(o->families, bad, sizeof bad)) {
+      snprintf(err, len, "unknown family '%s'", bad);
+      rc = CT_ERR_INVALID_ARG;
+      goto out;
+    }
+  }
 
+  /* The device first: a machine without one gets no database file. */
+  rc = ct_tune_worker_start(o->worker_exe, o->device, o->stop, &w, err, len);
+  if (rc != CT_OK) goto out;
   char cerr[512];
   rc = ct_cache_open(o->db_path, CT_CACHE_CREATE, &cache, cerr, sizeof cerr);
   if (rc != CT_OK) {
     snprintf(err, len, "%s", cerr);
     goto out;
   }
+  r->device = *ct_tune_worker_device(w);
+  const ct_gen_limits *lim = ct_tune_worker_limits(w);
+  snprintf(arch, sizeof arch, "%s", lim->arch);
+  const char *opts = ct_rt_compile_options(arch);
+  snprintf(options, sizeof options, "%s", opts ? opts : "");
+  ct_rt_nvrtc_version(nvrtc_version, sizeof nvrtc_version);
+
   int64_t device_id, problem_id;
-  if ((rc = ct_cache_device_id(cache, &g.device, &device_id)) != CT_OK ||
+  if ((rc = ct_cache_device_id(cache, &r->device, &device_id)) != CT_OK ||
       (rc = ct_cache_problem_id(cache, r->spec,
                                 ct_precision_name(o->problem.precision),
                                 &problem_id)) != CT_OK) {
@@ -233,29 +443,78 @@ ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
     goto out;
   }
 
-  rc = ct_gen_enumerate(&o->problem, &g.limits, &variants, &n);
+  /* The search space: every valid variant, or the families asked for. */
+  size_t n_all = 0;
+  rc = ct_gen_enumerate(&o->problem, lim, &variants, &n_all);
   if (rc != CT_OK) {
     snprintf(err, len, "cannot enumerate variants: %s", ct_status_string(rc));
     goto out;
   }
+  for (size_t i = 0; i < n_all; i++)
+    if (o->families == NULL || in_list(o->families, variants[i].family->name))
+      variants[n++] = variants[i];
   if (n == 0) {
-    snprintf(err, len, "no valid variant for %s on %s", r->spec, g.limits.arch);
+    snprintf(err, len, "no valid variant for %s on %s%s%s", r->spec, arch,
+             o->families ? " in families " : "", o->families ? o->families : "");
     rc = CT_ERR_UNSUPPORTED;
     goto out;
   }
   r->rows = calloc(n, sizeof *r->rows);
   pool.slots = calloc(n, sizeof *pool.slots);
-  if (r->rows == NULL || pool.slots == NULL) {
+  pool.queue = calloc(n, sizeof *pool.queue);
+  order = calloc(n, sizeof *order);
+  if (!r->rows || !pool.slots || !pool.queue || !order) {
     snprintf(err, len, "out of host memory");
     rc = CT_ERR_NOMEM;
     goto out;
   }
   r->n_rows = n;
-  for (size_t i = 0; i < n; i++) pool.slots[i].variant = variants[i];
-  pool.p = &o->problem;
-  pool.arch = g.limits.arch;
   pool.n = n;
+  pool.arch = arch;
+  pool.options = options;
+  pool.nvrtc_version = nvrtc_version;
+  pool.db_path = o->db_path;
 
+  /* Sources and their hashes (cheap), then what earlier runs recorded. */
+  for (size_t i = 0; i < n; i++) {
+    tune_slot *s = &pool.slots[i];
+    s->variant = variants[i];
+    s->out.regs = s->out.spill_bytes = s->out.stack_bytes = s->out.smem_static = -1;
+    s->rc = ct_gen_source(&o->problem, &s->variant, &s->src);
+    if (s->rc == CT_OK)
+      s->source_hash = ct_gen_hash(s->src, strlen(s->src), CT_GEN_HASH_SEED);
+    trial_init(&r->rows[i].trial, problem_id, device_id, s);
+  }
+  int budgeted = o->max_variants > 0 || o->budget_s > 0 || n > CT_TUNE_EXHAUSTIVE_MAX;
+  size_t max_screen = o->max_variants ? o->max_variants
+                      : o->budget_s > 0 ? 0 : CT_TUNE_EXHAUSTIVE_MAX;
+  rc = ct_tune_search_create(variants, n, budgeted, max_screen, &search);
+  if (rc != CT_OK) {
+    snprintf(err, len, "out of host memory");
+    goto out;
+  }
+  r->budgeted = ct_tune_search_budgeted(search);
+  if (o->resume) {
+    for (size_t i = 0; i < n; i++) {
+      ct_cache_trial t;
+      rc = ct_cache_trial_find(cache, problem_id, device_id, variants[i].name,
+                               pool.slots[i].source_hash, &t);
+      if (rc == CT_ERR_NOT_FOUND) continue;
+      if (rc != CT_OK) {
+        snprintf(err, len, "%s", ct_cache_errmsg(cache));
+        goto out;
+      }
+      r->rows[i].trial = t;
+      r->rows[i].origin = CT_TUNE_RESUMED;
+      r->n_resumed++;
+      ct_tune_search_result(search, i, t.status == CT_TRIAL_TIMED ? t.mean_ms : NAN);
+      progress_count(&pg, &t);
+    }
+    rc = CT_OK;
+  }
+  pg.total = r->budgeted && max_screen && max_screen < n ? max_screen : n;
+
+  /* The compile threads. */
   n_threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (n_threads < 1) n_threads = 1;
   if ((size_t)n_threads > n) n_threads = (int)n;
@@ -267,77 +526,199 @@ ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
     goto out;
   }
   for (int i = 0; i < n_threads; i++)
-    if (pthread_create(&threads[i], NULL, pool_worker, &pool) != 0) {
+    if (pthread_create(&threads[i], NULL, pool_thread, &pool) != 0) {
       n_threads = i;
       rc = CT_ERR_NOMEM;
       snprintf(err, len, "cannot start compile threads");
       goto out;
     }
+  /* Start compiling what the search wants first, then make the test data
+  ** (the reference runs on the GPU meanwhile). */
+  size_t ahead = (size_t)n_threads * 2;
+  size_t *peek = calloc(ahead, sizeof *peek);
+  if (peek == NULL) {
+    rc = CT_ERR_NOMEM;
+    snprintf(err, len, "out of host memory");
+    goto out;
+  }
+  size_t np = ct_tune_search_peek(search, peek, ahead);
+  for (size_t k = 0; k < np; k++) pool_want(&pool, cache, peek[k]);
 
   r->seed = o->seed ? o->seed : ct_tune_fresh_seed();
-  rc = ct_tune_data_create(&g, &o->problem, r->seed, &d, err, len);
-  if (rc != CT_OK) goto out;
-
-  /* Screening: every variant, in order, as its compile finishes. */
-  for (size_t i = 0; i < n; i++) {
-    pool_wait(&pool, i);
-    tune_slot *s = &pool.slots[i];
-    ct_cache_trial *t = &r->rows[i].trial;
-    trial_init(t, problem_id, device_id, s);
-    r->compile_s += s->out.compile_ms / 1e3;
-    rc = tune_one(&g, &d, s, o->screen_trials, t);
-    if (ct_cache_trial_add(cache, t) != CT_OK) {
-      snprintf(err, len, "cannot record a trial: %s", ct_cache_errmsg(cache));
-      rc = CT_ERR_DB;
-      goto out;
+  int64_t P, Q;
+  ct_problem_output(&o->problem, &P, &Q);
+  size_t outputs = (size_t)(o->problem.n * o->problem.k * P * Q);
+  size_t inputs = (size_t)(o->problem.n * o->problem.c * o->problem.h * o->problem.w);
+  pg.phase = "reference";
+  progress_draw(&pg, 1);
+  rc = ct_tune_worker_setup(w, &o->problem, r->seed,
+                            120.0 + 1e-7 * (double)(inputs + outputs), err, len);
+  if (rc != CT_OK) {
+    free(peek);
+    if (stopped(o)) {
+      r->interrupted = 1;
+      rc = CT_OK;
     }
-    progress_line(o->progress, i, n, t);
-    if (rc != CT_OK) {
-      snprintf(err, len, "%s left the GPU context unusable (%s); stopping",
-               t->variant, t->message);
-      goto out;
-    }
-    if (t->status != CT_TRIAL_TIMED) ct_rt_compiled_clear(&s->out);
+    goto out;
   }
 
-  /* Finalists: the fastest screened variants, re-timed with the protocol. */
-  double best = INFINITY;
-  for (int f = 0; f < o->finalists; f++) {
-    long pick = -1;
-    for (size_t i = 0; i < n; i++) {
-      const ct_tune_row *row = &r->rows[i];
-      if (row->trial.status != CT_TRIAL_TIMED || row->finalist) continue;
-      if (pick < 0 || row->trial.mean_ms < r->rows[pick].trial.mean_ms) pick = (long)i;
+  /* Screening, in the search's order. */
+  pg.phase = "screening";
+  pg.screen_t0 = now_s();
+  double slowest = NAN, job_wall = 0.0, best_ms = INFINITY;
+  for (;;) {
+    if (stopped(o)) {
+      r->interrupted = 1;
+      break;
     }
-    if (pick < 0) break;
-    tune_slot *s = &pool.slots[pick];
-    ct_cache_trial *t = &r->rows[pick].trial;
-    r->rows[pick].finalist = 1;
-    ct_rt_kernel k;
-    CUresult cr;
-    char terr[512];
-    ct_tune_stats st;
-    if (ct_rt_kernel_load(&s->variant, s->out.cubin, &k, &cr) != CT_OK) continue;
-    rc = ct_tune_time(&g, &d, run_kernel, &k, o->final_trials, &st, terr, sizeof terr);
-    ct_rt_kernel_unload(&k);
-    if (rc != CT_OK) {
-      snprintf(err, len, "re-timing %s: %s", t->variant, terr);
-      goto out;
+    if (o->budget_s > 0 && r->n_screened > 0) {
+      /* Keep time for the finalists: each a verification and a re-time. */
+      double per = job_wall / (double)r->n_screened;
+      double reserve = o->finalists * (per + o->final_trials *
+                                       (isfinite(best_ms) ? best_ms : 1.0) / 1e3);
+      if (now_s() - t0 + per + reserve > o->budget_s) break;
     }
-    t->mean_ms = st.mean_ms;
-    t->median_ms = st.median_ms;
-    t->min_ms = st.min_ms;
-    t->max_ms = st.max_ms;
-    t->n_timed = st.n;
+    long next = ct_tune_search_next(search);
+    if (next < 0) break;
+    size_t i = (size_t)next;
+    np = ct_tune_search_peek(search, peek, ahead);
+    for (size_t k = 0; k < np; k++) pool_want(&pool, cache, peek[k]);
+    pool_want(&pool, cache, i);
+    tune_slot *s = &pool.slots[i];
+    pg.current = s->variant.name;
+    if (!pool_wait(&pool, i, &pg)) {
+      r->interrupted = 1;
+      break;
+    }
+    ct_tune_row *row = &r->rows[i];
+    ct_cache_trial *t = &row->trial;
+    trial_init(t, problem_id, device_id, s);
+    row->cubin_cached = s->cached;
+    count_cubin(r, s);
+    if (s->rc != CT_OK) {
+      t->status = CT_TRIAL_COMPILE_FAILED;
+      const char *log = s->out.log ? s->out.log : "";
+      snprintf(t->message, sizeof t->message, "%s: %.200s",
+               ct_status_string(s->rc), log);
+    } else {
+      ct_tune_job job;
+      memset(&job, 0, sizeof job);
+      snprintf(job.variant, sizeof job.variant, "%s", s->variant.name);
+      job.verify = 1;
+      job.trials = o->screen_trials;
+      job.cubin = s->out.cubin;
+      job.cubin_size = s->out.cubin_size;
+      job.timeout_s = job_timeout(o, outputs, o->screen_trials, slowest);
+      ct_tune_outcome oc;
+      if ((rc = ct_tune_worker_run(w, &job, &oc)) != CT_OK) {
+        snprintf(err, len, "the GPU worker is gone");
+        goto out;
+      }
+      if (oc.interrupted) {
+        r->interrupted = 1;
+        break;
+      }
+      job_wall += oc.wall_s;
+      trial_from_outcome(t, &oc);
+      if (t->status == CT_TRIAL_TIMED) {
+        if (!(t->mean_ms <= slowest)) slowest = t->mean_ms;
+        if (t->mean_ms < best_ms) best_ms = t->mean_ms;
+      }
+    }
     if (ct_cache_trial_add(cache, t) != CT_OK) {
       snprintf(err, len, "cannot record a trial: %s", ct_cache_errmsg(cache));
       rc = CT_ERR_DB;
       goto out;
     }
-    if (st.mean_ms < best) {
-      best = st.mean_ms;
-      r->winner = pick;
+    row->origin = CT_TUNE_SCREENED;
+    r->n_screened++;
+    ct_tune_search_result(search, i, t->status == CT_TRIAL_TIMED ? t->mean_ms : NAN);
+    progress_count(&pg, t);
+    progress_line(&pg, row, "", r->n_screened + r->n_resumed, pg.total);
+    if (t->status != CT_TRIAL_TIMED) ct_rt_compiled_clear(&s->out);
+    if (!ct_tune_worker_alive(w)) {
+      rc = ct_tune_worker_restart(w, err, len);
+      r->restarts++;
+      if (rc != CT_OK) {
+        if (stopped(o)) {
+          r->interrupted = 1;
+          rc = CT_OK;
+        }
+        break;
+      }
     }
+  }
+  free(peek);
+  if (rc != CT_OK || r->interrupted) goto out;
+
+  /* Finalists: the fastest timed variants, recorded or screened now,
+  ** verified again and re-timed with the full protocol. */
+  pg.phase = "finalists";
+  size_t n_cand = 0;
+  for (size_t i = 0; i < n; i++)
+    if (r->rows[i].origin != CT_TUNE_UNTRIED &&
+        r->rows[i].trial.status == CT_TRIAL_TIMED && isfinite(r->rows[i].trial.mean_ms))
+      order[n_cand++] = i;
+  qsort_r(order, n_cand, sizeof *order, cmp_mean, r->rows);
+  double best = INFINITY;
+  int good = 0;
+  for (size_t c = 0; c < n_cand && good < o->finalists; c++) {
+    size_t i = order[c];
+    tune_slot *s = &pool.slots[i];
+    ct_tune_row *row = &r->rows[i];
+    pg.current = s->variant.name;
+    pool_want(&pool, cache, i);
+    if (!pool_wait(&pool, i, &pg)) {
+      r->interrupted = 1;
+      break;
+    }
+    count_cubin(r, s);
+    if (s->rc != CT_OK || s->out.cubin == NULL) continue; /* cannot happen */
+    ct_tune_job job;
+    memset(&job, 0, sizeof job);
+    snprintf(job.variant, sizeof job.variant, "%s", s->variant.name);
+    job.verify = 1;
+    job.trials = o->final_trials;
+    job.cubin = s->out.cubin;
+    job.cubin_size = s->out.cubin_size;
+    job.timeout_s = job_timeout(o, outputs, o->final_trials, row->trial.mean_ms);
+    ct_tune_outcome oc;
+    if ((rc = ct_tune_worker_run(w, &job, &oc)) != CT_OK) {
+      snprintf(err, len, "the GPU worker is gone");
+      goto out;
+    }
+    if (oc.interrupted) {
+      r->interrupted = 1;
+      break;
+    }
+    ct_cache_trial *t = &row->trial;
+    trial_init(t, problem_id, device_id, s);
+    trial_from_outcome(t, &oc);
+    if (ct_cache_trial_add(cache, t) != CT_OK) {
+      snprintf(err, len, "cannot record a trial: %s", ct_cache_errmsg(cache));
+      rc = CT_ERR_DB;
+      goto out;
+    }
+    row->finalist = 1;
+    row->cubin_cached = s->cached;
+    progress_count(&pg, t);
+    progress_line(&pg, row, "final ", (size_t)good + 1, (size_t)o->finalists);
+    if (t->status == CT_TRIAL_TIMED) {
+      good++;
+      if (t->mean_ms < best) {
+        best = t->mean_ms;
+        r->winner = (long)i;
+      }
+    }
+    if (!ct_tune_worker_alive(w)) {
+      rc = ct_tune_worker_restart(w, err, len);
+      r->restarts++;
+      if (rc != CT_OK) goto out;
+    }
+  }
+  if (r->interrupted) {
+    r->winner = -1;
+    goto out;
   }
 
   if (r->winner >= 0) {
@@ -348,17 +729,14 @@ ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
     win.problem_id = problem_id;
     win.device_id = device_id;
     win.trial_id = t->id;
-    snprintf(win.spec, sizeof win.spec, "%s", r->spec);
-    snprintf(win.precision, sizeof win.precision, "%s",
-             ct_precision_name(o->problem.precision));
     snprintf(win.variant, sizeof win.variant, "%s", t->variant);
     win.source_hash = s->source_hash;
     win.cubin = s->out.cubin;
     win.cubin_size = s->out.cubin_size;
     win.cubin_hash = ct_gen_hash(win.cubin, win.cubin_size, CT_GEN_HASH_SEED);
-    snprintf(win.arch, sizeof win.arch, "%s", g.limits.arch);
-    snprintf(win.nvrtc_version, sizeof win.nvrtc_version, "%s", g.device.nvrtc_version);
-    snprintf(win.options, sizeof win.options, "%s", ct_rt_compile_options(g.limits.arch));
+    snprintf(win.arch, sizeof win.arch, "%s", arch);
+    snprintf(win.nvrtc_version, sizeof win.nvrtc_version, "%s", r->device.nvrtc_version);
+    snprintf(win.options, sizeof win.options, "%s", options);
     win.mean_ms = t->mean_ms;
     if (ct_cache_winner_set(cache, &win) != CT_OK) {
       snprintf(err, len, "cannot store the winner: %s", ct_cache_errmsg(cache));
@@ -369,23 +747,33 @@ ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
   rc = CT_OK;
 
 out:
+  if (o->progress && o->progress_bar && pg.last_draw > 0) {
+    progress_draw(&pg, 1);
+    fputc('\n', o->progress);
+  }
   if (threads) {
-    /* Let the workers drain: no slot is left unclaimed after this. */
     pthread_mutex_lock(&pool.lock);
-    pool.next = pool.n;
+    pool.quit = 1;
+    pthread_cond_broadcast(&pool.work);
     pthread_mutex_unlock(&pool.lock);
     for (int i = 0; i < n_threads; i++) pthread_join(threads[i], NULL);
     free(threads);
   }
+  ct_tune_worker_stop(w);
   if (pool.slots)
-    for (size_t i = 0; i < pool.n; i++) ct_rt_compiled_clear(&pool.slots[i].out);
+    for (size_t i = 0; i < pool.n; i++) {
+      ct_rt_compiled_clear(&pool.slots[i].out);
+      free(pool.slots[i].src);
+    }
   free(pool.slots);
+  free(pool.queue);
   pthread_mutex_destroy(&pool.lock);
+  pthread_cond_destroy(&pool.work);
   pthread_cond_destroy(&pool.done);
+  ct_tune_search_destroy(search);
   free(variants);
-  ct_tune_data_destroy(&d);
+  free(order);
   ct_cache_close(cache);
-  ct_tune_gpu_close(&g);
   r->wall_s = now_s() - t0;
   return rc;
 }

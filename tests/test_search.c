@@ -1,0 +1,218 @@
+/*
+** test_search.c — the tuner's search order on CPU (tuner/search.c):
+** exhaustive order, the stratified seeds, the budget, results recorded by an
+** earlier run, failed variants, peek, and that best-first local search
+** finds the optimum of a smooth landscape within a small budget.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ct_tune.h"
+#include "test.h"
+
+/* Two made-up families: "a" (4 x 3 x 5 = 60 points) and "b" (3 x 4 = 12). */
+static int always(const ct_problem *p, const ct_gen_limits *l, const int *v) {
+  (void)p, (void)l, (void)v;
+  return 1;
+}
+static const ct_gen_family fam_a = {
+  .name = "a", .n_params = 3, .valid = always,
+  .params = {{"X", 4, {1, 2, 3, 4}}, {"Y", 3, {10, 20, 30}}, {"Z", 5, {0, 1, 2, 3, 4}}},
+};
+static const ct_gen_family fam_b = {
+  .name = "b", .n_params = 2, .valid = always,
+  .params = {{"U", 3, {1, 2, 3}}, {"V", 4, {5, 6, 7, 8}}},
+};
+
+static ct_gen_variant vs[72];
+static size_t nv;
+
+static void build(void) {
+  nv = 0;
+  for (int x = 0; x < 4; x++)
+    for (int y = 0; y < 3; y++)
+      for (int z = 0; z < 5; z++) {
+        ct_gen_variant *v = &vs[nv++];
+        memset(v, 0, sizeof *v);
+        v->family = &fam_a;
+        v->values[0] = fam_a.params[0].values[x];
+        v->values[1] = fam_a.params[1].values[y];
+        v->values[2] = fam_a.params[2].values[z];
+      }
+  for (int u = 0; u < 3; u++)
+    for (int w = 0; w < 4; w++) {
+      ct_gen_variant *v = &vs[nv++];
+      memset(v, 0, sizeof *v);
+      v->family = &fam_b;
+      v->values[0] = fam_b.params[0].values[u];
+      v->values[1] = fam_b.params[1].values[w];
+    }
+}
+
+/* A smooth landscape: family a's optimum at X=3, Y=30, Z=1 (0.5 ms); family
+** b is slower everywhere. */
+static double landscape(size_t i) {
+  const ct_gen_variant *v = &vs[i];
+  if (v->family == &fam_a)
+    return 0.5 + 0.1 * fabs(v->values[0] - 3.0) + 0.004 * fabs(v->values[1] - 30.0) +
+           0.07 * fabs(v->values[2] - 1.0);
+  return 0.9 + 0.05 * v->values[0] + 0.01 * v->values[1];
+}
+
+static size_t optimum(void) {
+  size_t best = 0;
+  for (size_t i = 1; i < nv; i++)
+    if (landscape(i) < landscape(best)) best = i;
+  return best;
+}
+
+static void test_exhaustive(void) {
+  ct_tune_search *s = NULL;
+  size_t peek[8];
+  ASSERT_EQ_INT(ct_tune_search_create(vs, nv, 0, 5, &s), CT_OK);
+  ASSERT_EQ_INT(ct_tune_search_budgeted(s), 0);
+  ASSERT_EQ_INT(ct_tune_search_peek(s, peek, 8), 8);
+  for (size_t k = 0; k < 8; k++) ASSERT_EQ_INT(peek[k], k);
+  for (size_t i = 0; i < nv; i++) {
+    ASSERT_EQ_INT(ct_tune_search_next(s), (long)i);
+    ct_tune_search_result(s, i, landscape(i));
+  }
+  ASSERT_EQ_INT(ct_tune_search_next(s), -1);
+  ASSERT_EQ_INT(ct_tune_search_peek(s, peek, 8), 0);
+  ct_tune_search_destroy(s);
+  ct_tune_search_destroy(NULL);
+}
+
+/* Runs a budgeted search to its end; returns the best index found and the
+** number screened in *count. */
+static size_t run_budget(size_t max_screen, size_t *count, int *seen) {
+  ct_tune_search *s = NULL;
+  size_t best = nv;
+  *count = 0;
+  if (ct_tune_search_create(vs, nv, 1, max_screen, &s) != CT_OK) return nv;
+  for (long i; (i = ct_tune_search_next(s)) >= 0;) {
+    size_t peek[4];
+    if (ct_tune_search_peek(s, peek, 4) < 1 || peek[0] != (size_t)i) return nv;
+    if (seen) seen[i]++;
+    ct_tune_search_result(s, (size_t)i, landscape((size_t)i));
+    if (best == nv || landscape((size_t)i) < landscape(best)) best = (size_t)i;
+    ++*count;
+  }
+  ct_tune_search_destroy(s);
+  return best;
+}
+
+static void test_seeds(void) {
+  ct_tune_search *s = NULL;
+  ASSERT_EQ_INT(ct_tune_search_create(vs, nv, 1, 12, &s), CT_OK);
+  ASSERT_EQ_INT(ct_tune_search_budgeted(s), 1);
+  /* Seeds round-robin: each family's default first. */
+  long first = ct_tune_search_next(s);
+  ASSERT_EQ_INT(first, 0);
+  ct_tune_search_result(s, 0, landscape(0));
+  long second = ct_tune_search_next(s);
+  ASSERT_EQ_INT(second, 60);
+  ct_tune_search_result(s, 60, landscape(60));
+  /* 12 / 3 = 4 seeds: a gets 3 (60 of 72), b 1; a's spread over its order. */
+  long third = ct_tune_search_next(s);
+  ASSERT_EQ_INT(third, 20);
+  ct_tune_search_result(s, 20, landscape(20));
+  ASSERT_EQ_INT(ct_tune_search_next(s), 40);
+  ct_tune_search_destroy(s);
+}
+
+/* A family of one variant beside one of sixty still gets its seed. */
+static void test_small_family_seeded(void) {
+  ct_tune_search *s = NULL;
+  ASSERT_EQ_INT(ct_tune_search_create(vs, 61, 1, 9, &s), CT_OK); /* a + b's first */
+  int saw_b = 0;
+  for (int k = 0; k < 3; k++) {
+    long i = ct_tune_search_next(s);
+    ASSERT_TRUE(i >= 0);
+    saw_b |= i == 60;
+    ct_tune_search_result(s, (size_t)i, landscape((size_t)i));
+  }
+  ASSERT_TRUE(saw_b);
+  ct_tune_search_destroy(s);
+}
+
+static void test_budget_and_quality(void) {
+  size_t count = 0;
+  size_t best = run_budget(15, &count, NULL);
+  ASSERT_EQ_INT(count, 15);
+  ASSERT_EQ_INT(best, optimum());
+  /* Tighter: still within 3% of the optimum. */
+  best = run_budget(10, &count, NULL);
+  ASSERT_EQ_INT(count, 10);
+  ASSERT_TRUE(landscape(best) <= 1.03 * landscape(optimum()));
+  /* No count limit: every variant exactly once. */
+  int seen[72] = {0};
+  run_budget(0, &count, seen);
+  ASSERT_EQ_INT(count, nv);
+  for (size_t i = 0; i < nv; i++) ASSERT_EQ_INT(seen[i], 1);
+  /* A budget as large as the space is exhaustive. */
+  ct_tune_search *s = NULL;
+  ASSERT_EQ_INT(ct_tune_search_create(vs, nv, 1, nv + 5, &s), CT_OK);
+  ASSERT_EQ_INT(ct_tune_search_budgeted(s), 1);
+  ct_tune_search_destroy(s);
+}
+
+static void test_resumed_results_count(void) {
+  ct_tune_search *s = NULL;
+  ASSERT_EQ_INT(ct_tune_search_create(vs, nv, 1, 10, &s), CT_OK);
+  for (size_t i = 0; i < 6; i++) ct_tune_search_result(s, i * 7, landscape(i * 7));
+  ct_tune_search_result(s, 0, landscape(0)); /* twice: counted once */
+  size_t n = 0;
+  for (long i; (i = ct_tune_search_next(s)) >= 0; n++) {
+    ASSERT_TRUE(i % 7 != 0 || i / 7 >= 6);
+    ct_tune_search_result(s, (size_t)i, landscape((size_t)i));
+  }
+  ASSERT_EQ_INT(n, 4);
+  ct_tune_search_destroy(s);
+}
+
+static void test_failed_do_not_lead(void) {
+  ct_tune_search *s = NULL;
+  /* Budget 6: two seeds (each family's default), then four more. */
+  ASSERT_EQ_INT(ct_tune_search_create(vs, nv, 1, 6, &s), CT_OK);
+  ASSERT_EQ_INT(ct_tune_search_next(s), 0);
+  ct_tune_search_result(s, 0, NAN); /* a's default fails */
+  ASSERT_EQ_INT(ct_tune_search_next(s), 60);
+  ct_tune_search_result(s, 60, 1.0); /* b's is timed */
+  /* The search follows b's timed variant, not a's failed one: each pick is
+  ** one parameter away from it. */
+  for (int k = 0; k < 4; k++) {
+    long i = ct_tune_search_next(s);
+    ASSERT_TRUE(i >= 0);
+    ASSERT_TRUE(vs[i].family == &fam_b);
+    int diff = (vs[i].values[0] != vs[60].values[0]) +
+               (vs[i].values[1] != vs[60].values[1]);
+    ASSERT_EQ_INT(diff, 1);
+    ct_tune_search_result(s, (size_t)i, 2.0); /* slower: 60 stays the best */
+  }
+  ASSERT_EQ_INT(ct_tune_search_next(s), -1);
+  ct_tune_search_destroy(s);
+}
+
+static void test_bad_args(void) {
+  ct_tune_search *s = (ct_tune_search *)1;
+  ASSERT_EQ_INT(ct_tune_search_create(NULL, 3, 0, 0, &s), CT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ct_tune_search_create(vs, nv, 0, 0, NULL), CT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ct_tune_search_next(NULL), -1);
+  ASSERT_EQ_INT(ct_tune_search_create(vs, 0, 1, 0, &s), CT_OK);
+  ASSERT_EQ_INT(ct_tune_search_next(s), -1);
+  ct_tune_search_destroy(s);
+}
+
+int main(void) {
+  build();
+  RUN_TEST(test_exhaustive);
+  RUN_TEST(test_seeds);
+  RUN_TEST(test_small_family_seeded);
+  RUN_TEST(test_budget_and_quality);
+  RUN_TEST(test_resumed_results_count);
+  RUN_TEST(test_failed_do_not_lead);
+  RUN_TEST(test_bad_args);
+  TEST_EXIT();
+}

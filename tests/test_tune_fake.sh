@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# The tuning loop on CPU, through the CLI, with the worker's fake GPU
+# (CONVTUNE_TEST_FAKE_GPU=1: no CUDA, deterministic times; NVRTC still
+# compiles every variant for real):
+#   - fault isolation: the test families' illegal address, hang, wrong
+#     result and refused launch are recorded as such and the tune goes on;
+#   - resume: a rerun screens nothing again, --fresh recompiles nothing;
+#   - SIGINT / SIGTERM / SIGKILL at random moments: the exit status, no
+#     finished trial lost, PRAGMA integrity_check ok, no worker left behind,
+#     the rerun skips what is done;
+#   - two tuners on one database at once: both finish, nothing lost;
+#   - budgeted search: within 3% of the exhaustive winner; --budget keeps
+#     to its time;
+#   - report, db check, export / import / merge, the progress bar.
+#   tests/test_tune_fake.sh PATH/TO/convtune
+set -u
+ct=${1:?usage: test_tune_fake.sh CONVTUNE}
+ct=$(cd "$(dirname "$ct")" && pwd)/$(basename "$ct")
+if ! python3 -c 'import sqlite3, json' 2>/dev/null; then
+  echo "SKIP: needs python3 with sqlite3"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export CONVTUNE_TEST_FAKE_GPU=1 CONVTUNE_TEST_FAKE_MS=20
+unset CONVTUNE_TEST_FAMILIES
+spec="n=1,c=3,h=20,w=20,k=8,r=3,s=3,pad=1"
+spec2="n=1,c=2,h=17,w=19,k=6,r=3,s=3,stride=2"
+common=(--problem "$spec" --families direct --final-trials 20)
+. "$(dirname "$0")/tune_test_lib.sh"
+
+# ---------------------------------------------------------------------------
+# A cold tune fills the compile cache; copies of it (trials dropped) start
+# the other tests warm.
+base="$tmp/base.db"
+"$ct" tune "${common[@]}" --db "$base" --json > "$tmp/base.json" 2> "$tmp/base.err"
+rc=$?
+check "cold tune exits 0" "[ $rc -eq 0 ]"
+n=$(jget "$tmp/base.json" variants)
+check "cold tune screened every variant" "[ $(jget "$tmp/base.json" screened) -eq $n ] && [ $n -ge 20 ]"
+check "cold tune compiled every variant" "[ $(jget "$tmp/base.json" compiled) -ge $n ]"
+check "per-variant progress lines in a pipe" "grep -q '^\[1/$n\] timed' '$tmp/base.err'"
+best=$(jget "$tmp/base.json" winner)
+best_ms=$(jget "$tmp/base.json" winner_mean_ms)
+check "cold tune names a winner" "[ -n '$best' ] && [ '$best' != null ]"
+check "cold tune leaves an intact database" "integrity '$base'"
+check "the compile cache holds every cubin" "[ $(sql "$base" 'SELECT count(*) FROM cubins') -ge $n ]"
+
+warm() { # warm DEST: a database with the cubins but no trials
+  cp "$base" "$1"
+  sql "$1" "DELETE FROM winners" >/dev/null
+  sql "$1" "DELETE FROM trials" >/dev/null
+}
+
+# ---------------------------------------------------------------------------
+# Resume and --fresh.
+"$ct" tune "${common[@]}" --db "$base" --json > "$tmp/r.json" 2>/dev/null
+check "rerun exits 0" "[ $? -eq 0 ]"
+check "rerun screens nothing" "[ $(jget "$tmp/r.json" screened) -eq 0 ] && [ $(jget "$tmp/r.json" resumed) -eq $n ]"
+check "rerun re-times the finalists" "[ $(finalists "$tmp/r.json") -eq 3 ]"
+check "rerun names the same winner" "[ '$(jget "$tmp/r.json" winner)' = '$best' ]"
+"$ct" tune "${common[@]}" --db "$base" --json --fresh > "$tmp/f.json" 2>/dev/null
+check "--fresh screens everything from cached cubins" "[ $(jget "$tmp/f.json" screened) -eq $n ] && [ $(jget "$tmp/f.json" compiled) -eq 0 ] && [ $(jget "$tmp/f.json" cached) -eq $n ]"
+
+# ---------------------------------------------------------------------------
+# Fault isolation: the broken test families, first in line.
+db="$tmp/faults.db"
+warm "$db"
+CONVTUNE_TEST_FAMILIES=1 "$ct" tune --problem "$spec" --final-trials 20 \
+  --families test_oob,test_hang,test_wrong,test_refuse,direct --watchdog 1 \
+  --db "$db" --json > "$tmp/faults.json" 2> "$tmp/faults.err"
+rc=$?
+check "faults: the tune finishes (exit 0)" "[ $rc -eq 0 ]"
+check "faults: test_oob recorded as faulted" "[ '$(status_of "$tmp/faults.json" test_oob)' = faulted ]"
+check "faults: test_hang recorded as timeout" "[ '$(status_of "$tmp/faults.json" test_hang)' = timeout ]"
+check "faults: test_wrong recorded as wrong" "[ '$(status_of "$tmp/faults.json" test_wrong)' = wrong ]"
+check "faults: test_refuse recorded as launch-failed" "[ '$(status_of "$tmp/faults.json" test_refuse)' = launch-failed ]"
+check "faults: the worker was restarted twice" "[ $(jget "$tmp/faults.json" restarts) -eq 2 ]"
+check "faults: every real variant still timed" "[ $(timed_of "$tmp/faults.json" direct) -eq $n ]"
+check "faults: the exhaustive winner still wins" "[ '$(jget "$tmp/faults.json" winner)' = '$best' ]"
+check "faults: statuses stored in the database" "[ $(sql "$db" "SELECT count(*) FROM trials WHERE status IN ('faulted','timeout')") -eq 2 ]"
+check "faults: without the variable no test family exists" "! '$ct' tune --problem '$spec' --families test_oob --db '$db' 2>&1 | grep -q timed"
+# In-process (no isolation): the same statuses, no watchdog needed for the fake.
+db="$tmp/inproc.db"
+warm "$db"
+CONVTUNE_TEST_FAMILIES=1 "$ct" tune --problem "$spec" --final-trials 20 --no-isolate \
+  --families test_wrong,test_refuse,direct --db "$db" --json > "$tmp/inproc.json" 2>/dev/null
+check "--no-isolate: tunes in process" "[ $? -eq 0 ] && [ '$(status_of "$tmp/inproc.json" test_refuse)' = launch-failed ] && [ '$(jget "$tmp/inproc.json" winner)' = '$best' ]"
+
+# ---------------------------------------------------------------------------
+# Interruptions at random moments (tune_test_lib.sh: interrupt).
+export CONVTUNE_TEST_FAKE_MS=60
+for sig in INT TERM INT TERM; do interrupt $sig $((128 + $(kill -l $sig))) 2200; done
+for i in 1 2 3 4 5; do interrupt KILL 137 2200; done
+export CONVTUNE_TEST_FAKE_MS=20
+
+# ---------------------------------------------------------------------------
+# Two tuners on one database at once: other problems, then the same one.
+db="$tmp/two.db"
+warm "$db"
+"$ct" tune "${common[@]}" --db "$db" > "$tmp/a.out" 2>&1 & a=$!
+"$ct" tune --problem "$spec2" --families direct --final-trials 20 --db "$db" > "$tmp/b.out" 2>&1 & b=$!
+wait $a; ra=$?
+wait $b; rb=$?
+check "two tuners: both finish" "[ $ra -eq 0 ] && [ $rb -eq 0 ]"
+check "two tuners: both winners stored" "[ $(sql "$db" 'SELECT count(*) FROM winners') -eq 2 ]"
+na=$(grep -c '^\[' "$tmp/a.out"); nb=$(grep -c '^\[' "$tmp/b.out")
+check "two tuners: every trial of both recorded" "[ $(sql "$db" 'SELECT count(*) FROM trials') -eq $((na + nb)) ]"
+check "two tuners: integrity ok" "integrity '$db'"
+"$ct" tune "${common[@]}" --db "$db" --fresh > "$tmp/a.out" 2>&1 & a=$!
+"$ct" tune "${common[@]}" --db "$db" --fresh > "$tmp/b.out" 2>&1 & b=$!
+wait $a; ra=$?
+wait $b; rb=$?
+check "two tuners, same problem: both finish" "[ $ra -eq 0 ] && [ $rb -eq 0 ]"
+na2=$(grep -c '^\[' "$tmp/a.out"); nb2=$(grep -c '^\[' "$tmp/b.out")
+check "two tuners, same problem: nothing lost" "[ $(sql "$db" 'SELECT count(*) FROM trials') -eq $((na + nb + na2 + nb2)) ]"
+check "two tuners, same problem: integrity ok" "integrity '$db'"
+
+# ---------------------------------------------------------------------------
+# Budgeted search on the fake device's smooth landscape.
+db="$tmp/budget.db"
+warm "$db"
+"$ct" tune "${common[@]}" --db "$db" --max-variants 9 --json > "$tmp/b.json" 2>/dev/null
+check "--max-variants 9: exit 0" "[ $? -eq 0 ]"
+check "--max-variants 9: screens 9" "[ $(jget "$tmp/b.json" screened) -eq 9 ] && [ '$(jget "$tmp/b.json" search)' = budgeted ]"
+check "--max-variants 9: within 3% of the exhaustive winner" "below $(jget "$tmp/b.json" winner_mean_ms) $(python3 -c "print(1.03 * $best_ms)")"
+"$ct" tune "${common[@]}" --db "$db" --max-variants 9 --json > "$tmp/b2.json" 2>/dev/null
+check "--max-variants 9 again: the budget is already spent" "[ $(jget "$tmp/b2.json" screened) -eq 0 ]"
+db="$tmp/budget2.db"
+warm "$db"
+CONVTUNE_TEST_FAKE_MS=100 "$ct" tune "${common[@]}" --db "$db" --budget 2 --json > "$tmp/t.json" 2>/dev/null
+check "--budget 2: exit 0 with a winner" "[ $? -eq 0 ] && [ '$(jget "$tmp/t.json" winner)' != null ]"
+check "--budget 2: stops in time" "below $(jget "$tmp/t.json" wall_s) 3.0"
+check "--budget 2: screened only part" "[ $(jget "$tmp/t.json" screened) -lt $n ]"
+
+# ---------------------------------------------------------------------------
+# Report, db check, export / import / merge.
+(cd "$tmp" && "$ct" report --problem "$spec" --db "$base" > "$tmp/rep.out")
+check "report writes an SVG" "[ \$? -eq 0 ] && grep -q '<svg' '$tmp/convtune-report.svg'"
+check "report marks the winner" "grep -q 'winner' '$tmp/convtune-report.svg' && grep -q \"\$(printf '%s' '$best' | sed 's/[.]/./g')\" '$tmp/convtune-report.svg'"
+check "report: --out and problem ID" "'$ct' report 1 --db '$base' --out '$tmp/r1.svg' >/dev/null && python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' '$tmp/r1.svg'"
+check "report: unknown problem" "! '$ct' report --problem '$spec2' --db '$base' 2>/dev/null"
+"$ct" db export --db "$base" --out "$tmp/x.txt" --cubins 2>/dev/null
+check "db export" "[ \$? -eq 0 ] && head -1 '$tmp/x.txt' | grep -q '^convtune-export	1$' && grep -q '^end	' '$tmp/x.txt'"
+"$ct" db import "$tmp/x.txt" --db "$tmp/imp.db" > "$tmp/imp.out"
+check "db import" "[ \$? -eq 0 ] && [ $(sql "$tmp/imp.db" 'SELECT count(*) FROM trials') -eq $(distinct_trials "$base") ]"
+"$ct" db import - --db "$tmp/imp.db" < "$tmp/x.txt" > "$tmp/imp2.out"
+check "db import again adds nothing" "grep -q '(0 new)' '$tmp/imp2.out' && [ $(sql "$tmp/imp.db" 'SELECT count(*) FROM trials') -eq $(distinct_trials "$base") ]"
+"$ct" tune "${common[@]}" --db "$tmp/imp.db" --json > "$tmp/imp.json" 2>/dev/null
+check "an imported database resumes (and its cubins are used)" "[ $(jget "$tmp/imp.json" screened) -eq 0 ] && [ $(jget "$tmp/imp.json" compiled) -eq 0 ]"
+head -n 5 "$tmp/x.txt" > "$tmp/cut.txt"
+check "db import refuses a truncated file" "! '$ct' db import '$tmp/cut.txt' --db '$tmp/cut.db' 2>&1 | grep -q into"
+"$ct" db merge "$tmp/two.db" --db "$tmp/imp.db" > "$tmp/m.out"
+check "db merge" "[ \$? -eq 0 ] && [ $(sql "$tmp/imp.db" 'SELECT count(*) FROM winners') -ge 2 ] && integrity '$tmp/imp.db'"
+
+# ---------------------------------------------------------------------------
+# The progress bar on a terminal.
+if command -v script >/dev/null 2>&1; then
+  db="$tmp/tty.db"
+  warm "$db"
+  script -qefc "'$ct' tune --problem '$spec' --families direct --final-trials 20 --db '$db'" /dev/null > "$tmp/tty.out" 2>&1
+  check "progress bar on a terminal" "grep -q 'ETA' '$tmp/tty.out' && grep -q \$'\\r' '$tmp/tty.out' && ! grep -q '^\[1/' '$tmp/tty.out' && grep -q '^[0-9]* variants' '$tmp/tty.out'"
+else
+  echo "skip progress bar: no script(1)"
+fi
+
+echo "tune (fake GPU): $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
