@@ -56,14 +56,15 @@ ct_status ct_precision_parse(const char *text, ct_precision *prec) {
   return CT_ERR_PARSE;
 }
 
-/* "none", "tuned-cubin", "tuned-compiled", "default"; "unknown" for a value
-** outside the enum.  Never NULL. */
+/* "none", "tuned-cubin", "tuned-compiled", "default", "nearest"; "unknown"
+** for a value outside the enum.  Never NULL. */
 const char *ct_path_name(ct_path path) {
   switch (path) {
   case CT_PATH_NONE: return "none";
   case CT_PATH_TUNED_CUBIN: return "tuned-cubin";
   case CT_PATH_TUNED_COMPILED: return "tuned-compiled";
   case CT_PATH_DEFAULT: return "default";
+  case CT_PATH_NEAREST: return "nearest";
   }
   return "unknown";
 }

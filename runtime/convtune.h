@@ -108,30 +108,55 @@ typedef struct ct_context ct_context;
 
 /* Opens a context on CUDA device `device` (an ordinal) using its primary
 ** context, and the tuning database at db_path (NULL: $CONVTUNE_DB, else
-** $XDG_CACHE_HOME/convtune/tuning.db, else ~/.cache/convtune/tuning.db).
-** The database is opened read-only; a missing file is not an error (nothing
-** is tuned then).  On success *out is a new context for ct_close.
-** Returns CT_OK, CT_ERR_NO_DRIVER, CT_ERR_NO_DEVICE, CT_ERR_CUDA, CT_ERR_DB,
-** CT_ERR_DB_CORRUPT or CT_ERR_NOMEM; on failure *out is NULL and
-** ct_open_error() (thread-local) says why. */
+** $XDG_CACHE_HOME/convtune/tuning.db, else ~/.cache/convtune/tuning.db;
+** "": no database, default variants only).
+** The database is untrusted input: it is opened read-only, and no state of
+** the file fails ct_open.  A missing, unreadable, corrupt, truncated,
+** foreign or too new file leaves the context working with default variants;
+** ct_database_status() says which and why.
+** On success *out is a new context for ct_close.
+** Returns CT_OK, CT_ERR_INVALID_ARG (out NULL), CT_ERR_NO_DRIVER,
+** CT_ERR_NO_DEVICE, CT_ERR_CUDA or CT_ERR_NOMEM; on failure *out is NULL
+** (when out is not NULL) and ct_open_error() (thread-local) says why. */
 ct_status ct_open(const char *db_path, int device, ct_context **out);
 
 /* The message of the last ct_open failure in this thread; never NULL. */
 const char *ct_open_error(void);
 
-/* Releases the context and every module it loaded.  ct_close(NULL) is a
-** harmless no-op. */
+/* Releases the context and every module it loaded.  No other thread may be
+** using the context, nor use it afterwards.  ct_close(NULL) is a harmless
+** no-op. */
 void ct_close(ct_context *ctx);
 
 /* Runs the convolution described by *p on `stream` (a CUstream /
 ** cudaStream_t of the device's primary context; NULL for the legacy default
-** stream).  x, w, b, y are device pointers to dense fp32 tensors; b may be
-** NULL only when p->bias is 0.  Asynchronous: returns once the work is
-** queued.  The first call for a problem loads its kernel: the tuned winner's
-** stored cubin when the database has one for this device, else a default
-** variant compiled with NVRTC (ct_forward_path says which).
-** Returns CT_OK, CT_ERR_INVALID_ARG, CT_ERR_INVALID_PROBLEM, CT_ERR_CUDA,
-** CT_ERR_NVRTC or CT_ERR_NOMEM; ct_last_error() gives details. */
+** stream).  x, w, b, y are device pointers to dense fp32 tensors, 4-byte
+** aligned; y must not overlap x, w or b; b may be NULL only when p->bias is
+** 0.  Asynchronous: returns once the work is queued.
+**
+** The first call for a problem (per context) validates it and loads its
+** kernel, in this order (ct_forward_path / ct_forward_reason say which and
+** why):
+**   1. the database's winner for this exact problem and device: its stored
+**      cubin when the recorded source hash, compile options, architecture
+**      and NVRTC version all match this build's (CT_PATH_TUNED_CUBIN), else
+**      the same variant recompiled with NVRTC (CT_PATH_TUNED_COMPILED);
+**   2. the winner of the nearest tuned problem of the same precision on
+**      this device whose variant is valid for this problem, compiled with
+**      NVRTC for this problem (CT_PATH_NEAREST; the tuned problems are read
+**      once per context, at the first call that needs them);
+**   3. a safe default variant, compiled with NVRTC (CT_PATH_DEFAULT).
+** A variant runs only on a problem its family's validity check accepted.
+** Every later call for the problem takes no lock, allocates nothing and
+** does not synchronise: it can be captured in a CUDA graph (make the first
+** call, or ct_prepare, before capturing).  A context may be shared by
+** threads; concurrent first calls load each problem once.
+** On failure nothing is launched and nothing is written.
+** Returns CT_OK; CT_ERR_INVALID_ARG (ctx not an open context, a NULL or
+** misaligned pointer, b NULL with a bias, y overlapping an input);
+** CT_ERR_INVALID_PROBLEM; CT_ERR_UNSUPPORTED (no variant serves this
+** problem, or the context was opened before a fork()); CT_ERR_CUDA;
+** CT_ERR_NVRTC; CT_ERR_NOMEM.  ct_last_error() gives details. */
 ct_status ct_forward(ct_context *ctx, const ct_problem *p, const float *x,
                      const float *w, const float *b, float *y, void *stream);
 
@@ -140,11 +165,13 @@ typedef enum ct_path {
   CT_PATH_NONE = 0,       /* ct_forward has not run this problem yet */
   CT_PATH_TUNED_CUBIN,    /* the tuned winner, loaded from its stored cubin */
   CT_PATH_TUNED_COMPILED, /* the tuned winner, recompiled (cubin unusable) */
-  CT_PATH_DEFAULT         /* nothing tuned: a default variant, NVRTC-compiled */
+  CT_PATH_DEFAULT,        /* nothing usable tuned: a default variant, NVRTC-compiled */
+  CT_PATH_NEAREST         /* the nearest tuned problem's winner, NVRTC-compiled
+                          ** for this problem */
 } ct_path;
 
-/* "none", "tuned-cubin", "tuned-compiled", "default"; "unknown" for a value
-** outside the enum. */
+/* "none", "tuned-cubin", "tuned-compiled", "default", "nearest"; "unknown"
+** for a value outside the enum. */
 const char *ct_path_name(ct_path path);
 
 /* Reports the path taken for *p and the variant's name ("family:params")
@@ -153,14 +180,47 @@ const char *ct_path_name(ct_path path);
 ct_status ct_forward_path(ct_context *ctx, const ct_problem *p, ct_path *path,
                           char *variant, size_t len);
 
-/* Details of the last failure on this context: a message (never NULL), the
-** raw CUresult and nvrtcResult (0 when none), and the NVRTC log of the last
-** failed compile ("" when none).  Strings stay valid until the next call on
-** the context. */
+/* Details of the last failure of a call on ctx made by the calling thread
+** (like errno, each thread has its own): a message (never NULL; "no error"
+** when this thread has none on ctx), the raw CUresult and nvrtcResult (0
+** when none), and the NVRTC log of the last failed compile ("" when none).
+** Strings stay valid until this thread's next call on the context. */
 const char *ct_last_error(const ct_context *ctx);
 int ct_last_cuda_result(const ct_context *ctx);
 int ct_last_nvrtc_result(const ct_context *ctx);
 const char *ct_last_nvrtc_log(const ct_context *ctx);
+
+/* ---------------------------------------------------------------------- */
+/* Lookup reports and preparation                                          */
+
+/* Why ct_forward runs what it runs for *p: one line of text naming the
+** path, the database entry used or passed over and why (for
+** CT_PATH_NEAREST, the tuned problem whose winner is used, as a spec), into
+** buf (at most len bytes, NUL-terminated).  "not run yet" before the first
+** call for *p.  Returns CT_OK or CT_ERR_INVALID_ARG. */
+ct_status ct_forward_reason(ct_context *ctx, const ct_problem *p, char *buf,
+                            size_t len);
+
+/* Does the first-call work of ct_forward for *p (validation, lookup,
+** loading) without launching anything, so that a later ct_forward can be
+** captured in a CUDA graph or timed without it.  Returns what ct_forward
+** would for the same reasons (no pointer is checked). */
+ct_status ct_prepare(ct_context *ctx, const ct_problem *p);
+
+/* The state of the context's tuning database.  Writes the database's path
+** and a message saying what was found into msg (if not NULL, at most len
+** bytes, NUL-terminated).  Returns:
+**   CT_OK              the database is open and usable;
+**   CT_ERR_NOT_FOUND   no database (no file, an empty file, or db_path "");
+**   CT_ERR_DB_CORRUPT  not a convtune database, or damaged (found at open,
+**                      or by a later query);
+**   CT_ERR_UNSUPPORTED its schema is newer than this build's;
+**   CT_ERR_DB, CT_ERR_IO, CT_ERR_NOMEM  it could not be read;
+**   CT_ERR_INVALID_ARG ctx is not an open context.
+** A file found unusable at ct_open leaves every problem to default
+** variants; damage found by a later query (a cubin that fails its hash, a
+** page that does not read) only passes over what it touches. */
+ct_status ct_database_status(ct_context *ctx, char *msg, size_t len);
 
 #ifdef __cplusplus
 }

@@ -1,17 +1,24 @@
 /*
-** runtime.c — libconvtune: contexts, kernel lookup and the forward pass.
+** runtime.c — libconvtune: contexts, the kernel table and the forward pass.
 **
-** Lookup for a problem, done once per problem and context, then kept in the
-** context's table:
-**   1. the database's winner for (spec, this device): its stored cubin when
-**      the cubin's architecture matches and its source hash equals the hash
-**      of the source this build generates for that variant (so a template
-**      change makes old cubins stale); else the same variant recompiled;
-**   2. nothing tuned (or the winner is no longer a valid variant here): the
-**      generator's default variant, compiled with NVRTC.
-** ct_forward_path reports which.
+** What runs for a problem is decided once per problem and context by
+** lookup.c (exact tuned entry -> nearest tuned problem's winner -> default;
+** see ct_lookup.h), loaded here, and kept in the context's table.
+**
+** The table is read-mostly: a fixed array of buckets, each a singly linked
+** list of entries that are fully built before they are published with a
+** release store and never change or go away until ct_close.  ct_forward
+** finds its entry with acquire loads and no lock; only a problem's first
+** call takes the context's load lock, which serialises loading (so two
+** threads racing on a new problem load it once) and every use of the
+** database handle.  After the first call, ct_forward allocates nothing and
+** synchronises nothing: a CUDA graph can capture it.
+**
+** Errors are per thread and per context, like errno (ct_last_error).
 */
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +28,13 @@
 #include "ct_cache.h"
 #include "ct_drv.h"
 #include "ct_gen.h"
+#include "ct_lookup.h"
 #include "ct_nvrtc.h"
 #include "ct_rt.h"
+
+/* ct_problem is compared and hashed as plain memory: it has no padding. */
+_Static_assert(sizeof(ct_problem) == 13 * sizeof(int64_t) + 2 * sizeof(int),
+               "ct_problem must have no padding bytes");
 
 /* ---------------------------------------------------------------------- */
 /* Loaded kernels                                                          */
@@ -37,6 +49,19 @@ ct_status ct_rt_kernel_load(const ct_gen_variant *v, const void *cubin,
     const ct_gen_launch *l = &v->kernels[i];
     r = ct_drv.cuModuleGetFunction(&k->fn[i], k->module, l->name);
     if (r != CUDA_SUCCESS) goto fail;
+    /* Reading an attribute also makes a lazily loaded function resident
+    ** now, not at its first launch (which may be inside a graph capture).
+    ** A function that cannot run the plan's block (a cubin built for other
+    ** parameters) is refused here, as its launch would be. */
+    int max_threads = 0;
+    r = ct_drv.cuFuncGetAttribute(&max_threads,
+                                  CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                  k->fn[i]);
+    if (r != CUDA_SUCCESS) goto fail;
+    if ((long long)l->block[0] * l->block[1] * l->block[2] > max_threads) {
+      r = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+      goto fail;
+    }
     if (l->smem > 48 * 1024) {
       r = ct_drv.cuFuncSetAttribute(
           k->fn[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -101,35 +126,179 @@ ct_status ct_rt_device_describe(CUdevice dev, const ct_gen_limits *lim,
 /* ---------------------------------------------------------------------- */
 /* Contexts                                                                */
 
+#define CT_RT_MAGIC 0x78637463u /* "ctcx": an open context */
+#define CT_RT_BUCKETS 128       /* table buckets (chains grow past that) */
+
+/* One problem's kernel.  Immutable once published. */
 typedef struct ct_rt_entry {
-  ct_problem problem;  /* the key */
-  ct_rt_kernel kernel; /* loaded variant */
-  ct_path path;        /* how it was obtained */
+  struct ct_rt_entry *next;       /* next in the bucket's chain */
+  uint64_t hash;                  /* problem_hash(&problem) */
+  ct_problem problem;             /* the key (a valid problem) */
+  ct_rt_kernel kernel;            /* loaded variant */
+  uint64_t x_bytes, w_bytes, b_bytes, y_bytes; /* tensor sizes */
+  ct_path path;                   /* how it was obtained */
+  char source[CT_PROBLEM_SPEC_MAX]; /* NEAREST: the tuned problem used */
+  char reason[CT_RT_REASON_MAX];  /* why */
 } ct_rt_entry;
 
 struct ct_context {
+  uint32_t magic;               /* CT_RT_MAGIC while open */
+  unsigned fork_generation;     /* rt_fork_generation at ct_open */
+  uint64_t serial;              /* unique per ct_open in this process */
   int ordinal;                  /* CUDA device ordinal */
   CUdevice dev;                 /* that device */
   CUcontext primary;            /* its retained primary context */
   ct_gen_limits limits;         /* what the generator plans against */
   ct_cache_device device;       /* the database's key for this device */
-  ct_cache *cache;              /* read-only; NULL when no database file */
-  pthread_mutex_t lock;         /* guards entries and the error fields */
-  ct_rt_entry *entries;         /* problems loaded so far */
-  size_t n_entries, cap_entries;
-  char error[512];              /* last failure message */
-  int cuda_result;              /* last failing CUresult, 0 when none */
-  int nvrtc_result;             /* last failing nvrtcResult, 0 when none */
-  char *nvrtc_log;              /* log of the last failed compile, or NULL */
+  _Atomic(ct_rt_entry *) table[CT_RT_BUCKETS]; /* chains, read lock-free */
+  pthread_mutex_t load_lock;    /* first calls; guards the fields below */
+  ct_cache *cache;              /* read-only; NULL when unusable */
+  ct_rt_tuned_list tuned;       /* nearest candidates, read on first need */
+  ct_status db_status;          /* ct_database_status */
+  char db_path[4096];           /* "" when none */
+  char db_message[512];         /* what was found */
 };
+
+/* Per-process state: fork detection and the serial counter. */
+static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
+static atomic_uint rt_fork_generation;
+static atomic_uint_fast64_t rt_next_serial = 1;
+static pthread_key_t rt_log_key; /* frees a thread's NVRTC log at exit */
+
+static void rt_after_fork_child(void) {
+  atomic_fetch_add_explicit(&rt_fork_generation, 1, memory_order_relaxed);
+}
+
+static void rt_init(void) {
+  pthread_atfork(NULL, NULL, rt_after_fork_child);
+  pthread_key_create(&rt_log_key, free);
+}
+
+static int ctx_ok(const ct_context *ctx) {
+  return ctx != NULL && ctx->magic == CT_RT_MAGIC;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Errors (per thread)                                                     */
+
+typedef struct rt_error {
+  uint64_t serial;      /* the context the failure is about; 0: none */
+  char message[512];
+  int cuda_result;      /* CUresult, 0 when none */
+  int nvrtc_result;     /* nvrtcResult, 0 when none */
+  char *nvrtc_log;      /* malloc'd (owned through rt_log_key), or NULL */
+} rt_error;
+
+static __thread rt_error rt_last;
+
+static void rt_set_log(const char *log) {
+  free(rt_last.nvrtc_log);
+  rt_last.nvrtc_log = log ? strdup(log) : NULL;
+  pthread_setspecific(rt_log_key, rt_last.nvrtc_log);
+}
+
+/* Records a failure of a call on ctx in this thread and returns rc. */
+__attribute__((format(printf, 4, 5)))
+static ct_status ctx_fail(const ct_context *ctx, ct_status rc, CUresult cr,
+                          const char *fmt, ...) {
+  rt_last.serial = ctx->serial;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rt_last.message, sizeof rt_last.message, fmt, ap);
+  va_end(ap);
+  if (cr != CUDA_SUCCESS) {
+    char buf[256];
+    size_t used = strlen(rt_last.message);
+    snprintf(rt_last.message + used, sizeof rt_last.message - used, ": %s",
+             ct_drv_error(cr, buf, sizeof buf));
+  }
+  rt_last.cuda_result = (int)cr;
+  rt_last.nvrtc_result = 0;
+  rt_set_log(NULL);
+  return rc;
+}
+
+static int rt_error_is_for(const ct_context *ctx) {
+  return ctx_ok(ctx) && rt_last.serial == ctx->serial;
+}
+
+const char *ct_last_error(const ct_context *ctx) {
+  if (ctx == NULL) return "no context";
+  if (!ctx_ok(ctx)) return "not an open convtune context";
+  return rt_error_is_for(ctx) ? rt_last.message : "no error";
+}
+int ct_last_cuda_result(const ct_context *ctx) {
+  return rt_error_is_for(ctx) ? rt_last.cuda_result : 0;
+}
+int ct_last_nvrtc_result(const ct_context *ctx) {
+  return rt_error_is_for(ctx) ? rt_last.nvrtc_result : 0;
+}
+const char *ct_last_nvrtc_log(const ct_context *ctx) {
+  return rt_error_is_for(ctx) && rt_last.nvrtc_log ? rt_last.nvrtc_log : "";
+}
+
+/* ---------------------------------------------------------------------- */
+/* Opening and closing                                                     */
 
 static __thread char open_error[512] = "no error";
 
 const char *ct_open_error(void) { return open_error; }
 
+/* Opens the database for ctx; never fails: records what it found in
+** ctx->db_status and ctx->db_message, leaving ctx->cache NULL unless the
+** file is usable. */
+static void db_open(ct_context *ctx, const char *db_path) {
+  ctx->cache = NULL;
+  if (db_path != NULL && db_path[0] == '\0') {
+    ctx->db_status = CT_ERR_NOT_FOUND;
+    snprintf(ctx->db_message, sizeof ctx->db_message,
+             "no database (db_path \"\"): default variants only");
+    return;
+  }
+  if (db_path == NULL) {
+    if (ct_cache_default_path(ctx->db_path, sizeof ctx->db_path) != CT_OK) {
+      ctx->db_path[0] = '\0';
+      ctx->db_status = CT_ERR_IO;
+      snprintf(ctx->db_message, sizeof ctx->db_message,
+               "no tuning database path: set CONVTUNE_DB, XDG_CACHE_HOME or "
+               "HOME");
+      return;
+    }
+  } else {
+    snprintf(ctx->db_path, sizeof ctx->db_path, "%s", db_path);
+  }
+  char err[512];
+  ct_status rc = ct_cache_open(ctx->db_path, CT_CACHE_READONLY, &ctx->cache,
+                               err, sizeof err);
+  if (rc == CT_OK) rc = ct_cache_untrusted(ctx->cache);
+  ctx->db_status = rc;
+  if (rc == CT_OK) {
+    snprintf(ctx->db_message, sizeof ctx->db_message,
+             "%.400s: open, schema version %d", ctx->db_path,
+             ct_cache_schema_version(ctx->cache));
+  } else {
+    snprintf(ctx->db_message, sizeof ctx->db_message, "%s",
+             err[0] ? err : ct_status_string(rc));
+    ct_cache_close(ctx->cache);
+    ctx->cache = NULL;
+  }
+}
+
+/* Notes a database failure found after ct_open (a damaged entry, an SQLite
+** error); called with the load lock held.  The first one is kept. */
+static void db_note(ct_context *ctx, ct_status rc, const char *message) {
+  if (ctx->db_status != CT_OK) return;
+  ctx->db_status = rc;
+  snprintf(ctx->db_message, sizeof ctx->db_message, "%s", message);
+}
+
 ct_status ct_open(const char *db_path, int device, ct_context **out) {
-  if (out == NULL) return CT_ERR_INVALID_ARG;
+  if (out == NULL) {
+    snprintf(open_error, sizeof open_error, "ct_open: out is NULL");
+    return CT_ERR_INVALID_ARG;
+  }
   *out = NULL;
+  pthread_once(&rt_once, rt_init);
   const char *why = NULL;
   ct_status rc = ct_drv_load(&why);
   if (rc != CT_OK) {
@@ -148,11 +317,17 @@ ct_status ct_open(const char *db_path, int device, ct_context **out) {
     snprintf(open_error, sizeof open_error, "out of host memory");
     return CT_ERR_NOMEM;
   }
-  pthread_mutex_init(&ctx->lock, NULL);
+  pthread_mutex_init(&ctx->load_lock, NULL);
+  for (size_t i = 0; i < CT_RT_BUCKETS; i++) atomic_init(&ctx->table[i], NULL);
+  ctx->magic = CT_RT_MAGIC;
+  ctx->fork_generation =
+      atomic_load_explicit(&rt_fork_generation, memory_order_relaxed);
+  ctx->serial = atomic_fetch_add(&rt_next_serial, 1);
   ctx->ordinal = device;
   char buf[256];
   CUresult r = ct_drv.cuDeviceGet(&ctx->dev, device);
-  if (r == CUDA_SUCCESS) r = ct_drv.cuDevicePrimaryCtxRetain(&ctx->primary, ctx->dev);
+  if (r == CUDA_SUCCESS)
+    r = ct_drv.cuDevicePrimaryCtxRetain(&ctx->primary, ctx->dev);
   if (r != CUDA_SUCCESS) {
     snprintf(open_error, sizeof open_error, "cannot use CUDA device %d: %s",
              device, ct_drv_error(r, buf, sizeof buf));
@@ -166,25 +341,7 @@ ct_status ct_open(const char *db_path, int device, ct_context **out) {
     rc = CT_ERR_CUDA;
     goto fail;
   }
-  char path[4096];
-  if (db_path == NULL) {
-    rc = ct_cache_default_path(path, sizeof path);
-    if (rc != CT_OK) {
-      snprintf(open_error, sizeof open_error,
-               "no tuning database path: set CONVTUNE_DB, XDG_CACHE_HOME or "
-               "HOME");
-      goto fail;
-    }
-    db_path = path;
-  }
-  char err[512];
-  rc = ct_cache_open(db_path, CT_CACHE_READONLY, &ctx->cache, err, sizeof err);
-  if (rc == CT_ERR_NOT_FOUND) {
-    ctx->cache = NULL; /* nothing tuned yet: default variants */
-  } else if (rc != CT_OK) {
-    snprintf(open_error, sizeof open_error, "%s", err);
-    goto fail;
-  }
+  db_open(ctx, db_path);
   *out = ctx;
   return CT_OK;
 fail:
@@ -193,220 +350,305 @@ fail:
 }
 
 void ct_close(ct_context *ctx) {
-  if (ctx == NULL) return;
-  if (ctx->primary) {
-    CUcontext popped;
-    if (ct_drv.cuCtxPushCurrent(ctx->primary) == CUDA_SUCCESS) {
-      for (size_t i = 0; i < ctx->n_entries; i++)
-        ct_rt_kernel_unload(&ctx->entries[i].kernel);
-      ct_drv.cuCtxPopCurrent(&popped);
+  if (!ctx_ok(ctx)) return;
+  ctx->magic = 0;
+  int pushed = 0;
+  CUcontext popped;
+  if (ctx->primary && ct_drv.cuCtxPushCurrent(ctx->primary) == CUDA_SUCCESS)
+    pushed = 1;
+  for (size_t i = 0; i < CT_RT_BUCKETS; i++) {
+    ct_rt_entry *e = atomic_load(&ctx->table[i]);
+    while (e != NULL) {
+      ct_rt_entry *next = e->next;
+      if (pushed) ct_rt_kernel_unload(&e->kernel);
+      free(e);
+      e = next;
     }
-    ct_drv.cuDevicePrimaryCtxRelease(ctx->dev);
   }
+  if (pushed) ct_drv.cuCtxPopCurrent(&popped);
+  if (ctx->primary) ct_drv.cuDevicePrimaryCtxRelease(ctx->dev);
   ct_cache_close(ctx->cache);
-  free(ctx->entries);
-  free(ctx->nvrtc_log);
-  pthread_mutex_destroy(&ctx->lock);
+  ct_rt_tuned_free(&ctx->tuned);
+  pthread_mutex_destroy(&ctx->load_lock);
   free(ctx);
 }
 
-/* ---------------------------------------------------------------------- */
-/* Errors                                                                  */
-
-static ct_status ctx_fail(ct_context *ctx, ct_status rc, CUresult cr,
-                          const char *what) {
-  char buf[256];
-  ctx->cuda_result = (int)cr;
-  if (cr != CUDA_SUCCESS)
-    snprintf(ctx->error, sizeof ctx->error, "%s: %s", what,
-             ct_drv_error(cr, buf, sizeof buf));
-  else
-    snprintf(ctx->error, sizeof ctx->error, "%s", what);
+ct_status ct_database_status(ct_context *ctx, char *msg, size_t len) {
+  if (!ctx_ok(ctx)) {
+    if (msg && len) snprintf(msg, len, "not an open convtune context");
+    return CT_ERR_INVALID_ARG;
+  }
+  pthread_mutex_lock(&ctx->load_lock);
+  ct_status rc = ctx->db_status;
+  if (msg && len) snprintf(msg, len, "%s", ctx->db_message);
+  pthread_mutex_unlock(&ctx->load_lock);
   return rc;
 }
 
-const char *ct_last_error(const ct_context *ctx) {
-  return ctx ? ctx->error : "no context";
-}
-int ct_last_cuda_result(const ct_context *ctx) {
-  return ctx ? ctx->cuda_result : 0;
-}
-int ct_last_nvrtc_result(const ct_context *ctx) {
-  return ctx ? ctx->nvrtc_result : 0;
-}
-const char *ct_last_nvrtc_log(const ct_context *ctx) {
-  return ctx && ctx->nvrtc_log ? ctx->nvrtc_log : "";
-}
-
 /* ---------------------------------------------------------------------- */
-/* Lookup                                                                  */
+/* The table                                                               */
 
-static int problem_eq(const ct_problem *a, const ct_problem *b) {
-  return a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w &&
-         a->k == b->k && a->r == b->r && a->s == b->s &&
-         a->stride_h == b->stride_h && a->stride_w == b->stride_w &&
-         a->pad_h == b->pad_h && a->pad_w == b->pad_w &&
-         a->dil_h == b->dil_h && a->dil_w == b->dil_w && a->bias == b->bias &&
-         a->precision == b->precision;
+static uint64_t problem_hash(const ct_problem *p) {
+  const int64_t f[] = {p->n,        p->c,        p->h,     p->w,
+                       p->k,        p->r,        p->s,     p->stride_h,
+                       p->stride_w, p->pad_h,    p->pad_w, p->dil_h,
+                       p->dil_w,    p->bias,     (int64_t)p->precision};
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    h = (h ^ (uint64_t)f[i]) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  return h;
 }
 
-static ct_rt_entry *entry_find(ct_context *ctx, const ct_problem *p) {
-  for (size_t i = 0; i < ctx->n_entries; i++)
-    if (problem_eq(&ctx->entries[i].problem, p)) return &ctx->entries[i];
+static ct_rt_entry *table_find(ct_context *ctx, const ct_problem *p,
+                               uint64_t h) {
+  ct_rt_entry *e = atomic_load_explicit(&ctx->table[h % CT_RT_BUCKETS],
+                                        memory_order_acquire);
+  for (; e != NULL; e = e->next)
+    if (e->hash == h && memcmp(&e->problem, p, sizeof *p) == 0) return e;
   return NULL;
 }
 
-/* Compiles variant v for p with NVRTC and loads it into k. */
+/* Compiles variant v for p with NVRTC and loads it into k; a failure is
+** recorded as this thread's error on ctx. */
 static ct_status compile_and_load(ct_context *ctx, const ct_problem *p,
                                   const ct_gen_variant *v, ct_rt_kernel *k) {
   char *src = NULL;
   ct_status rc = ct_gen_source(p, v, &src);
-  if (rc != CT_OK) return ctx_fail(ctx, rc, CUDA_SUCCESS, "cannot generate source");
+  if (rc != CT_OK)
+    return ctx_fail(ctx, rc, CUDA_SUCCESS, "cannot generate the source of %s",
+                    v->name);
   ct_rt_compiled out;
   rc = ct_rt_compile(src, v->name, ctx->limits.arch, &out);
   free(src);
   if (rc != CT_OK) {
-    ctx->nvrtc_result = out.nvrtc_result;
-    free(ctx->nvrtc_log);
-    ctx->nvrtc_log = out.log ? strdup(out.log) : NULL;
+    ctx_fail(ctx, rc, CUDA_SUCCESS, "NVRTC failed to compile %s (see the log)",
+             v->name);
+    rt_last.nvrtc_result = out.nvrtc_result;
+    rt_set_log(out.log);
     ct_rt_compiled_clear(&out);
-    char what[256];
-    snprintf(what, sizeof what, "NVRTC failed to compile %s (see the log)", v->name);
-    return ctx_fail(ctx, rc, CUDA_SUCCESS, what);
+    return rc;
   }
   CUresult cr;
   rc = ct_rt_kernel_load(v, out.cubin, k, &cr);
   ct_rt_compiled_clear(&out);
-  if (rc != CT_OK) return ctx_fail(ctx, rc, cr, "cannot load the compiled variant");
+  if (rc != CT_OK)
+    return ctx_fail(ctx, rc, cr, "cannot load the compiled variant %s",
+                    v->name);
   return CT_OK;
 }
 
-/* Tries the database's winner for p.  CT_OK with *path set when it loaded;
-** CT_ERR_NOT_FOUND when there is none usable (the caller falls back). */
-static ct_status load_tuned(ct_context *ctx, const ct_problem *p,
-                            ct_rt_kernel *k, ct_path *path) {
-  if (ctx->cache == NULL) return CT_ERR_NOT_FOUND;
-  char spec[CT_PROBLEM_SPEC_MAX];
-  ct_problem_format(p, spec, sizeof spec);
-  ct_cache_winner win;
-  memset(&win, 0, sizeof win);
-  ct_status rc = ct_cache_winner_get(ctx->cache, spec, &ctx->device, &win);
-  if (rc != CT_OK) return CT_ERR_NOT_FOUND; /* absent, or failed integrity */
-  ct_gen_variant v;
-  rc = ct_gen_variant_from_name(p, &ctx->limits, win.variant, &v);
-  if (rc != CT_OK) {
-    ct_cache_winner_clear(&win);
-    return CT_ERR_NOT_FOUND; /* that variant no longer exists here */
+/* Appends ", text" style additions to an entry's reason. */
+__attribute__((format(printf, 2, 3)))
+static void reason_append(ct_rt_entry *e, const char *fmt, ...) {
+  size_t used = strlen(e->reason);
+  if (used + 1 >= sizeof e->reason) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->reason + used, sizeof e->reason - used, fmt, ap);
+  va_end(ap);
+}
+
+/* Decides and loads e's kernel for the valid problem p; called with the
+** load lock held and the primary context current. */
+static ct_status entry_build(ct_context *ctx, const ct_problem *p,
+                             ct_rt_entry *e) {
+  ct_rt_choice ch;
+  ct_status rc = ct_rt_choose(ctx->cache, &ctx->device, &ctx->limits, p,
+                              &ctx->tuned, &ch);
+  if (ch.db_error != CT_OK) db_note(ctx, ch.db_error, ch.db_message);
+  if (ctx->cache == NULL && rc == CT_OK) {
+    /* Say why there is no database rather than just that. */
+    snprintf(e->reason, sizeof e->reason, "no usable tuning database (%s); ",
+             ctx->db_message);
+    reason_append(e, "%s", "default variant");
+  } else {
+    snprintf(e->reason, sizeof e->reason, "%s", ch.reason);
   }
-  char *src = NULL;
-  rc = ct_gen_source(p, &v, &src);
   if (rc != CT_OK) {
-    ct_cache_winner_clear(&win);
-    return ctx_fail(ctx, rc, CUDA_SUCCESS, "cannot generate source");
+    ctx_fail(ctx, rc, CUDA_SUCCESS, "no kernel for this problem: %s",
+             ch.reason);
+    ct_rt_choice_clear(&ch);
+    return rc;
   }
-  uint64_t source_hash = ct_gen_hash(src, strlen(src), CT_GEN_HASH_SEED);
-  free(src);
-  if (source_hash == win.source_hash && strcmp(win.arch, ctx->limits.arch) == 0) {
+  if (ch.path == CT_PATH_TUNED_CUBIN) {
     CUresult cr;
-    if (ct_rt_kernel_load(&v, win.cubin, k, &cr) == CT_OK) {
-      ct_cache_winner_clear(&win);
-      *path = CT_PATH_TUNED_CUBIN;
-      return CT_OK;
+    rc = ct_rt_kernel_load(&ch.variant, ch.cubin, &e->kernel, &cr);
+    if (rc != CT_OK) {
+      char buf[256];
+      ch.path = CT_PATH_TUNED_COMPILED;
+      reason_append(e, "; but it did not load (%s); recompiled with NVRTC",
+                    ct_drv_error(cr, buf, sizeof buf));
     }
   }
-  ct_cache_winner_clear(&win);
-  rc = compile_and_load(ctx, p, &v, k);
-  if (rc != CT_OK) return rc;
-  *path = CT_PATH_TUNED_COMPILED;
-  return CT_OK;
+  if (ch.path != CT_PATH_TUNED_CUBIN) {
+    rc = compile_and_load(ctx, p, &ch.variant, &e->kernel);
+    if (rc != CT_OK && ch.path != CT_PATH_DEFAULT) {
+      /* A tuned or borrowed variant that does not build falls back. */
+      char why[CT_RT_REASON_MAX];
+      snprintf(why, sizeof why, "but %s failed (%s)", ch.variant.name,
+               ct_last_error(ctx));
+      snprintf(ch.reason, sizeof ch.reason, "%s", e->reason);
+      rc = ct_rt_choice_default(&ch, p, &ctx->limits, why);
+      snprintf(e->reason, sizeof e->reason, "%s", ch.reason);
+      if (rc == CT_OK) rc = compile_and_load(ctx, p, &ch.variant, &e->kernel);
+      else ctx_fail(ctx, rc, CUDA_SUCCESS, "%s", ch.reason);
+    }
+  }
+  if (rc == CT_OK) {
+    e->path = ch.path;
+    snprintf(e->source, sizeof e->source, "%s", ch.source);
+  }
+  ct_rt_choice_clear(&ch);
+  return rc;
 }
 
-/* Finds or loads the entry for p; called with ctx->lock held. */
-static ct_status entry_get(ct_context *ctx, const ct_problem *p,
-                           ct_rt_entry **out) {
-  ct_rt_entry *e = entry_find(ctx, p);
-  if (e) {
-    *out = e;
-    return CT_OK;
+/* Byte sizes of a valid problem's tensors. */
+static void entry_sizes(ct_rt_entry *e, const ct_problem *p) {
+  int64_t P, Q;
+  ct_problem_output(p, &P, &Q);
+  e->x_bytes = (uint64_t)(p->n * p->c * p->h * p->w) * sizeof(float);
+  e->w_bytes = (uint64_t)(p->k * p->c * p->r * p->s) * sizeof(float);
+  e->b_bytes = p->bias ? (uint64_t)p->k * sizeof(float) : 0;
+  e->y_bytes = (uint64_t)(p->n * p->k * P * Q) * sizeof(float);
+}
+
+/* The first call for p: validates it, then finds or builds its entry under
+** the load lock and publishes it.  The caller has checked ctx. */
+static ct_status entry_load(ct_context *ctx, const ct_problem *p, uint64_t h,
+                            ct_rt_entry **out) {
+  char err[256];
+  ct_status rc = ct_problem_validate(p, err, sizeof err);
+  if (rc != CT_OK)
+    return ctx_fail(ctx, rc, CUDA_SUCCESS, "invalid problem: %s", err);
+  pthread_mutex_lock(&ctx->load_lock);
+  ct_rt_entry *e = table_find(ctx, p, h); /* another thread's, maybe */
+  if (e != NULL) goto out;
+  e = calloc(1, sizeof *e);
+  if (e == NULL) {
+    rc = ctx_fail(ctx, CT_ERR_NOMEM, CUDA_SUCCESS, "out of host memory");
+    goto out;
   }
-  if (ctx->n_entries == ctx->cap_entries) {
-    size_t cap = ctx->cap_entries ? 2 * ctx->cap_entries : 8;
-    ct_rt_entry *grown = realloc(ctx->entries, cap * sizeof *grown);
-    if (grown == NULL) return ctx_fail(ctx, CT_ERR_NOMEM, CUDA_SUCCESS, "out of host memory");
-    ctx->entries = grown;
-    ctx->cap_entries = cap;
+  CUcontext popped;
+  CUresult cr = ct_drv.cuCtxPushCurrent(ctx->primary);
+  if (cr != CUDA_SUCCESS) {
+    free(e);
+    e = NULL;
+    rc = ctx_fail(ctx, CT_ERR_CUDA, cr,
+                  "cannot make the device's primary context current");
+    goto out;
   }
-  ct_rt_entry fresh;
-  memset(&fresh, 0, sizeof fresh);
-  fresh.problem = *p;
-  ct_status rc = load_tuned(ctx, p, &fresh.kernel, &fresh.path);
-  if (rc == CT_ERR_NOT_FOUND) {
-    ct_gen_variant v;
-    rc = ct_gen_default_variant(p, &ctx->limits, &v);
-    if (rc != CT_OK)
-      return ctx_fail(ctx, rc, CUDA_SUCCESS, "no default variant for this problem");
-    rc = compile_and_load(ctx, p, &v, &fresh.kernel);
-    fresh.path = CT_PATH_DEFAULT;
+  rc = entry_build(ctx, p, e);
+  ct_drv.cuCtxPopCurrent(&popped);
+  if (rc != CT_OK) {
+    free(e);
+    e = NULL;
+    goto out;
   }
-  if (rc != CT_OK) return rc;
-  ctx->entries[ctx->n_entries] = fresh;
-  *out = &ctx->entries[ctx->n_entries++];
+  e->hash = h;
+  e->problem = *p;
+  entry_sizes(e, p);
+  _Atomic(ct_rt_entry *) *bucket = &ctx->table[h % CT_RT_BUCKETS];
+  e->next = atomic_load_explicit(bucket, memory_order_relaxed);
+  atomic_store_explicit(bucket, e, memory_order_release);
+out:
+  pthread_mutex_unlock(&ctx->load_lock);
+  *out = e;
+  return rc;
+}
+
+/* Checks the context is usable in this process. */
+static ct_status ctx_check(ct_context *ctx) {
+  if (!ctx_ok(ctx)) return CT_ERR_INVALID_ARG;
+  if (ctx->fork_generation !=
+      atomic_load_explicit(&rt_fork_generation, memory_order_relaxed))
+    return ctx_fail(ctx, CT_ERR_UNSUPPORTED, CUDA_SUCCESS,
+                    "this context was opened before a fork(): CUDA state "
+                    "does not survive into the child; open a new context "
+                    "there");
   return CT_OK;
 }
 
 /* ---------------------------------------------------------------------- */
 /* The forward pass                                                        */
 
+/* 1 if [a, a+na) and [b, b+nb) share a byte. */
+static int overlaps(uintptr_t a, uint64_t na, uintptr_t b, uint64_t nb) {
+  return a < b + nb && b < a + na;
+}
+
 ct_status ct_forward(ct_context *ctx, const ct_problem *p, const float *x,
                      const float *w, const float *b, float *y, void *stream) {
-  if (ctx == NULL) return CT_ERR_INVALID_ARG;
-  pthread_mutex_lock(&ctx->lock);
-  ct_status rc;
-  char err[256];
-  if (p == NULL || x == NULL || w == NULL || y == NULL) {
-    rc = ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
-                  "ct_forward: the problem, x, w and y must not be NULL");
-    goto out;
+  ct_status rc = ctx_check(ctx);
+  if (rc != CT_OK) return rc;
+  if (p == NULL || x == NULL || w == NULL || y == NULL)
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "ct_forward: the problem, x, w and y must not be NULL");
+  if (p->bias != 0 && b == NULL)
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "ct_forward: the problem has a bias but b is NULL");
+  uintptr_t ux = (uintptr_t)x, uw = (uintptr_t)w, uy = (uintptr_t)y;
+  uintptr_t ub = p->bias ? (uintptr_t)b : 0;
+  if ((ux | uw | uy | ub) & (sizeof(float) - 1))
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "ct_forward: x, w, b and y must be 4-byte aligned fp32 "
+                    "pointers");
+  uint64_t h = problem_hash(p);
+  ct_rt_entry *e = table_find(ctx, p, h);
+  if (e == NULL) {
+    rc = entry_load(ctx, p, h, &e);
+    if (rc != CT_OK) return rc;
   }
-  rc = ct_problem_validate(p, err, sizeof err);
-  if (rc != CT_OK) {
-    rc = ctx_fail(ctx, rc, CUDA_SUCCESS, err);
-    goto out;
-  }
-  if (p->bias && b == NULL) {
-    rc = ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
-                  "ct_forward: the problem has a bias but b is NULL");
-    goto out;
-  }
+  if (overlaps(uy, e->y_bytes, ux, e->x_bytes) ||
+      overlaps(uy, e->y_bytes, uw, e->w_bytes) ||
+      (ub && overlaps(uy, e->y_bytes, ub, e->b_bytes)))
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "ct_forward: y overlaps an input (x, w or b); the "
+                    "kernels do not work in place");
   CUcontext popped;
   CUresult cr = ct_drv.cuCtxPushCurrent(ctx->primary);
-  if (cr != CUDA_SUCCESS) {
-    rc = ctx_fail(ctx, CT_ERR_CUDA, cr, "cannot make the device's primary context current");
-    goto out;
-  }
-  ct_rt_entry *e = NULL;
-  rc = entry_get(ctx, p, &e);
-  if (rc == CT_OK) {
-    rc = ct_rt_kernel_launch(&e->kernel, (CUdeviceptr)(uintptr_t)x, (CUdeviceptr)(uintptr_t)w,
-                             (CUdeviceptr)(uintptr_t)(p->bias ? b : NULL),
-                             (CUdeviceptr)(uintptr_t)y,
-                             (CUstream)stream, &cr);
-    if (rc != CT_OK) ctx_fail(ctx, rc, cr, "kernel launch failed");
-  }
+  if (cr != CUDA_SUCCESS)
+    return ctx_fail(ctx, CT_ERR_CUDA, cr,
+                    "cannot make the device's primary context current");
+  rc = ct_rt_kernel_launch(&e->kernel, (CUdeviceptr)ux, (CUdeviceptr)uw,
+                           (CUdeviceptr)ub, (CUdeviceptr)uy,
+                           (CUstream)stream, &cr);
   ct_drv.cuCtxPopCurrent(&popped);
-out:
-  pthread_mutex_unlock(&ctx->lock);
-  return rc;
+  if (rc != CT_OK) return ctx_fail(ctx, rc, cr, "kernel launch failed");
+  return CT_OK;
 }
+
+ct_status ct_prepare(ct_context *ctx, const ct_problem *p) {
+  ct_status rc = ctx_check(ctx);
+  if (rc != CT_OK) return rc;
+  if (p == NULL)
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "ct_prepare: the problem must not be NULL");
+  uint64_t h = problem_hash(p);
+  ct_rt_entry *e = table_find(ctx, p, h);
+  if (e != NULL) return CT_OK;
+  return entry_load(ctx, p, h, &e);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reports                                                                 */
 
 ct_status ct_forward_path(ct_context *ctx, const ct_problem *p, ct_path *path,
                           char *variant, size_t len) {
-  if (ctx == NULL || p == NULL || path == NULL) return CT_ERR_INVALID_ARG;
-  pthread_mutex_lock(&ctx->lock);
-  ct_rt_entry *e = entry_find(ctx, p);
+  if (!ctx_ok(ctx) || p == NULL || path == NULL) return CT_ERR_INVALID_ARG;
+  ct_rt_entry *e = table_find(ctx, p, problem_hash(p));
   *path = e ? e->path : CT_PATH_NONE;
   if (variant && len > 0)
     snprintf(variant, len, "%s", e ? e->kernel.variant.name : "");
-  pthread_mutex_unlock(&ctx->lock);
+  return CT_OK;
+}
+
+ct_status ct_forward_reason(ct_context *ctx, const ct_problem *p, char *buf,
+                            size_t len) {
+  if (!ctx_ok(ctx) || p == NULL || buf == NULL || len == 0)
+    return CT_ERR_INVALID_ARG;
+  ct_rt_entry *e = table_find(ctx, p, problem_hash(p));
+  snprintf(buf, len, "%s", e ? e->reason : "not run yet");
   return CT_OK;
 }

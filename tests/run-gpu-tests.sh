@@ -6,7 +6,7 @@
 set -u
 build=${1:?usage: tests/run-gpu-tests.sh BUILD_DIR}
 pass=0 fail=0 skip=0
-for t in test_gpu_variants test_gpu_e2e; do
+for t in test_gpu_variants test_gpu_e2e test_gpu_shapes test_gpu_runtime; do
   exe="$build/tests/$t"
   if [ ! -x "$exe" ]; then
     echo "FAIL $t: $exe not built"
@@ -14,6 +14,16 @@ for t in test_gpu_variants test_gpu_e2e; do
     continue
   fi
   "$exe"
+  rc=$?
+  case $rc in
+    0) echo "PASS $t"; pass=$((pass + 1)) ;;
+    77) echo "SKIP $t"; skip=$((skip + 1)) ;;
+    *) echo "FAIL $t (exit $rc)"; fail=$((fail + 1)) ;;
+  esac
+done
+# Script tests: run from the source tree with the built convtune.
+for t in test_gpu_faults test_gpu_interrupt; do
+  "$(dirname "$0")/$t.sh" "$build/tuner/convtune"
   rc=$?
   case $rc in
     0) echo "PASS $t"; pass=$((pass + 1)) ;;

@@ -1,0 +1,404 @@
+"""convtune._lib — libconvtune through ctypes: the one Python definition of
+its C interface (runtime/convtune.h).
+
+Nothing is compiled: the library is found and loaded at run time, and
+ct_problem is declared here field by field as the C header has it
+(tests/test_lib.py checks the layout against the library itself).  Every
+call's ct_status is checked; a failure raises ConvtuneError with the
+library's own message (ct_last_error, plus the NVRTC log when there is one).
+
+Pointers are plain integers (torch's Tensor.data_ptr(), a stream's
+.cuda_stream), so this module needs no torch; Context.forward_tensors is the
+one helper that takes tensors, and it imports torch only when called.
+
+The library is found, in this order, at
+  1. $CONVTUNE_LIB (a path),
+  2. build/runtime/libconvtune.so of the source tree this package sits in
+     (python/convtune -> ../../build), for use straight from a checkout,
+  3. the installed library (`meson install`): ctypes.util.find_library
+     ("convtune"), then the plain name libconvtune.so (the loader's paths,
+     $LD_LIBRARY_PATH).
+"""
+
+import ctypes
+import ctypes.util
+import os
+
+__all__ = [
+    "CT_OK", "CT_PROBLEM_SPEC_MAX", "CT_PREC_TF32", "CT_PREC_FP32", "PRECISIONS",
+    "STATUS", "PATHS", "Problem", "ConvtuneError", "LibraryNotFound", "Library",
+    "Context", "check_tensor", "load", "repo_root", "default_library_path",
+    "library_candidates",
+]
+
+# -------------------------------------------------------------------------
+# The C types (runtime/convtune.h)
+
+CT_OK = 0
+CT_PROBLEM_SPEC_MAX = 256  # longest canonical spec text, NUL included
+
+CT_PREC_TF32 = 0
+CT_PREC_FP32 = 1
+PRECISIONS = {"tf32": CT_PREC_TF32, "fp32": CT_PREC_FP32}
+
+# ct_status, in the header's order (never renumbered).
+(CT_ERR_INVALID_ARG, CT_ERR_INVALID_PROBLEM, CT_ERR_PARSE, CT_ERR_NOMEM,
+ CT_ERR_NO_DRIVER, CT_ERR_NO_DEVICE, CT_ERR_CUDA, CT_ERR_NVRTC, CT_ERR_DB,
+ CT_ERR_DB_CORRUPT, CT_ERR_NOT_FOUND, CT_ERR_UNSUPPORTED, CT_ERR_VERIFY,
+ CT_ERR_IO) = range(1, 15)
+STATUS = ["CT_OK", "CT_ERR_INVALID_ARG", "CT_ERR_INVALID_PROBLEM", "CT_ERR_PARSE",
+          "CT_ERR_NOMEM", "CT_ERR_NO_DRIVER", "CT_ERR_NO_DEVICE", "CT_ERR_CUDA",
+          "CT_ERR_NVRTC", "CT_ERR_DB", "CT_ERR_DB_CORRUPT", "CT_ERR_NOT_FOUND",
+          "CT_ERR_UNSUPPORTED", "CT_ERR_VERIFY", "CT_ERR_IO"]
+__all__ += STATUS[1:]
+
+# ct_path, in the header's order.
+PATHS = ["none", "tuned-cubin", "tuned-compiled", "default", "nearest"]
+
+
+class Problem(ctypes.Structure):
+    """struct ct_problem: 13 int64 fields, int bias, enum precision (112 bytes)."""
+
+    _fields_ = [
+        ("n", ctypes.c_int64),
+        ("c", ctypes.c_int64),
+        ("h", ctypes.c_int64),
+        ("w", ctypes.c_int64),
+        ("k", ctypes.c_int64),
+        ("r", ctypes.c_int64),
+        ("s", ctypes.c_int64),
+        ("stride_h", ctypes.c_int64),
+        ("stride_w", ctypes.c_int64),
+        ("pad_h", ctypes.c_int64),
+        ("pad_w", ctypes.c_int64),
+        ("dil_h", ctypes.c_int64),
+        ("dil_w", ctypes.c_int64),
+        ("bias", ctypes.c_int),
+        ("precision", ctypes.c_int),  # ct_precision, an int-sized enum
+    ]
+
+    def copy(self, **changes):
+        """A copy of this problem with some fields changed."""
+        p = Problem.from_buffer_copy(self)
+        for name, value in changes.items():
+            setattr(p, name, value)
+        return p
+
+    def key(self):
+        """The fields as a tuple (hashable, comparable)."""
+        return tuple(getattr(self, name) for name, _ in self._fields_)
+
+    def output_hw(self):
+        """(P, Q) as PyTorch computes them (ct_problem_output's formula)."""
+        P = (self.h + 2 * self.pad_h - self.dil_h * (self.r - 1) - 1) // self.stride_h + 1
+        Q = (self.w + 2 * self.pad_w - self.dil_w * (self.s - 1) - 1) // self.stride_w + 1
+        return P, Q
+
+    def shapes(self):
+        """The tensor shapes: x (N,C,H,W), w (K,C,R,S), b (K,) or None, y (N,K,P,Q)."""
+        P, Q = self.output_hw()
+        return ((self.n, self.c, self.h, self.w), (self.k, self.c, self.r, self.s),
+                (self.k,) if self.bias else None, (self.n, self.k, P, Q))
+
+
+class ConvtuneError(RuntimeError):
+    """A libconvtune call that did not return CT_OK.  .status is the
+    ct_status, .message the library's message."""
+
+    def __init__(self, status, status_text, message, nvrtc_log=""):
+        text = "%s (%s)" % (message, status_text) if message else status_text
+        if nvrtc_log:
+            text += "\nNVRTC log:\n" + nvrtc_log.rstrip()
+        super().__init__(text)
+        self.status = status
+        self.message = message
+        self.nvrtc_log = nvrtc_log
+
+
+class LibraryNotFound(FileNotFoundError):
+    """libconvtune is nowhere this module looks (the message lists where)."""
+
+
+# -------------------------------------------------------------------------
+# Finding and loading the library
+
+def repo_root():
+    """The source tree this package sits in (python/convtune -> ../..)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def library_candidates():
+    """Where load() looks, in order: (description, path or name) pairs."""
+    out = []
+    env = os.environ.get("CONVTUNE_LIB")
+    if env:
+        return [("$CONVTUNE_LIB", env)]
+    out.append(("the source tree's build",
+                os.path.join(repo_root(), "build", "runtime", "libconvtune.so")))
+    found = ctypes.util.find_library("convtune")
+    if found:
+        out.append(("ctypes.util.find_library('convtune')", found))
+    out.append(("the loader's search path", "libconvtune.so"))
+    return out
+
+
+def default_library_path():
+    """The first candidate that exists as a file, else the last name tried
+    (left to the dynamic loader)."""
+    cands = library_candidates()
+    for _, path in cands:
+        if os.path.sep in path and os.path.exists(path):
+            return path
+    return cands[-1][1]
+
+
+def _text(raw):
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+def _bytes_or_none(text):
+    return None if text is None else os.fsencode(text)
+
+
+class Library:
+    """libconvtune, loaded with its function signatures declared."""
+
+    def __init__(self, path=None):
+        lib, tried = None, []
+        cands = [("given path", path)] if path else library_candidates()
+        for what, cand in cands:
+            if os.path.sep in cand and not os.path.exists(cand):
+                tried.append("%s: %s (no such file)" % (what, cand))
+                continue
+            try:
+                lib = ctypes.CDLL(cand)
+                self.path = cand
+                break
+            except OSError as e:
+                tried.append("%s: %s (%s)" % (what, cand, e))
+        if lib is None:
+            raise LibraryNotFound(
+                "libconvtune not found; tried:\n  " + "\n  ".join(tried) +
+                "\nBuild it (meson setup build && meson compile -C build), install it "
+                "(meson install -C build), or set $CONVTUNE_LIB to its path.")
+        self._lib = lib
+        P = ctypes.POINTER(Problem)
+        vp, cp, sz, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int
+        sigs = {
+            "ct_status_string": (cp, [i]),
+            "ct_problem_default": (None, [P]),
+            "ct_problem_output": (None, [P, ctypes.POINTER(ctypes.c_int64),
+                                         ctypes.POINTER(ctypes.c_int64)]),
+            "ct_problem_validate": (i, [P, ctypes.c_char_p, sz]),
+            "ct_problem_parse": (i, [cp, P, ctypes.c_char_p, sz]),
+            "ct_problem_format": (i, [P, ctypes.c_char_p, sz]),
+            "ct_precision_name": (cp, [i]),
+            "ct_open": (i, [cp, i, ctypes.POINTER(vp)]),
+            "ct_open_error": (cp, []),
+            "ct_close": (None, [vp]),
+            "ct_forward": (i, [vp, P, vp, vp, vp, vp, vp]),
+            "ct_path_name": (cp, [i]),
+            "ct_forward_path": (i, [vp, P, ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, sz]),
+            "ct_last_error": (cp, [vp]),
+            "ct_last_cuda_result": (i, [vp]),
+            "ct_last_nvrtc_result": (i, [vp]),
+            "ct_last_nvrtc_log": (cp, [vp]),
+        }
+        # Later additions: present in this source tree's library; an older
+        # library simply lacks the methods that use them.
+        optional = {
+            "ct_forward_reason": (i, [vp, P, ctypes.c_char_p, sz]),
+            "ct_prepare": (i, [vp, P]),
+            "ct_database_status": (i, [vp, ctypes.c_char_p, sz]),
+        }
+        for name, (restype, argtypes) in list(sigs.items()) + list(optional.items()):
+            fn = getattr(lib, name, None)
+            if fn is None:
+                if name in optional:
+                    continue
+                raise ConvtuneError(CT_ERR_UNSUPPORTED, "unsupported",
+                                    "%s lacks %s: a library older than this package"
+                                    % (self.path, name))
+            fn.restype = restype
+            fn.argtypes = argtypes
+
+    def has(self, name):
+        """Whether the loaded library exports the function `name`."""
+        return getattr(self._lib, name, None) is not None
+
+    def status_string(self, status):
+        return _text(self._lib.ct_status_string(status))
+
+    def _raise(self, status, message):
+        raise ConvtuneError(status, self.status_string(status), message)
+
+    # -- problems ---------------------------------------------------------
+
+    def default_problem(self):
+        """The headline problem (ct_problem_default)."""
+        p = Problem()
+        self._lib.ct_problem_default(ctypes.byref(p))
+        return p
+
+    def parse(self, spec):
+        """Parses a spec (README.md, "Problem specs") with ct_problem_parse."""
+        p = Problem()
+        err = ctypes.create_string_buffer(256)
+        st = self._lib.ct_problem_parse(spec.encode(), ctypes.byref(p), err, len(err))
+        if st != CT_OK:
+            self._raise(st, "cannot parse problem spec %r: %s" % (spec, _text(err.value)))
+        return p
+
+    def validate(self, p):
+        """ct_problem_validate: raises ConvtuneError (CT_ERR_INVALID_PROBLEM)
+        naming the offending field, else returns p."""
+        err = ctypes.create_string_buffer(256)
+        st = self._lib.ct_problem_validate(ctypes.byref(p), err, len(err))
+        if st != CT_OK:
+            self._raise(st, _text(err.value))
+        return p
+
+    def format(self, p):
+        """The canonical spec text of p (ct_problem_format)."""
+        buf = ctypes.create_string_buffer(CT_PROBLEM_SPEC_MAX)
+        st = self._lib.ct_problem_format(ctypes.byref(p), buf, len(buf))
+        if st != CT_OK:
+            self._raise(st, "cannot format the problem")
+        return _text(buf.value)
+
+    def path_name(self, path):
+        return _text(self._lib.ct_path_name(path))
+
+    # -- contexts ---------------------------------------------------------
+
+    def open(self, db_path=None, device=0):
+        """A Context on CUDA device `device` with the tuning database at
+        db_path (None: $CONVTUNE_DB, else the per-user default; "": none).
+        A database that is missing or unusable does not fail this: see
+        Context.database_status()."""
+        handle = ctypes.c_void_p()
+        st = self._lib.ct_open(_bytes_or_none(db_path), int(device), ctypes.byref(handle))
+        if st != CT_OK:
+            self._raise(st, "ct_open: " + _text(self._lib.ct_open_error()))
+        return Context(self, handle)
+
+
+class Context:
+    """An open ct_context.  close() it, or use it as a context manager.
+    Safe to share between threads (so is the C context)."""
+
+    def __init__(self, library, handle):
+        self.library = library
+        self._lib = library._lib
+        self._handle = handle
+
+    def close(self):
+        if self._handle:
+            self._lib.ct_close(self._handle)
+            self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def _check(self, status, what):
+        if status == CT_OK:
+            return
+        msg = _text(self._lib.ct_last_error(self._handle))
+        log = _text(self._lib.ct_last_nvrtc_log(self._handle))
+        cu = self._lib.ct_last_cuda_result(self._handle)
+        nv = self._lib.ct_last_nvrtc_result(self._handle)
+        extra = []
+        if cu:
+            extra.append("CUresult %d" % cu)
+        if nv:
+            extra.append("nvrtcResult %d" % nv)
+        if extra:
+            msg += " [" + ", ".join(extra) + "]"
+        raise ConvtuneError(status, self.library.status_string(status),
+                            "%s: %s" % (what, msg), log)
+
+    def forward(self, p, x, w, b, y, stream=0):
+        """ct_forward with device pointers (ints; b may be None or 0 only
+        without bias) on `stream` (a cudaStream_t as an int; 0: the legacy
+        default stream).  Asynchronous; raises ConvtuneError on failure."""
+        st = self._lib.ct_forward(self._handle, ctypes.byref(p), x, w, b or None, y,
+                                  stream or None)
+        self._check(st, "ct_forward")
+
+    def prepare(self, p):
+        """ct_prepare: loads p's kernel without launching anything."""
+        self._check(self._lib.ct_prepare(self._handle, ctypes.byref(p)), "ct_prepare")
+
+    def forward_tensors(self, p, x, w, b, y):
+        """ct_forward on torch tensors, on torch's current stream of x's
+        device, after checking each tensor against the problem: fp32, on one
+        CUDA device, dense (contiguous) NCHW / KCRS and of the problem's
+        shape.  Raises ValueError naming the offending tensor."""
+        import torch
+
+        xs, ws, bs, ys = p.shapes()
+        check_tensor("x", x, xs, None)
+        check_tensor("w", w, ws, x.device)
+        if p.bias:
+            if b is None:
+                raise ValueError("the problem has a bias but b is None")
+            check_tensor("b", b, bs, x.device)
+        check_tensor("y", y, ys, x.device)
+        stream = torch.cuda.current_stream(x.device).cuda_stream
+        self.forward(p, x.data_ptr(), w.data_ptr(), b.data_ptr() if p.bias else None,
+                     y.data_ptr(), stream)
+
+    def forward_path(self, p):
+        """(path name, variant name) of the kernel ct_forward runs for p:
+        path is "none" (not run yet), "tuned-cubin", "tuned-compiled",
+        "nearest" (the nearest tuned problem's winner) or "default"."""
+        path = ctypes.c_int()
+        buf = ctypes.create_string_buffer(256)
+        st = self._lib.ct_forward_path(self._handle, ctypes.byref(p), ctypes.byref(path),
+                                       buf, len(buf))
+        self._check(st, "ct_forward_path")
+        return self.library.path_name(path.value), _text(buf.value)
+
+    def forward_reason(self, p):
+        """Why ct_forward runs what it runs for p (one line of text)."""
+        buf = ctypes.create_string_buffer(1024)
+        st = self._lib.ct_forward_reason(self._handle, ctypes.byref(p), buf, len(buf))
+        self._check(st, "ct_forward_reason")
+        return _text(buf.value)
+
+    def database_status(self):
+        """(status name, message) of the context's tuning database:
+        "CT_OK" when it is open and usable, else why default variants run
+        (ct_database_status)."""
+        buf = ctypes.create_string_buffer(1024)
+        st = self._lib.ct_database_status(self._handle, buf, len(buf))
+        name = STATUS[st] if 0 <= st < len(STATUS) else str(st)
+        return name, _text(buf.value)
+
+
+def check_tensor(name, t, shape, device):
+    """Raises ValueError unless t is a contiguous fp32 CUDA tensor of `shape`
+    (on `device` when given)."""
+    if str(t.dtype) != "torch.float32":
+        raise ValueError("%s must be float32, not %s" % (name, t.dtype))
+    if not t.is_cuda:
+        raise ValueError("%s must be on a CUDA device, not %s" % (name, t.device))
+    if device is not None and t.device != device:
+        raise ValueError("%s is on %s but x is on %s" % (name, t.device, device))
+    if tuple(t.shape) != tuple(shape):
+        raise ValueError("%s has shape %s; the problem needs %s"
+                         % (name, tuple(t.shape), tuple(shape)))
+    if not t.is_contiguous():
+        raise ValueError("%s must be contiguous (dense NCHW / KCRS); call .contiguous() "
+                         "first (a channels_last tensor is not)" % name)
+
+
+def load(path=None):
+    """The Library at path (None: the first of library_candidates() that loads)."""
+    return Library(path)

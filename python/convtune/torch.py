@@ -1,0 +1,373 @@
+"""convtune.torch — libconvtune's conv2d for PyTorch, through ctypes (no
+extension is compiled against PyTorch).
+
+    conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
+           *, precision="auto")
+        F.conv2d's arguments and result; runs libconvtune's ct_forward on the
+        current CUDA stream of x's device.
+    Conv2d(in_channels, out_channels, kernel_size, stride=1, padding=0,
+           dilation=1, groups=1, bias=True, padding_mode="zeros",
+           device=None, dtype=None, *, precision="auto")
+        a drop-in for nn.Conv2d: a subclass, so its parameters, their
+        initialisation and its state_dict keys are nn.Conv2d's; its forward
+        is conv2d.  Conv2d.from_module(m) converts an nn.Conv2d.
+    torch.ops.convtune.conv2d(x, weight, bias, stride, padding, dilation,
+                              precision)
+        the registered custom op behind both, with a fake (meta)
+        implementation, so it traces into torch.compile graphs (fullgraph
+        too) and, being free of allocation and synchronisation after its
+        first call per shape, replays inside CUDA graphs.
+    explain(x, weight, bias=None, ...)
+        which kernel runs for that call and why (path, variant, reason,
+        database state).
+
+precision: "tf32" (TF32 tensor-core products, PyTorch's default for
+convolutions), "fp32" (IEEE-fp32-class accuracy) or "auto": tf32 when
+torch.backends.cudnn.allow_tf32 is set, else fp32, read each time the op runs.
+
+Unsupported cases raise UnsupportedError naming the reason; nothing falls
+back silently to another implementation: groups != 1, tensors not float32,
+on the CPU or on another device than x, not contiguous (channels_last
+included), padding_mode other than "zeros", padding="same" that would need
+asymmetric padding, sizes beyond the library's 32-bit indexing.
+
+Gradients: the forward pass is libconvtune's; the backward pass is PyTorch's
+own convolution_backward, so modules train as usual.
+
+Each CUDA device gets one context, opened on first use with the tuning
+database at $CONVTUNE_DB, else the per-user default; set_database() chooses
+another before that.  An unusable database is not an error: default
+variants run and explain() says why.
+"""
+
+import threading
+from typing import List, Optional
+
+import torch
+import torch.nn as nn
+
+from . import _lib
+
+if not hasattr(torch.library, "custom_op"):  # pragma: no cover
+    raise ImportError("convtune.torch needs PyTorch 2.4 or newer (torch.library.custom_op); "
+                      "this is %s" % torch.__version__)
+
+__all__ = ["conv2d", "Conv2d", "UnsupportedError", "explain", "set_database",
+           "library", "context"]
+
+
+class UnsupportedError(ValueError):
+    """A convolution convtune does not run; the message says why."""
+
+
+# -------------------------------------------------------------------------
+# The library and one context per device
+
+_lock = threading.Lock()
+_state = {"library": None, "db": None, "contexts": {}, "retired": []}
+
+
+def library():
+    """The loaded libconvtune (convtune._lib.Library), loaded once."""
+    with _lock:
+        if _state["library"] is None:
+            _state["library"] = _lib.load()
+        return _state["library"]
+
+
+def set_database(path):
+    """Uses the tuning database at `path` ("" for none, None for the default)
+    for contexts opened from now on; contexts already open are kept for
+    the calls in flight and no longer used."""
+    with _lock:
+        _state["db"] = path
+        _state["retired"].extend(_state["contexts"].values())
+        _state["contexts"] = {}
+
+
+def context(device):
+    """The convtune context of a CUDA device (a torch.device or index)."""
+    index = torch.device(device).index if not isinstance(device, int) else device
+    if index is None:
+        index = torch.cuda.current_device()
+    lib = library()
+    with _lock:
+        ctx = _state["contexts"].get(index)
+        if ctx is None:
+            ctx = lib.open(_state["db"], index)
+            _state["contexts"][index] = ctx
+        return ctx
+
+
+# -------------------------------------------------------------------------
+# Arguments
+
+_PRECISIONS = ("auto", "tf32", "fp32")
+
+
+def _check_precision(precision):
+    if precision not in _PRECISIONS:
+        raise ValueError("precision must be one of %s, not %r" % (", ".join(_PRECISIONS),
+                                                                   precision))
+    return precision
+
+
+def _resolve_precision(precision):
+    if precision == "auto":
+        return "tf32" if torch.backends.cudnn.allow_tf32 else "fp32"
+    return precision
+
+
+def _pair(value, name):
+    """An int or a sequence of 1 or 2 ints as a list of 2 ints."""
+    if isinstance(value, (list, tuple)):
+        if len(value) == 1:
+            value = (value[0], value[0])
+        if len(value) != 2:
+            raise ValueError("%s must be an int or a pair of ints, not %r" % (name, value))
+        return [int(value[0]), int(value[1])]
+    return [int(value), int(value)]
+
+
+def _same_padding(weight, stride, dilation):
+    """padding="same" as symmetric padding, where that is exact."""
+    if stride != [1, 1]:
+        raise ValueError("padding='same' is not supported for strided convolutions")
+    pad = []
+    for d, k in zip(dilation, weight.shape[2:]):
+        total = d * (k - 1)
+        if total % 2:
+            raise UnsupportedError(
+                "padding='same' with dilation %d and kernel size %d needs asymmetric "
+                "padding (%d in all), which convtune does not run" % (d, k, total))
+        pad.append(total // 2)
+    return pad
+
+
+def _out_size(size, k, stride, pad, dil):
+    return (size + 2 * pad - dil * (k - 1) - 1) // stride + 1
+
+
+def _check_tensors(x, weight, bias, fake):
+    """Raises UnsupportedError (or ValueError for malformed arguments) unless
+    the tensors are what the library runs: float32, dense NCHW / KCRS, on
+    x's CUDA device (meta also allowed when fake)."""
+    tensors = [("x", x), ("weight", weight)] + ([("bias", bias)] if bias is not None else [])
+    for name, t in tensors:
+        if t.dtype != torch.float32:
+            raise UnsupportedError("%s is %s: convtune runs float32 convolutions only "
+                                   "(at TF32 or IEEE-fp32 accuracy)" % (name, t.dtype))
+    if x.dim() != 4:
+        raise ValueError("x must be 4-D (N, C, H, W), not of shape %s" % (tuple(x.shape),))
+    if weight.dim() != 4:
+        raise ValueError("weight must be 4-D (K, C, R, S), not of shape %s"
+                         % (tuple(weight.shape),))
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != weight.shape[0]):
+        raise ValueError("bias must have shape (%s,), not %s"
+                         % (weight.shape[0], tuple(bias.shape)))
+    if x.shape[1] != weight.shape[1]:
+        raise ValueError("x has %s channels but weight expects %s (groups=1)"
+                         % (x.shape[1], weight.shape[1]))
+    for name, t in tensors:
+        if not t.is_contiguous():
+            raise UnsupportedError(
+                "%s is not contiguous (channels_last or a strided view): convtune runs "
+                "dense NCHW / KCRS tensors; call .contiguous() first" % name)
+    kinds = ("cuda", "meta") if fake else ("cuda",)
+    for name, t in tensors:
+        if t.device.type not in kinds:
+            raise UnsupportedError("%s is on %s: convtune runs on CUDA tensors only"
+                                   % (name, t.device))
+        if t.device != x.device:
+            raise UnsupportedError("%s is on %s but x is on %s" % (name, t.device, x.device))
+
+
+def _output_shape(x, weight, stride, padding, dilation):
+    n, _, h, w = x.shape
+    k, _, r, s = weight.shape
+    P = _out_size(h, r, stride[0], padding[0], dilation[0])
+    Q = _out_size(w, s, stride[1], padding[1], dilation[1])
+    if P < 1 or Q < 1:
+        raise ValueError("the output would be empty (%s x %s): the padded input is smaller "
+                         "than the dilated kernel" % (P, Q))
+    return (n, k, P, Q)
+
+
+def _check_params(stride, padding, dilation):
+    if len(stride) != 2 or len(padding) != 2 or len(dilation) != 2:
+        raise ValueError("stride, padding and dilation must be pairs")
+    if min(stride) < 1 or min(dilation) < 1 or min(padding) < 0:
+        raise ValueError("stride and dilation must be >= 1 and padding >= 0, not %s, %s, %s"
+                         % (stride, dilation, padding))
+
+
+_problems = {}  # (shapes, parameters, precision) -> validated _lib.Problem
+
+
+def _problem(x, weight, bias, stride, padding, dilation, precision):
+    key = (tuple(x.shape), tuple(weight.shape), bias is not None, tuple(stride),
+           tuple(padding), tuple(dilation), precision)
+    p = _problems.get(key)
+    if p is None:
+        n, c, h, w = x.shape
+        k, _, r, s = weight.shape
+        p = _lib.Problem(n, c, h, w, k, r, s, stride[0], stride[1], padding[0], padding[1],
+                         dilation[0], dilation[1], 1 if bias is not None else 0,
+                         _lib.PRECISIONS[precision])
+        try:
+            library().validate(p)
+        except _lib.ConvtuneError as e:
+            raise UnsupportedError("convtune cannot run this convolution: %s" % e.message)
+        _problems[key] = p
+    return p
+
+
+# -------------------------------------------------------------------------
+# The custom op
+
+@torch.library.custom_op("convtune::conv2d", mutates_args=())
+def _conv2d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+               stride: List[int], padding: List[int], dilation: List[int],
+               precision: str) -> torch.Tensor:
+    _check_precision(precision)
+    _check_params(stride, padding, dilation)
+    _check_tensors(x, weight, bias, fake=False)
+    shape = _output_shape(x, weight, stride, padding, dilation)
+    y = torch.empty(shape, dtype=torch.float32, device=x.device)
+    if y.numel() == 0:  # a batch of 0: nothing to run
+        return y
+    p = _problem(x, weight, bias, stride, padding, dilation, _resolve_precision(precision))
+    stream = torch.cuda.current_stream(x.device).cuda_stream
+    context(x.device).forward(p, x.data_ptr(), weight.data_ptr(),
+                              bias.data_ptr() if bias is not None else None,
+                              y.data_ptr(), stream)
+    return y
+
+
+@_conv2d_op.register_fake
+def _conv2d_fake(x, weight, bias, stride, padding, dilation, precision):
+    _check_precision(precision)
+    _check_params(stride, padding, dilation)
+    _check_tensors(x, weight, bias, fake=True)
+    return x.new_empty(_output_shape(x, weight, stride, padding, dilation))
+
+
+def _setup_context(ctx, inputs, output):
+    x, weight, bias, stride, padding, dilation, _ = inputs
+    ctx.save_for_backward(x, weight)
+    ctx.bias_sizes = [weight.shape[0]] if bias is not None else None
+    ctx.conv = (list(stride), list(padding), list(dilation))
+
+
+def _backward(ctx, grad_y):
+    x, weight = ctx.saved_tensors
+    stride, padding, dilation = ctx.conv
+    need = ctx.needs_input_grad
+    mask = [need[0], need[1], bool(need[2]) and ctx.bias_sizes is not None]
+    gx, gw, gb = torch.ops.aten.convolution_backward(
+        grad_y, x, weight, ctx.bias_sizes, stride, padding, dilation, False, [0, 0], 1, mask)
+    return (gx if mask[0] else None, gw if mask[1] else None, gb if mask[2] else None,
+            None, None, None, None)
+
+
+_conv2d_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+# -------------------------------------------------------------------------
+# The functional form and the module
+
+def _arguments(x, weight, stride, padding, dilation, groups, precision):
+    """Checks and normalises F.conv2d-style arguments."""
+    if groups != 1:
+        raise UnsupportedError("groups=%s: convtune runs groups=1 convolutions only" % groups)
+    _check_precision(precision)
+    stride = _pair(stride, "stride")
+    dilation = _pair(dilation, "dilation")
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = [0, 0]
+        elif padding == "same":
+            padding = _same_padding(weight, stride, dilation)
+        else:
+            raise ValueError("padding must be 'valid', 'same', an int or a pair, not %r"
+                             % padding)
+    else:
+        padding = _pair(padding, "padding")
+    return stride, padding, dilation
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
+           precision="auto"):
+    """F.conv2d computed by libconvtune on the current CUDA stream (see the
+    module's docstring for what is supported).  x may be (N, C, H, W) or
+    unbatched (C, H, W)."""
+    stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, groups,
+                                           precision)
+    if x.dim() == 3:
+        return _conv2d_op(x.unsqueeze(0), weight, bias, stride, padding, dilation,
+                          precision).squeeze(0)
+    return _conv2d_op(x, weight, bias, stride, padding, dilation, precision)
+
+
+def explain(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
+            precision="auto"):
+    """What conv2d runs for these arguments and why: a dict with path
+    ("tuned-cubin", "tuned-compiled", "nearest", "default"), variant,
+    reason, database (its state), precision and spec.  Loads the kernel if
+    that has not happened yet (no launch)."""
+    stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, groups,
+                                           precision)
+    if x.dim() == 3:
+        x = x.unsqueeze(0)
+    _check_params(stride, padding, dilation)
+    _check_tensors(x, weight, bias, fake=False)
+    prec = _resolve_precision(precision)
+    p = _problem(x, weight, bias, stride, padding, dilation, prec)
+    ctx = context(x.device)
+    ctx.prepare(p)
+    path, variant = ctx.forward_path(p)
+    status, message = ctx.database_status()
+    return {"path": path, "variant": variant, "reason": ctx.forward_reason(p),
+            "database": "%s: %s" % (status, message), "precision": prec,
+            "spec": library().format(p)}
+
+
+class Conv2d(nn.Conv2d):
+    """nn.Conv2d whose forward runs libconvtune (conv2d above).  Same
+    constructor (plus precision), parameters, initialisation and
+    state_dict; groups != 1, padding_mode other than "zeros" and dtypes
+    other than float32 raise UnsupportedError here, at construction."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None, *, precision="auto"):
+        if groups != 1:
+            raise UnsupportedError("groups=%s: convtune runs groups=1 convolutions only"
+                                   % groups)
+        if padding_mode != "zeros":
+            raise UnsupportedError("padding_mode=%r: convtune pads with zeros only"
+                                   % padding_mode)
+        if dtype is not None and dtype != torch.float32:
+            raise UnsupportedError("dtype=%s: convtune runs float32 convolutions only" % dtype)
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
+        self.precision = _check_precision(precision)
+
+    @classmethod
+    def from_module(cls, module, precision="auto"):
+        """A Conv2d with the configuration and a copy of the parameters of
+        the nn.Conv2d `module` (UnsupportedError where it cannot be one)."""
+        new = cls(module.in_channels, module.out_channels, module.kernel_size,
+                  module.stride, module.padding, module.dilation, module.groups,
+                  module.bias is not None, module.padding_mode, device=module.weight.device,
+                  dtype=module.weight.dtype, precision=precision)
+        new.load_state_dict(module.state_dict())
+        new.train(module.training)
+        return new
+
+    def forward(self, input):
+        return conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                      self.groups, precision=self.precision)
+
+    def extra_repr(self):
+        return super().extra_repr() + ", precision=%r" % self.precision

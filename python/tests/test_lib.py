@@ -1,0 +1,162 @@
+"""The ctypes layer (convtune._lib) on any machine: no torch, no GPU.  The
+parts that need a context run in child processes against the mock driver
+(tests/mock_cuda.c), since the driver is loaded once per process."""
+
+import ctypes
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import convtune
+from convtune import _lib
+from conftest import PYTHON_DIR, mock_driver_path
+
+
+def run_child(code, **env):
+    """Runs code in a fresh interpreter with the package importable; returns
+    (exit code, output)."""
+    e = dict(os.environ)
+    e.update(env)
+    e["PYTHONPATH"] = PYTHON_DIR + os.pathsep + e.get("PYTHONPATH", "")
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=e,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=300)
+    return r.returncode, r.stdout
+
+
+def test_struct_layout_matches_the_library(lib):
+    assert ctypes.sizeof(_lib.Problem) == 112
+    spec = "n=11,c=12,h=130,w=140,k=15,r=6,s=7,stride=2x3,pad=4x5,dil=1x2,bias=0,prec=fp32"
+    p = lib.parse(spec)
+    assert p.key() == (11, 12, 130, 140, 15, 6, 7, 2, 3, 4, 5, 1, 2, 0, _lib.CT_PREC_FP32)
+    assert lib.format(p) == spec
+    q = p.copy(bias=1, precision=_lib.CT_PREC_TF32, n=3)
+    assert lib.format(q).startswith("n=3,") and lib.format(q).endswith("bias=1,prec=tf32")
+    P, Q = ctypes.c_int64(), ctypes.c_int64()
+    lib._lib.ct_problem_output(ctypes.byref(p), ctypes.byref(P), ctypes.byref(Q))
+    assert (P.value, Q.value) == p.output_hw()
+    d = lib.default_problem()
+    assert lib.format(d) == ("n=256,c=3,h=224,w=224,k=96,r=11,s=11,stride=4,pad=2,dil=1,"
+                             "bias=1,prec=tf32")
+    assert d.shapes() == ((256, 3, 224, 224), (96, 3, 11, 11), (96,), (256, 96, 55, 55))
+
+
+def test_status_and_path_names_match_the_header(lib):
+    for i, name in enumerate(_lib.STATUS):
+        assert getattr(_lib, name) == i
+        assert lib.status_string(i) != "unknown status"
+    assert lib.status_string(len(_lib.STATUS)) == "unknown status"  # CT_STATUS_COUNT
+    for i, name in enumerate(_lib.PATHS):
+        assert lib.path_name(i) == name
+    assert lib.path_name(len(_lib.PATHS)) == "unknown"
+
+
+def test_parse_and_validate_errors(lib):
+    with pytest.raises(convtune.ConvtuneError) as e:
+        lib.parse("n=1,c=1,h=8,w=8,k=1,r=3,s=3,stride=0")
+    assert e.value.status == _lib.CT_ERR_INVALID_PROBLEM and "stride" in str(e.value)
+    with pytest.raises(convtune.ConvtuneError) as e:
+        lib.parse("n=1,c=1")
+    assert e.value.status == _lib.CT_ERR_PARSE
+    p = lib.parse("n=1,c=1,h=8,w=8,k=1,r=3,s=3")
+    with pytest.raises(convtune.ConvtuneError) as e:
+        lib.validate(p.copy(n=2 ** 40))
+    assert "INT32_MAX" in str(e.value)
+    assert lib.validate(p) is p
+
+
+def test_library_not_found_lists_where_it_looked():
+    with pytest.raises(convtune.LibraryNotFound) as e:
+        convtune.load("/nonexistent/dir/libconvtune.so")
+    assert "/nonexistent/dir/libconvtune.so" in str(e.value)
+    assert "CONVTUNE_LIB" in str(e.value)
+    code, out = run_child("""
+        import convtune
+        try:
+            convtune.load()
+        except convtune.LibraryNotFound as e:
+            print(e)
+        """, CONVTUNE_LIB="/nonexistent/libconvtune.so")
+    assert code == 0 and "$CONVTUNE_LIB: /nonexistent/libconvtune.so" in out
+
+
+def test_candidates_order():
+    cands = [c for _, c in _lib.library_candidates()]
+    if os.environ.get("CONVTUNE_LIB"):
+        assert cands == [os.environ["CONVTUNE_LIB"]]
+    else:
+        assert cands[0].endswith(os.path.join("build", "runtime", "libconvtune.so"))
+        assert cands[-1] == "libconvtune.so"
+
+
+def test_open_without_a_driver(lib):
+    code, out = run_child("""
+        import convtune
+        lib = convtune.load()
+        try:
+            lib.open("", 0)
+        except convtune.ConvtuneError as e:
+            print("status", e.status, e)
+        """, CONVTUNE_LIBCUDA="/nonexistent/libcuda.so.1")
+    assert code == 0, out
+    assert "status %d" % _lib.CT_ERR_NO_DRIVER in out and "no CUDA driver" in out
+
+
+def test_context_against_the_mock_driver(lib, tmp_path):
+    mock = mock_driver_path()
+    if mock is None:
+        pytest.skip("the build has no mock driver (tests/libct_mockcuda.so)")
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database " * 100)
+    code, out = run_child("""
+        import sys
+        import convtune
+        from convtune import _lib
+        lib = convtune.load()
+        p = lib.parse("n=2,c=3,h=20,w=20,k=8,r=3,s=3,pad=1,prec=fp32")
+        with lib.open(sys.argv[1] if len(sys.argv) > 1 else %r, 0) as ctx:
+            status, msg = ctx.database_status()
+            assert status == "CT_ERR_DB_CORRUPT", (status, msg)
+            assert ctx.forward_path(p) == ("none", "")
+            assert ctx.forward_reason(p) == "not run yet"
+            ctx.prepare(p)
+            path, variant = ctx.forward_path(p)
+            assert path == "default" and variant.startswith("direct:"), (path, variant)
+            x, w, b, y = 0x10000, 0x20000, 0x30000, 0x40000  # never touched
+            ctx.forward(p, x, w, b, y, 0)
+            assert "no usable tuning database" in ctx.forward_reason(p)
+            for args, needle in [((x, w, None, y), "b is NULL"),
+                                 ((x + 2, w, b, y), "aligned"),
+                                 ((y, w, b, y), "overlaps")]:
+                try:
+                    ctx.forward(p, *args)
+                except convtune.ConvtuneError as e:
+                    assert e.status == _lib.CT_ERR_INVALID_ARG and needle in str(e), e
+                else:
+                    raise AssertionError("no error for %%s" %% (args,))
+            try:
+                ctx.forward(p.copy(k=-1), x, w, b, y)
+            except convtune.ConvtuneError as e:
+                assert e.status == _lib.CT_ERR_INVALID_PROBLEM and "k = -1" in str(e)
+        print("mock ok")
+        """ % str(junk), CONVTUNE_LIBCUDA=mock)
+    assert code == 0 and "mock ok" in out, out
+
+
+def test_bench_shim_reexports_the_loader():
+    bench = os.path.join(os.path.dirname(PYTHON_DIR), "bench")
+    code, out = run_child("""
+        import sys
+        sys.path.insert(0, %r)
+        import convtune_ctypes as ct
+        from convtune import _lib
+        assert ct.Problem is _lib.Problem and ct.load is _lib.load
+        assert ct.ConvtuneError is _lib.ConvtuneError
+        assert ct.PRECISIONS == {"tf32": 0, "fp32": 1}
+        assert callable(ct.check_tensor) and callable(ct.repo_root)
+        print("shim ok")
+        """ % bench)
+    assert code == 0 and "shim ok" in out, out

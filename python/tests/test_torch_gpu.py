@@ -1,0 +1,204 @@
+"""convtune.torch on a CUDA GPU: conv2d and Conv2d against F.conv2d in
+float64 under the precision contract's elementwise bound, on the current
+stream, inside torch.compile (fullgraph) and a CUDA graph, with autograd,
+and the unsupported cases on CUDA tensors.  Skipped without torch or CUDA.
+
+    CONVTUNE_LIB=build/runtime/libconvtune.so python3 -m pytest python/tests
+"""
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device: torch.cuda.is_available() is False", allow_module_level=True)
+
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import convtune.torch as ct  # noqa: E402
+
+DEV = torch.device("cuda")
+
+# (x shape, weight shape, stride, padding, dilation, bias)
+CASES = [
+    ((2, 3, 57, 55), (16, 3, 11, 11), 4, 2, 1, True),
+    ((1, 1, 9, 7), (1, 1, 3, 3), 1, 0, 1, False),
+    ((1, 5, 13, 11), (7, 5, 3, 3), 1, 1, 1, True),
+    ((2, 16, 15, 17), (8, 16, 1, 1), 2, 0, 1, True),
+    ((3, 4, 21, 19), (8, 4, 3, 3), 1, 3, 2, False),
+    ((1, 6, 27, 25), (12, 6, 3, 3), (2, 1), (3, 0), (3, 1), True),
+    ((2, 3, 31, 29), (5, 3, 3, 3), 5, 1, 1, True),
+    ((1, 64, 28, 28), (64, 64, 3, 3), 1, 1, 1, True),
+    ((1, 3, 64, 64), (32, 3, 16, 16), 16, 0, 1, True),
+    ((2, 8, 12, 12), (4, 8, 4, 4), 2, 1, 1, False),
+]
+
+
+def bound(x, w, b, stride, padding, dilation, precision):
+    """The contract's elementwise bound (tuner/verify.h):
+    (2*u_op + (L+1)*u_acc) * sum|x*w| (+|b|)."""
+    u_op = 2.0 ** -11 if precision == "tf32" else 2.0 ** -22
+    u_acc = 2.0 ** -24
+    L = w.shape[1] * w.shape[2] * w.shape[3] + (1 if b is not None else 0)
+    abs_sum = F.conv2d(x.double().abs(), w.double().abs(),
+                       b.double().abs() if b is not None else None, stride, padding, dilation)
+    return (2 * u_op + (L + 1) * u_acc) * abs_sum + 1e-37
+
+
+def reference(x, w, b, stride, padding, dilation):
+    return F.conv2d(x.double(), w.double(), b.double() if b is not None else None,
+                    stride, padding, dilation)
+
+
+def check_close(y, x, w, b, stride, padding, dilation, precision):
+    ref = reference(x, w, b, stride, padding, dilation)
+    assert y.shape == ref.shape and y.dtype == torch.float32
+    assert torch.isfinite(y).all()
+    err = (y.double() - ref).abs()
+    lim = bound(x, w, b, stride, padding, dilation, precision)
+    worst = float((err / lim).max())
+    assert worst <= 1.0, "error %.3g x the bound (max abs err %.3g)" % (worst, float(err.max()))
+
+
+def make(xs, ws, bias, seed=0):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    x = torch.rand(xs, generator=g).to(DEV)
+    bound_w = 1 / math.sqrt(ws[1] * ws[2] * ws[3])
+    w = ((torch.rand(ws, generator=g) * 2 - 1) * bound_w).to(DEV)
+    b = ((torch.rand(ws[0], generator=g) * 2 - 1) * bound_w).to(DEV) if bias else None
+    return x, w, b
+
+
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+@pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_conv2d_matches_float64(case, precision):
+    xs, ws, stride, padding, dilation, bias = case
+    x, w, b = make(xs, ws, bias)
+    y = ct.conv2d(x, w, b, stride, padding, dilation, precision=precision)
+    torch.cuda.synchronize()
+    check_close(y, x, w, b, stride, padding, dilation, precision)
+    info = ct.explain(x, w, b, stride, padding, dilation, precision=precision)
+    assert info["path"] in ("tuned-cubin", "tuned-compiled", "nearest", "default"), info
+    assert info["precision"] == precision and info["reason"]
+
+
+def test_auto_precision_follows_cudnn_allow_tf32():
+    x, w, b = make((1, 3, 20, 20), (4, 3, 3, 3), True)
+    saved = torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cudnn.allow_tf32 = False
+        assert ct.explain(x, w, b)["precision"] == "fp32"
+        check_close(ct.conv2d(x, w, b), x, w, b, 1, 0, 1, "fp32")
+        torch.backends.cudnn.allow_tf32 = True
+        assert ct.explain(x, w, b)["precision"] == "tf32"
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
+
+
+def test_module_drop_in_for_nn_conv2d():
+    torch.manual_seed(3)
+    ref = nn.Conv2d(3, 24, 7, stride=2, padding=3).to(DEV)
+    mine = ct.Conv2d(3, 24, 7, stride=2, padding=3, precision="fp32").to(DEV)
+    mine.load_state_dict(ref.state_dict())
+    x = torch.rand(2, 3, 40, 38, device=DEV)
+    with torch.no_grad():
+        y = mine(x)
+    check_close(y, x, ref.weight.detach(), ref.bias.detach(), 2, 3, 1, "fp32")
+    conv = ct.Conv2d.from_module(ref, precision="fp32")
+    with torch.no_grad():
+        assert torch.equal(conv(x), y)
+    unbatched = ct.Conv2d(3, 4, 3).to(DEV)
+    with torch.no_grad():
+        assert unbatched(torch.rand(3, 10, 10, device=DEV)).shape == (4, 8, 8)
+
+
+def test_runs_on_the_current_stream():
+    x, w, b = make((4, 3, 67, 65), (32, 3, 11, 11), True)
+    ct.conv2d(x, w, b, 4, 2, precision="fp32")  # load outside the side stream
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        y = ct.conv2d(x, w, b, 4, 2, precision="fp32")
+        y2 = y * 1  # queued behind the convolution on s
+    s.synchronize()
+    check_close(y, x, w, b, 4, 2, 1, "fp32")
+    assert torch.equal(y2, y)
+
+
+def test_torch_compile_fullgraph():
+    m = nn.Sequential(ct.Conv2d(3, 16, 5, padding=2, precision="fp32"), nn.ReLU(),
+                      ct.Conv2d(16, 8, 3, stride=2, precision="fp32")).to(DEV)
+    x = torch.rand(2, 3, 32, 32, device=DEV)
+    with torch.no_grad():
+        eager = m(x)
+        compiled = torch.compile(m, fullgraph=True)(x)
+    torch.cuda.synchronize()
+    assert torch.allclose(eager, compiled, atol=1e-5, rtol=1e-5)
+
+
+def test_cuda_graph_capture_and_replay():
+    x, w, b = make((2, 3, 57, 55), (16, 3, 11, 11), True)
+    static_x = x.clone()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):  # warm-up: the first call loads the kernel
+            ct.conv2d(static_x, w, b, 4, 2, precision="tf32")
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_y = ct.conv2d(static_x, w, b, 4, 2, precision="tf32")
+    x2, _, _ = make((2, 3, 57, 55), (16, 3, 11, 11), True, seed=5)
+    static_x.copy_(x2)
+    graph.replay()
+    torch.cuda.synchronize()
+    check_close(static_y, x2, w, b, 4, 2, 1, "tf32")
+
+
+def test_gradients_match_f_conv2d():
+    """The backward pass is PyTorch's own (cuDNN), here without TF32."""
+    x, w, b = make((2, 3, 20, 18), (8, 3, 3, 3), True)
+    x.requires_grad_(True)
+    w.requires_grad_(True)
+    b.requires_grad_(True)
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        ct.conv2d(x, w, b, 2, 1, precision="fp32").square().sum().backward()
+        got = [t.grad.clone() for t in (x, w, b)]
+        for t in (x, w, b):
+            t.grad = None
+        F.conv2d(x, w, b, 2, 1).square().sum().backward()
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
+    for g, t in zip(got, (x, w, b)):
+        assert torch.allclose(g, t.grad, atol=1e-4, rtol=1e-4)
+
+
+def test_opcheck_on_cuda():
+    x, w, b = make((2, 3, 20, 20), (8, 3, 3, 3), True)
+    result = torch.library.opcheck(torch.ops.convtune.conv2d.default,
+                                   (x, w, b, [1, 1], [1, 1], [1, 1], "fp32"))
+    assert all(v == "SUCCESS" for v in result.values()), result
+
+
+@pytest.mark.parametrize("make_call,needle", [
+    (lambda x, w: ct.conv2d(x.half(), w.half()), "float16"),
+    (lambda x, w: ct.conv2d(x.to(memory_format=torch.channels_last), w), "not contiguous"),
+    (lambda x, w: ct.conv2d(x, w, groups=3), "groups=3"),
+    (lambda x, w: ct.conv2d(x.cpu(), w), "on cpu"),
+    (lambda x, w: ct.conv2d(x, w.cpu()), "weight is on cpu"),
+    (lambda x, w: ct.conv2d(x.double(), w.double()), "float64"),
+])
+def test_unsupported_on_cuda(make_call, needle):
+    x, w, _ = make((2, 3, 16, 16), (4, 3, 3, 3), False)
+    with pytest.raises(ct.UnsupportedError, match=needle):
+        make_call(x, w)
+
+
+def test_batch_of_zero():
+    x = torch.empty(0, 3, 16, 16, device=DEV)
+    w = torch.rand(4, 3, 3, 3, device=DEV)
+    assert ct.conv2d(x, w).shape == (0, 4, 14, 14)

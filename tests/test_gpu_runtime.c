@@ -1,0 +1,310 @@
+/*
+** test_gpu_runtime.c — the runtime on a real GPU, beyond single shapes:
+**   - threads sharing one context, each on its own stream, racing on first
+**     calls, every result checked against the float64 reference;
+**   - ct_forward captured in a CUDA graph (global capture mode, which fails
+**     on any allocation or synchronisation) and replayed;
+**   - an untrusted database on the real driver: a stale entry and another
+**     family's cubin under an entry are rebuilt, never launched, and the
+**     results are correct.
+*/
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include <sqlite3.h>
+
+#include "ct_drv.h"
+#include "gpu_common.h"
+#include "gpu_db.h"
+
+static ct_tune_gpu g;
+static char dir[] = "/tmp/convtune-gpurt-XXXXXX";
+
+#define CT_STR_(x) #x
+#define CT_STR(x) CT_STR_(x)
+
+/* Graph entry points, outside ct_drv's table. */
+static struct {
+  __typeof__(&cuStreamBeginCapture) begin;
+  __typeof__(&cuStreamEndCapture) end;
+  __typeof__(&cuGraphInstantiateWithFlags) instantiate;
+  __typeof__(&cuGraphLaunch) launch;
+  __typeof__(&cuGraphExecDestroy) exec_destroy;
+  __typeof__(&cuGraphDestroy) destroy;
+} graph;
+
+static int graph_load(void) {
+  const char *path = getenv("CONVTUNE_LIBCUDA");
+  void *lib = dlopen(path && path[0] ? path : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return -1;
+#define GRAPH_SYM(field, fn)                                                  \
+  {                                                                           \
+    void *s = dlsym(lib, CT_STR(fn));                                         \
+    if (!s) return -1;                                                        \
+    memcpy(&graph.field, &s, sizeof s);                                       \
+  }
+  GRAPH_SYM(begin, cuStreamBeginCapture)
+  GRAPH_SYM(end, cuStreamEndCapture)
+  GRAPH_SYM(instantiate, cuGraphInstantiateWithFlags)
+  GRAPH_SYM(launch, cuGraphLaunch)
+  GRAPH_SYM(exec_destroy, cuGraphExecDestroy)
+  GRAPH_SYM(destroy, cuGraphDestroy)
+#undef GRAPH_SYM
+  return 0;
+}
+
+/* Copies y (of d's problem) back and applies the precision contract. */
+static int check_y(const ct_tune_data *d, CUdeviceptr y, ct_tune_check *chk) {
+  float *host = malloc(d->ny * sizeof *host);
+  if (!host) return -1;
+  CUresult r = ct_drv.cuMemcpyDtoH(host, y, d->ny * sizeof *host);
+  if (r == CUDA_SUCCESS)
+    ct_tune_contract(&d->p, host, d->ref, d->abs_sum, d->sq_sum,
+                     (int64_t)d->ny, chk);
+  free(host);
+  return r == CUDA_SUCCESS ? 0 : -1;
+}
+
+static ct_status forward(ct_context *ctx, const ct_tune_data *d, CUdeviceptr y,
+                         CUstream s) {
+  return ct_forward(ctx, &d->p, (const float *)(uintptr_t)d->x,
+                    (const float *)(uintptr_t)d->w,
+                    (const float *)(uintptr_t)d->b, (float *)(uintptr_t)y, s);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Threads                                                                 */
+
+#define N_THREADS 6
+#define N_CALLS 60
+
+static const char *thread_specs[] = {
+    "n=2,c=3,h=41,w=39,k=24,r=5,s=5,stride=2,pad=2,prec=tf32",
+    "n=1,c=16,h=20,w=20,k=32,r=3,s=3,pad=1,prec=fp32",
+    "n=3,c=3,h=33,w=35,k=8,r=11,s=11,stride=4,pad=2,prec=tf32",
+};
+#define N_SPECS 3
+
+typedef struct worker {
+  ct_context *ctx;
+  ct_tune_data *data;          /* N_SPECS of them, shared read-only */
+  pthread_barrier_t *start;
+  int index;
+  int failures;
+  char message[512];
+} worker;
+
+static void *worker_main(void *arg) {
+  worker *wk = arg;
+  CUcontext popped;
+  CUstream s = NULL;
+  CUdeviceptr y[N_SPECS] = {0};
+  if (ct_drv.cuCtxPushCurrent(g.ctx) != CUDA_SUCCESS ||
+      ct_drv.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    wk->failures++;
+    snprintf(wk->message, sizeof wk->message, "cannot set up the thread");
+    return NULL;
+  }
+  for (int i = 0; i < N_SPECS; i++)
+    ct_drv.cuMemAlloc(&y[i], wk->data[i].ny * sizeof(float));
+  pthread_barrier_wait(wk->start);
+  for (int i = 0; i < N_CALLS; i++) {
+    int k = (i + wk->index) % N_SPECS;
+    if (forward(wk->ctx, &wk->data[k], y[k], s) != CT_OK) {
+      wk->failures++;
+      snprintf(wk->message, sizeof wk->message, "%s", ct_last_error(wk->ctx));
+    }
+  }
+  if (ct_drv.cuStreamSynchronize(s) != CUDA_SUCCESS) wk->failures++;
+  for (int k = 0; k < N_SPECS; k++) {
+    ct_tune_check chk;
+    if (check_y(&wk->data[k], y[k], &chk) != 0 || !chk.passes) {
+      wk->failures++;
+      snprintf(wk->message, sizeof wk->message, "%s: %s", thread_specs[k],
+               chk.reason);
+    }
+    ct_drv.cuMemFree(y[k]);
+  }
+  ct_drv.cuStreamDestroy(s);
+  ct_drv.cuCtxPopCurrent(&popped);
+  return NULL;
+}
+
+static void test_threads_share_a_context(void) {
+  ct_context *ctx = NULL;
+  ASSERT_EQ_INT(ct_open("", g.ordinal, &ctx), CT_OK);
+  ct_tune_data data[N_SPECS];
+  char err[512];
+  for (int k = 0; k < N_SPECS; k++) {
+    ct_problem p;
+    ASSERT_EQ_INT(ct_problem_parse(thread_specs[k], &p, NULL, 0), CT_OK);
+    ASSERT_EQ_INT(ct_tune_data_create(&g, &p, ct_tune_fresh_seed(), &data[k],
+                                      err, sizeof err), CT_OK);
+  }
+  pthread_barrier_t start;
+  pthread_barrier_init(&start, NULL, N_THREADS);
+  pthread_t t[N_THREADS];
+  worker wk[N_THREADS];
+  for (int i = 0; i < N_THREADS; i++) {
+    wk[i] = (worker){ctx, data, &start, i, 0, ""};
+    ASSERT_EQ_INT(pthread_create(&t[i], NULL, worker_main, &wk[i]), 0);
+  }
+  int failures = 0;
+  for (int i = 0; i < N_THREADS; i++) {
+    pthread_join(t[i], NULL);
+    if (wk[i].failures) printf("thread %d: %s\n", i, wk[i].message);
+    failures += wk[i].failures;
+  }
+  pthread_barrier_destroy(&start);
+  printf("%d threads x %d forwards on their own streams, 3 problems loaded "
+         "concurrently: %d failures\n", N_THREADS, N_CALLS, failures);
+  ASSERT_EQ_INT(failures, 0);
+  for (int k = 0; k < N_SPECS; k++) ct_tune_data_destroy(&data[k]);
+  ct_close(ctx);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Graph capture                                                           */
+
+static void test_graph_capture(void) {
+  ASSERT_EQ_INT(graph_load(), 0);
+  ct_context *ctx = NULL;
+  ASSERT_EQ_INT(ct_open("", g.ordinal, &ctx), CT_OK);
+  const char *specs[] = {"n=2,c=3,h=57,w=55,k=16,r=11,s=11,stride=4,pad=2,prec=tf32",
+                         "n=1,c=8,h=16,w=18,k=12,r=3,s=3,pad=1,bias=0,prec=fp32"};
+  ct_tune_data d[2];
+  char err[512];
+  CUdeviceptr y[2];
+  for (int k = 0; k < 2; k++) {
+    ct_problem p;
+    ASSERT_EQ_INT(ct_problem_parse(specs[k], &p, NULL, 0), CT_OK);
+    ASSERT_EQ_INT(ct_tune_data_create(&g, &p, ct_tune_fresh_seed(), &d[k], err, sizeof err), CT_OK);
+    ASSERT_EQ_INT(ct_drv.cuMemAlloc(&y[k], d[k].ny * sizeof(float)), CUDA_SUCCESS);
+    ASSERT_EQ_INT(ct_drv.cuMemsetD32Async(y[k], 0x7fc00000u, d[k].ny, g.stream), CUDA_SUCCESS);
+  }
+  /* The first: warmed by a call; the second: by ct_prepare. */
+  ASSERT_EQ_INT(forward(ctx, &d[0], y[0], g.stream), CT_OK);
+  ASSERT_EQ_INT(ct_prepare(ctx, &d[1].p), CT_OK);
+  ASSERT_EQ_INT(ct_drv.cuStreamSynchronize(g.stream), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuMemsetD32Async(y[0], 0x7fc00000u, d[0].ny, g.stream), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuStreamSynchronize(g.stream), CUDA_SUCCESS);
+
+  CUgraph graph_h = NULL;
+  CUgraphExec exec = NULL;
+  ASSERT_EQ_INT(graph.begin(g.stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ct_status rc0 = forward(ctx, &d[0], y[0], g.stream);
+  ct_status rc1 = forward(ctx, &d[1], y[1], g.stream);
+  CUresult ended = graph.end(g.stream, &graph_h);
+  if (rc0 != CT_OK || rc1 != CT_OK) printf("capture: %s\n", ct_last_error(ctx));
+  ASSERT_EQ_INT(rc0, CT_OK);
+  ASSERT_EQ_INT(rc1, CT_OK);
+  ASSERT_EQ_INT(ended, CUDA_SUCCESS);
+  ASSERT_EQ_INT(graph.instantiate(&exec, graph_h, 0), CUDA_SUCCESS);
+  for (int rep = 0; rep < 3; rep++)
+    ASSERT_EQ_INT(graph.launch(exec, g.stream), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuStreamSynchronize(g.stream), CUDA_SUCCESS);
+  for (int k = 0; k < 2; k++) {
+    ct_tune_check chk;
+    ASSERT_EQ_INT(check_y(&d[k], y[k], &chk), 0);
+    printf("graph replay %s: %s (rel err %.1e)\n", specs[k],
+           chk.passes ? "pass" : chk.reason, chk.rel_err);
+    ASSERT_TRUE(chk.passes);
+  }
+  graph.exec_destroy(exec);
+  graph.destroy(graph_h);
+  for (int k = 0; k < 2; k++) {
+    ct_drv.cuMemFree(y[k]);
+    ct_tune_data_destroy(&d[k]);
+  }
+  ct_close(ctx);
+}
+
+/* ---------------------------------------------------------------------- */
+/* An untrusted database on the real driver                                */
+
+static ct_status run_forward(void *arg, const ct_tune_data *d, CUstream s,
+                             char *err, size_t len) {
+  ct_context *ctx = arg;
+  ct_status rc = forward(ctx, d, d->y, s);
+  if (rc != CT_OK) snprintf(err, len, "%s", ct_last_error(ctx));
+  return rc;
+}
+
+static void test_untrusted_database(void) {
+  const char *spec = "n=2,c=3,h=47,w=45,k=24,r=11,s=11,stride=4,pad=2,prec=tf32";
+  ct_problem p;
+  ASSERT_EQ_INT(ct_problem_parse(spec, &p, NULL, 0), CT_OK);
+  char db[300], err[1024];
+  snprintf(db, sizeof db, "%s/untrusted.db", dir);
+  ct_gen_variant tuned, fallback;
+  ASSERT_EQ_INT(gpu_db_pick(&p, &g.limits, 0, &tuned), 0);
+  ASSERT_EQ_INT(ct_gen_default_variant(&p, &g.limits, &fallback), CT_OK);
+  ASSERT_EQ_INT(gpu_db_store(db, &g.device, &g.limits, &p, &tuned, err, sizeof err), CT_OK);
+  ct_tune_data d;
+  ASSERT_EQ_INT(ct_tune_data_create(&g, &p, ct_tune_fresh_seed(), &d, err, sizeof err), CT_OK);
+
+  /* Read the honest entry's source hash, then damage the entry in two
+  ** ways: a stale source hash; another family's cubin under it. */
+  static const struct {
+    const char *what;
+    const char *sql;
+    ct_path want;
+  } cases[] = {
+      {"honest entry", NULL, CT_PATH_TUNED_CUBIN},
+      {"stale source hash", "UPDATE winners SET source_hash = source_hash + 1;",
+       CT_PATH_TUNED_COMPILED},
+      {"another family's cubin", "", CT_PATH_TUNED_COMPILED},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ASSERT_EQ_INT(gpu_db_store(db, &g.device, &g.limits, &p, &tuned, err, sizeof err), CT_OK);
+    if (cases[i].sql && cases[i].sql[0]) {
+      sqlite3 *h = NULL;
+      ASSERT_EQ_INT(sqlite3_open(db, &h), SQLITE_OK);
+      ASSERT_EQ_INT(sqlite3_exec(h, cases[i].sql, NULL, NULL, NULL), SQLITE_OK);
+      sqlite3_close(h);
+    } else if (cases[i].sql) {
+      /* The default variant's real cubin stored under the tuned name, with
+      ** the tuned variant's source hash: it loads, but lacks the kernel. */
+      char db2[320];
+      snprintf(db2, sizeof db2, "%s.other", db);
+      ASSERT_EQ_INT(gpu_db_store(db2, &g.device, &g.limits, &p, &fallback, err, sizeof err), CT_OK);
+      char sql[700];
+      snprintf(sql, sizeof sql,
+               "ATTACH '%s' AS o; UPDATE winners SET cubin = (SELECT cubin FROM"
+               " o.winners), cubin_hash = (SELECT cubin_hash FROM o.winners);",
+               db2);
+      sqlite3 *h = NULL;
+      ASSERT_EQ_INT(sqlite3_open(db, &h), SQLITE_OK);
+      ASSERT_EQ_INT(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+      sqlite3_close(h);
+    }
+    ct_context *ctx = NULL;
+    ASSERT_EQ_INT(ct_open(db, g.ordinal, &ctx), CT_OK);
+    ct_tune_check chk;
+    ASSERT_EQ_INT(ct_tune_verify(&g, &d, run_forward, ctx, &chk, err, sizeof err), CT_OK);
+    ct_path path;
+    ct_forward_path(ctx, &p, &path, NULL, 0);
+    char why[1024];
+    ct_forward_reason(ctx, &p, why, sizeof why);
+    printf("%-24s %-15s %s\n    %s\n", cases[i].what, ct_path_name(path),
+           chk.passes ? "pass" : chk.reason, why);
+    ASSERT_TRUE(chk.passes);
+    ASSERT_EQ_INT(path, cases[i].want);
+    ct_close(ctx);
+  }
+  ct_tune_data_destroy(&d);
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  gpu_open_or_skip(&g);
+  if (mkdtemp(dir) == NULL) return 1;
+  RUN_TEST(test_threads_share_a_context);
+  RUN_TEST(test_graph_capture);
+  RUN_TEST(test_untrusted_database);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  ct_tune_gpu_close(&g);
+  TEST_EXIT();
+}
