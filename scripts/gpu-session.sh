@@ -26,6 +26,8 @@ fi
 if has tune; then
   for prec in tf32 fp32; do
     log "tune $prec"; timeout 240 $ct tune --precision $prec
+    log "re-tune $prec (resumes from the database)"
+    timeout 120 $ct tune --precision $prec | grep -E "variants|^winner"
     log "check $prec"; timeout 60 $ct check --precision $prec
   done
 fi
@@ -38,7 +40,7 @@ if has memcheck; then
   for prec in tf32 fp32; do
     timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 5 \
       $ct tune --problem "$small" --precision $prec --db "$out/memcheck.db" \
-      --trials 1 --final-trials 1 --finalists 1 --quiet | tail -3
+      --trials 1 --final-trials 1 --finalists 1 --quiet --no-isolate --fresh | tail -3
     echo "memcheck $prec: exit $?"
   done
 fi

@@ -420,7 +420,13 @@ ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
 
   /* The device first: a machine without one gets no database file. */
   rc = ct_tune_worker_start(o->worker_exe, o->device, o->stop, &w, err, len);
-  if (rc != CT_OK) goto out;
+  if (rc != CT_OK) {
+    if (stopped(o)) { /* a signal while the worker started: nothing to keep */
+      r->interrupted = 1;
+      rc = CT_OK;
+    }
+    goto out;
+  }
   char cerr[512];
   rc = ct_cache_open(o->db_path, CT_CACHE_CREATE, &cache, cerr, sizeof cerr);
   if (rc != CT_OK) {
