@@ -148,6 +148,12 @@ ct_status ct_gen_source(const ct_problem *p, const ct_gen_variant *v,
 ** missing) or CT_ERR_NOMEM. */
 ct_status ct_gen_reference_source(const ct_problem *p, char **src);
 
+/* A template as it compiles on its own (its defaults): its text with the
+** embedded headers it includes (templates/ct_*.cuh) expanded, as
+** ct_gen_source does.  *src is malloc'd.  Returns CT_OK, CT_ERR_INVALID_ARG,
+** CT_ERR_NOT_FOUND or CT_ERR_NOMEM. */
+ct_status ct_gen_template_source(const char *file_name, char **src);
+
 /* An embedded template's text by file name; NULL if none.  The text is
 ** static and NUL-terminated. */
 const char *ct_gen_template(const char *file_name);

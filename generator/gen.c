@@ -365,9 +365,38 @@ static void put_header(strbuf *b, const char *what, const ct_problem *p) {
             p->bias ? 1 : 0);
 }
 
+/* Appends a template's text.  A line `#include "NAME"` that names an
+** embedded file is replaced by that file's text (one level: the shared
+** headers include nothing), with #line directives around it so that NVRTC's
+** messages point at the right file and line.  Other lines are copied. */
 static void put_template(strbuf *b, const char *file_name, const char *text) {
+  static const char directive[] = "#include \"";
   sb_printf(b, "#line 1 \"%s\"\n", file_name);
-  sb_append(b, text, strlen(text));
+  int line = 1;
+  for (const char *p = text; *p; line++) {
+    const char *eol = strchr(p, '\n');
+    size_t len = eol ? (size_t)(eol - p) + 1 : strlen(p);
+    const char *header = NULL;
+    char name[64];
+    if (strncmp(p, directive, sizeof directive - 1) == 0) {
+      const char *q = p + sizeof directive - 1;
+      const char *qe = memchr(q, '"', len - (sizeof directive - 1));
+      if (qe && (size_t)(qe - q) < sizeof name) {
+        memcpy(name, q, (size_t)(qe - q));
+        name[qe - q] = '\0';
+        header = ct_gen_template(name);
+      }
+    }
+    if (header) {
+      sb_printf(b, "#line 1 \"%s\"\n", name);
+      sb_append(b, header, strlen(header));
+      if (header[0] && header[strlen(header) - 1] != '\n') sb_append(b, "\n", 1);
+      sb_printf(b, "#line %d \"%s\"\n", line + 1, file_name);
+    } else {
+      sb_append(b, p, len);
+    }
+    p += len;
+  }
 }
 
 static ct_status sb_finish(strbuf *b, char **src) {
@@ -422,6 +451,16 @@ ct_status ct_gen_reference_source(const ct_problem *p, char **src) {
 extern const size_t ct_gen_embedded_count;
 extern const char *const ct_gen_embedded_names[];
 extern const char *const ct_gen_embedded_texts[];
+
+ct_status ct_gen_template_source(const char *file_name, char **src) {
+  if (src) *src = NULL;
+  if (file_name == NULL || src == NULL) return CT_ERR_INVALID_ARG;
+  const char *text = ct_gen_template(file_name);
+  if (text == NULL) return CT_ERR_NOT_FOUND;
+  strbuf b = {0};
+  put_template(&b, file_name, text);
+  return sb_finish(&b, src);
+}
 
 const char *ct_gen_template(const char *file_name) {
   if (file_name == NULL) return NULL;

@@ -125,54 +125,7 @@
 // ----------------------------------------------------------------------------
 // Problem (defaults: KernelBench level 1 problem 50)
 
-#ifndef CT_N
-#define CT_N 256
-#endif
-#ifndef CT_C
-#define CT_C 3
-#endif
-#ifndef CT_H
-#define CT_H 224
-#endif
-#ifndef CT_W
-#define CT_W 224
-#endif
-#ifndef CT_K
-#define CT_K 96
-#endif
-#ifndef CT_R
-#define CT_R 11
-#endif
-#ifndef CT_S
-#define CT_S 11
-#endif
-#ifndef CT_STRIDE_H
-#define CT_STRIDE_H 4
-#endif
-#ifndef CT_STRIDE_W
-#define CT_STRIDE_W 4
-#endif
-#ifndef CT_PAD_H
-#define CT_PAD_H 2
-#endif
-#ifndef CT_PAD_W
-#define CT_PAD_W 2
-#endif
-#ifndef CT_DIL_H
-#define CT_DIL_H 1
-#endif
-#ifndef CT_DIL_W
-#define CT_DIL_W 1
-#endif
-#ifndef CT_BIAS
-#define CT_BIAS 1
-#endif
-#ifndef CT_P
-#define CT_P ((CT_H + 2 * CT_PAD_H - CT_DIL_H * (CT_R - 1) - 1) / CT_STRIDE_H + 1)
-#endif
-#ifndef CT_Q
-#define CT_Q ((CT_W + 2 * CT_PAD_W - CT_DIL_W * (CT_S - 1) - 1) / CT_STRIDE_W + 1)
-#endif
+#include "ct_problem.cuh"
 
 // ----------------------------------------------------------------------------
 // Tunable parameters (generator/family_wg.c lists the values searched)
@@ -209,6 +162,8 @@
 
 // ----------------------------------------------------------------------------
 // Derived quantities
+
+#include "ct_ptx.cuh"
 
 namespace wg {
 
@@ -304,24 +259,8 @@ static_assert(CT_PLAN_SMEM == SMEM_BYTES, "plan: shared memory size differs");
 #endif
 
 // ----------------------------------------------------------------------------
-// PTX helpers
+// PTX helpers (and those of ct_ptx.cuh)
 
-// fp32 -> TF32, round to nearest (ties away); an fp32 bit pattern whose low
-// 13 bits are zero.
-__device__ __forceinline__ unsigned to_tf32(float f) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
-  return r;
-}
-
-// 4-byte global -> shared copy; zero-fills dst when !valid (src not read).
-__device__ __forceinline__ void cp_async4(float *dst, const float *src, bool valid) {
-  const unsigned saddr = (unsigned)__cvta_generic_to_shared(dst);
-  const unsigned bytes = valid ? 4u : 0u;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(saddr),
-               "l"(src), "r"(bytes)
-               : "memory");
-}
 // 16-byte global -> shared copy (both 16-byte aligned); zero-fills dst when
 // !valid (src not read).
 __device__ __forceinline__ void cp_async16(float *dst, const float *src, bool valid) {
@@ -330,12 +269,6 @@ __device__ __forceinline__ void cp_async16(float *dst, const float *src, bool va
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr),
                "l"(src), "r"(bytes)
                : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int pending> __device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 }
 
 // A barrier for warpgroup wgi's 128 threads only (named barrier 1 + wgi;
