@@ -401,9 +401,9 @@ static int cmd_tune(const cli *c) {
 
   ct_tune_result r;
   char err[1024];
+  /* The handlers stay until the command returns: a signal that lands
+  ** after the tune finished is reported too, not a silent death. */
   ct_status st = ct_tune_run(&o, &r, err, sizeof err);
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
   if (st != CT_OK) {
     fprintf(stderr, "convtune tune: %s\n", err);
     ct_tune_result_free(&r);
@@ -505,6 +505,12 @@ static int cmd_tune(const cli *c) {
   int ok = r.winner >= 0;
   if (!ok) fprintf(stderr, "convtune tune: no variant passed its precision contract\n");
   ct_tune_result_free(&r);
+  if (tune_stop) {
+    fprintf(stderr, "convtune tune: interrupted by %s after the tune had "
+                    "finished: everything above is recorded\n",
+            tune_stop == SIGTERM ? "SIGTERM" : "SIGINT");
+    return 128 + tune_stop;
+  }
   return ok ? 0 : 1;
 }
 
