@@ -973,11 +973,12 @@ static ct_status cache_read_trial(ct_cache *c, sqlite3_stmt *st,
   return CT_OK;
 }
 
-ct_status ct_cache_trial_add(ct_cache *c, ct_cache_trial *t)
+/* Inserts *t stamped created_at; sets t->id and t->created_at.  The work of
+** ct_cache_trial_add (now) and ct_cache_trial_import (the trial's own time). */
+static ct_status trial_insert(ct_cache *c, ct_cache_trial *t, int64_t created_at)
 {
   sqlite3_stmt *st = NULL;
   const char *status;
-  int64_t now = (int64_t)time(NULL);
   ct_status rc;
   int src;
 
@@ -1016,18 +1017,23 @@ ct_status ct_cache_trial_add(ct_cache *c, ct_cache_trial *t)
       (src = cache_bind_real(st, 15, t->max_ms)) ||
       (src = sqlite3_bind_int(st, 16, t->n_timed)) ||
       (src = sqlite3_bind_text(st, 17, t->message, -1, SQLITE_STATIC)) ||
-      (src = sqlite3_bind_int64(st, 18, now)))
+      (src = sqlite3_bind_int64(st, 18, created_at)))
     goto bad;
   src = sqlite3_step(st);
   if (src != SQLITE_DONE) goto bad;
   t->id = sqlite3_last_insert_rowid(c->db);
-  t->created_at = now;
+  t->created_at = created_at;
   goto done;
 bad:
   rc = cache_sqlfail(c, src, "adding a trial");
 done:
   sqlite3_finalize(st);
   return rc;
+}
+
+ct_status ct_cache_trial_add(ct_cache *c, ct_cache_trial *t)
+{
+  return trial_insert(c, t, (int64_t)time(NULL));
 }
 
 ct_status ct_cache_trials(ct_cache *c, int64_t problem_id, int64_t device_id,
@@ -1709,22 +1715,8 @@ ct_status ct_cache_trial_import(ct_cache *c, ct_cache_trial *t, int *inserted)
   sqlite3_finalize(st);
   st = NULL;
 
-  {
-    int64_t keep = t->created_at;
-    rc = ct_cache_trial_add(c, t);
-    if (rc != CT_OK) goto done;
-    /* trial_add stamps now; put the original time back. */
-    rc = cache_prepare(c, "UPDATE trials SET created_at = ?1 WHERE id = ?2",
-                       &st);
-    if (rc != CT_OK) goto done;
-    if ((src = sqlite3_bind_int64(st, 1, keep)) ||
-        (src = sqlite3_bind_int64(st, 2, t->id)))
-      goto bad;
-    src = sqlite3_step(st);
-    if (src != SQLITE_DONE) goto bad;
-    t->created_at = keep;
-    if (inserted) *inserted = 1;
-  }
+  rc = trial_insert(c, t, t->created_at);
+  if (rc == CT_OK && inserted) *inserted = 1;
   goto done;
 bad:
   rc = cache_sqlfail(c, src, "importing a trial");
