@@ -11,7 +11,8 @@
 **      enumeration order; the seeds are taken round-robin over the families
 **      so that, under a time budget, every family is seen early.
 **   2. hill climbing guided by a cheap model: the candidates are the
-**      untried neighbours (same family, exactly one parameter different)
+**      untried neighbours (same family, one parameter different, or two
+**      where no one-parameter step between them is valid)
 **      of the fastest timed variant, and the next is the one the model
 **      predicts fastest (ties: enumeration order); once that neighbourhood
 **      is exhausted, the second fastest's, and so on.  A faster find moves
@@ -66,12 +67,40 @@ void ct_tune_search_destroy(ct_tune_search *s) {
   free(s);
 }
 
-/* 1 when a and b are one parameter apart in the same family. */
-static int neighbours(const ct_gen_variant *a, const ct_gen_variant *b) {
-  if (a->family != b->family || a->family == NULL) return 0;
-  int diff = 0;
-  for (int p = 0; p < a->family->n_params; p++) diff += a->values[p] != b->values[p];
-  return diff == 1;
+/* 1 when one of the n variants v is family f at these parameter values. */
+static int enumerated(const ct_gen_variant *v, size_t n, const ct_gen_family *f,
+                      const int *values) {
+  for (size_t k = 0; k < n; k++)
+    if (v[k].family == f &&
+        memcmp(v[k].values, values, (size_t)f->n_params * sizeof *values) == 0)
+      return 1;
+  return 0;
+}
+
+/* 1 when a and b (of the n variants v) are neighbours: same family, and one
+** parameter apart, or two apart where neither one-parameter step between
+** them is a valid variant.  The second kind bridges parameters that are
+** only valid together (wg's PP=1 needs STAGES=1, which valid() prunes for
+** PP=0), which one-parameter moves could never cross. */
+static int neighbours(const ct_gen_variant *a, const ct_gen_variant *b,
+                      const ct_gen_variant *v, size_t n) {
+  const ct_gen_family *f = a->family;
+  if (f != b->family || f == NULL) return 0;
+  int diff = 0, at[2] = {0, 0};
+  for (int p = 0; p < f->n_params; p++)
+    if (a->values[p] != b->values[p]) {
+      if (diff < 2) at[diff] = p;
+      diff++;
+    }
+  if (diff == 1) return 1;
+  if (diff != 2) return 0;
+  int step[CT_GEN_MAX_PARAMS];
+  for (int k = 0; k < 2; k++) {
+    memcpy(step, a->values, sizeof step);
+    step[at[k]] = b->values[at[k]];
+    if (enumerated(v, n, f, step)) return 0;
+  }
+  return 1;
 }
 
 static ct_status build_neighbours(ct_tune_search *s, const ct_gen_variant *v) {
@@ -79,14 +108,14 @@ static ct_status build_neighbours(ct_tune_search *s, const ct_gen_variant *v) {
   s->adj_start = calloc(n + 1, sizeof *s->adj_start);
   if (s->adj_start == NULL) return CT_ERR_NOMEM;
   for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; j < n; j++) edges += i != j && neighbours(&v[i], &v[j]);
+    for (size_t j = 0; j < n; j++) edges += i != j && neighbours(&v[i], &v[j], v, n);
   s->adj = malloc((edges ? edges : 1) * sizeof *s->adj);
   if (s->adj == NULL) return CT_ERR_NOMEM;
   size_t e = 0;
   for (size_t i = 0; i < n; i++) {
     s->adj_start[i] = e;
     for (size_t j = 0; j < n; j++)
-      if (i != j && neighbours(&v[i], &v[j])) s->adj[e++] = j;
+      if (i != j && neighbours(&v[i], &v[j], v, n)) s->adj[e++] = j;
   }
   s->adj_start[n] = e;
   return CT_OK;
