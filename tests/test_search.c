@@ -137,6 +137,51 @@ static void test_small_family_seeded(void) {
   ct_tune_search_destroy(s);
 }
 
+/* Parameters valid only together: family "c" has P=0 with S=2 (24 points)
+** and P=1 with S=1 (2 points, last in enumeration order, twice as fast).
+** No one-parameter move leads from one group to the other; the search's
+** two-parameter moves must, within a budget that the seeds alone (all in
+** the P=0 group) cannot reach. */
+static const ct_gen_family fam_c = {
+  .name = "c", .n_params = 4, .valid = always,
+  .params = {{"P", 2, {0, 1}}, {"S", 2, {2, 1}}, {"X", 6, {1, 2, 3, 4, 5, 6}},
+             {"Y", 4, {1, 2, 3, 4}}},
+};
+
+static double coupled_time(const ct_gen_variant *v) {
+  if (v->values[0] == 1) return 0.5 + 0.01 * fabs(v->values[3] - 2.0);
+  return 1.0 + 0.02 * fabs(v->values[2] - 3.0) + 0.01 * fabs(v->values[3] - 2.0);
+}
+
+static void test_coupled_parameters(void) {
+  ct_gen_variant cv[26];
+  size_t n = 0;
+  for (int x = 1; x <= 6; x++)
+    for (int y = 1; y <= 4; y++) {
+      memset(&cv[n], 0, sizeof cv[n]);
+      cv[n].family = &fam_c;
+      cv[n].values[0] = 0, cv[n].values[1] = 2, cv[n].values[2] = x, cv[n].values[3] = y;
+      n++;
+    }
+  for (int y = 1; y <= 2; y++) {
+    memset(&cv[n], 0, sizeof cv[n]);
+    cv[n].family = &fam_c;
+    cv[n].values[0] = 1, cv[n].values[1] = 1, cv[n].values[2] = 3, cv[n].values[3] = y;
+    n++;
+  }
+  ct_tune_search *s = NULL;
+  ASSERT_EQ_INT(ct_tune_search_create(cv, n, 1, 12, &s), CT_OK);
+  double best = INFINITY;
+  for (long i; (i = ct_tune_search_next(s)) >= 0;) {
+    double t = coupled_time(&cv[i]);
+    if (t < best) best = t;
+    ct_tune_search_result(s, (size_t)i, t);
+  }
+  ct_tune_search_destroy(s);
+  fprintf(stderr, "    coupled parameters: best %.3f within 12 of 26\n", best);
+  ASSERT_TRUE(best < 0.75); /* a P=1 point was screened */
+}
+
 static void test_budget_and_quality(void) {
   size_t count = 0;
   size_t best = run_budget(15, &count, NULL);
@@ -211,6 +256,7 @@ int main(void) {
   RUN_TEST(test_seeds);
   RUN_TEST(test_small_family_seeded);
   RUN_TEST(test_budget_and_quality);
+  RUN_TEST(test_coupled_parameters);
   RUN_TEST(test_resumed_results_count);
   RUN_TEST(test_failed_do_not_lead);
   RUN_TEST(test_bad_args);
