@@ -333,17 +333,6 @@ static void bench_first_call(const char *dir) {
 #define CT_STR_(x) #x
 #define CT_STR(x) CT_STR_(x)
 
-static ct_status run_fwd(void *arg, const ct_tune_data *d, CUstream s,
-                         char *err, size_t len) {
-  ct_context *ctx = arg;
-  ct_status rc = ct_forward(ctx, &d->p, (const float *)(uintptr_t)d->x,
-                            (const float *)(uintptr_t)d->w,
-                            (const float *)(uintptr_t)d->b,
-                            (float *)(uintptr_t)d->y, s);
-  if (rc != CT_OK) snprintf(err, len, "%s", ct_last_error(ctx));
-  return rc;
-}
-
 /* Graph entry points, outside ct_drv's table. */
 static struct {
   __typeof__(&cuStreamBeginCapture) begin;
@@ -386,7 +375,7 @@ static ct_status run_graph(void *arg, const ct_tune_data *d, CUstream s,
   graph_arg *a = arg;
   CUgraph h = NULL;
   CUresult r = graph.begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
-  ct_status rc = r == CUDA_SUCCESS ? run_fwd(a->ctx, d, s, err, len) : CT_ERR_CUDA;
+  ct_status rc = r == CUDA_SUCCESS ? ct_tune_run_forward(a->ctx, d, s, err, len) : CT_ERR_CUDA;
   CUresult r2 = r == CUDA_SUCCESS ? graph.end(s, &h) : r;
   if (rc == CT_OK && r2 != CUDA_SUCCESS) {
     snprintf(err, len, "capture failed: CUresult %d", (int)r2);

@@ -17,17 +17,6 @@ static const char *spec = "n=4,c=3,h=63,w=61,k=20,r=11,s=11,stride=4,pad=2";
 static const char *untuned = "n=1,c=2,h=19,w=18,k=6,r=3,s=3,stride=1,pad=1";
 static char db[512];
 
-static ct_status run_forward(void *arg, const ct_tune_data *d, CUstream s,
-                             char *err, size_t len) {
-  ct_context *ctx = arg;
-  ct_status rc = ct_forward(ctx, &d->p, (const float *)(uintptr_t)d->x,
-                            (const float *)(uintptr_t)d->w,
-                            (const float *)(uintptr_t)d->b,
-                            (float *)(uintptr_t)d->y, s);
-  if (rc != CT_OK) snprintf(err, len, "%s", ct_last_error(ctx));
-  return rc;
-}
-
 /* In the child: forward p through the runtime, expect `path`. */
 static int child_check(const char *problem, ct_path want) {
   ct_tune_gpu g;
@@ -43,7 +32,7 @@ static int child_check(const char *problem, ct_path want) {
   ct_tune_data d;
   if (ct_tune_data_create(&g, &p, ct_tune_fresh_seed(), &d, err, sizeof err) != CT_OK) return 1;
   ct_tune_check chk;
-  if (ct_tune_verify(&g, &d, run_forward, ctx, &chk, err, sizeof err) != CT_OK) {
+  if (ct_tune_verify(&g, &d, ct_tune_run_forward, ctx, &chk, err, sizeof err) != CT_OK) {
     fprintf(stderr, "forward: %s\n", err);
     return 1;
   }

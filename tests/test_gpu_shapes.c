@@ -73,17 +73,6 @@ static const size_t anchors[] = {5, 20, 7, 22};
 static ct_tune_gpu g;
 static char dir[] = "/tmp/convtune-shapes-XXXXXX";
 
-static ct_status run_forward(void *arg, const ct_tune_data *d, CUstream s,
-                             char *err, size_t len) {
-  ct_context *ctx = arg;
-  ct_status rc = ct_forward(ctx, &d->p, (const float *)(uintptr_t)d->x,
-                            (const float *)(uintptr_t)d->w,
-                            (const float *)(uintptr_t)d->b,
-                            (float *)(uintptr_t)d->y, s);
-  if (rc != CT_OK) snprintf(err, len, "%s", ct_last_error(ctx));
-  return rc;
-}
-
 static int is_anchor(size_t si) {
   for (size_t i = 0; i < N_ANCHORS; i++)
     if (anchors[i] == si) return 1;
@@ -98,7 +87,7 @@ static ct_path check_one(ct_context *ctx, const char *label, ct_tune_data *d,
   char err[1024];
   char spec[CT_PROBLEM_SPEC_MAX];
   ct_problem_format(&d->p, spec, sizeof spec);
-  if (ct_tune_verify(&g, d, run_forward, ctx, &chk, err, sizeof err) != CT_OK) {
+  if (ct_tune_verify(&g, d, ct_tune_run_forward, ctx, &chk, err, sizeof err) != CT_OK) {
     printf("FAIL %-8s %s: %s\n", label, spec, err);
     (*failures)++;
     return CT_PATH_NONE;

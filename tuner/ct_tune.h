@@ -69,6 +69,12 @@ uint64_t ct_tune_fresh_seed(void);
 typedef ct_status (*ct_tune_run_fn)(void *arg, const ct_tune_data *d,
                                     CUstream s, char *err, size_t len);
 
+/* A ct_tune_run_fn that runs ct_forward on d's tensors with the context
+** `ctx` (a ct_context *): what the library does for a caller.  On failure
+** err gets ct_last_error and the NVRTC log, if any. */
+ct_status ct_tune_run_forward(void *ctx, const ct_tune_data *d, CUstream s,
+                              char *err, size_t len);
+
 /* Poisons y with NaN, runs once, waits, reads y back and applies the
 ** precision contract.  Returns CT_OK (then check->passes says pass/fail) or
 ** the run's / CUDA's failure (message in err). */

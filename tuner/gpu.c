@@ -218,6 +218,20 @@ out:
   return rc;
 }
 
+ct_status ct_tune_run_forward(void *ctx, const ct_tune_data *d, CUstream s,
+                              char *err, size_t len) {
+  ct_status rc = ct_forward(ctx, &d->p, (const float *)(uintptr_t)d->x,
+                            (const float *)(uintptr_t)d->w,
+                            (const float *)(uintptr_t)d->b,
+                            (float *)(uintptr_t)d->y, s);
+  if (rc != CT_OK) {
+    const char *log = ct_last_nvrtc_log(ctx);
+    snprintf(err, len, "ct_forward: %s%s%s", ct_last_error(ctx),
+             log[0] ? "\n" : "", log);
+  }
+  return rc;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);

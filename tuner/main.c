@@ -514,25 +514,6 @@ static int cmd_tune(const cli *c) {
   return ok ? 0 : 1;
 }
 
-typedef struct check_arg {
-  ct_context *ctx;
-} check_arg;
-
-static ct_status run_forward(void *arg, const ct_tune_data *d, CUstream s,
-                             char *err, size_t len) {
-  check_arg *a = arg;
-  ct_status rc = ct_forward(a->ctx, &d->p, (const float *)(uintptr_t)d->x,
-                            (const float *)(uintptr_t)d->w,
-                            (const float *)(uintptr_t)d->b,
-                            (float *)(uintptr_t)d->y, s);
-  if (rc != CT_OK) {
-    const char *log = ct_last_nvrtc_log(a->ctx);
-    snprintf(err, len, "ct_forward: %s%s%s", ct_last_error(a->ctx),
-             log[0] ? "\n" : "", log);
-  }
-  return rc;
-}
-
 static int cmd_check(const cli *c) {
   if (c->help) { fputs(usage_check, stdout); return 0; }
   if (c->n_args) { fprintf(stderr, "convtune check: unexpected argument '%s'\n", c->args[0]); return EXIT_USAGE; }
@@ -563,9 +544,8 @@ static int cmd_check(const cli *c) {
     fprintf(stderr, "convtune check: %s\n", err);
     goto out;
   }
-  check_arg arg = {ctx};
   ct_tune_check chk;
-  if (ct_tune_verify(&g, &d, run_forward, &arg, &chk, err, sizeof err) != CT_OK) {
+  if (ct_tune_verify(&g, &d, ct_tune_run_forward, ctx, &chk, err, sizeof err) != CT_OK) {
     fprintf(stderr, "convtune check: %s\n", err);
     goto out;
   }
@@ -579,7 +559,7 @@ static int cmd_check(const cli *c) {
   memset(&st, 0, sizeof st);
   st.mean_ms = st.median_ms = st.min_ms = st.max_ms = NAN;
   if (chk.passes &&
-      ct_tune_time(&g, &d, run_forward, &arg, trials, &st, err, sizeof err) != CT_OK) {
+      ct_tune_time(&g, &d, ct_tune_run_forward, ctx, trials, &st, err, sizeof err) != CT_OK) {
     fprintf(stderr, "convtune check: %s\n", err);
     goto out;
   }
