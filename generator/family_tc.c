@@ -213,24 +213,9 @@ static void tc_plan_common(const ct_problem *p, const int *v,
                            int split) {
   tc_shape sh;
   tc_shape_of(p, v, &sh);
-  out->n_kernels = 1;
-  ct_gen_launch *l = &out->kernels[0];
-  snprintf(l->name, sizeof l->name, "conv_tc");
-  l->grid[0] = (unsigned)sh.grid_x;
-  l->grid[1] = (unsigned)sh.kblocks;
-  l->grid[2] = 1;
-  l->block[0] = (unsigned)sh.threads;
-  l->block[1] = 1;
-  l->block[2] = 1;
-  l->smem = (unsigned)sh.smem;
-  out->workspace_bytes = 0;
-  snprintf(defines, len,
-           "#define CT_TC_SPLIT %d\n"
-           "#define CT_PLAN_GRID_X %u\n"
-           "#define CT_PLAN_GRID_Y %u\n"
-           "#define CT_PLAN_BLOCK_X %u\n"
-           "#define CT_PLAN_SMEM %u\n",
-           split, l->grid[0], l->grid[1], l->block[0], l->smem);
+  ct_gen_plan_one(out, "conv_tc", (unsigned)sh.grid_x, (unsigned)sh.kblocks,
+                  (unsigned)sh.threads, (unsigned)sh.smem, "CT_TC_SPLIT", split, defines,
+                  len);
 }
 
 static void tc_plan(const ct_problem *p, const int *v, ct_gen_variant *out,

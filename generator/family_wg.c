@@ -228,24 +228,9 @@ static void wg_plan_common(const ct_problem *p, const int *v,
                            int split) {
   wg_shape sh;
   wg_shape_of(p, v, split, &sh);
-  out->n_kernels = 1;
-  ct_gen_launch *l = &out->kernels[0];
-  snprintf(l->name, sizeof l->name, "conv_wg");
-  l->grid[0] = (unsigned)sh.grid_x;
-  l->grid[1] = (unsigned)sh.kblocks;
-  l->grid[2] = 1;
-  l->block[0] = (unsigned)sh.threads;
-  l->block[1] = 1;
-  l->block[2] = 1;
-  l->smem = (unsigned)sh.smem;
-  out->workspace_bytes = 0;
-  snprintf(defines, len,
-           "#define CT_WG_SPLIT %d\n"
-           "#define CT_PLAN_GRID_X %u\n"
-           "#define CT_PLAN_GRID_Y %u\n"
-           "#define CT_PLAN_BLOCK_X %u\n"
-           "#define CT_PLAN_SMEM %u\n",
-           split, l->grid[0], l->grid[1], l->block[0], l->smem);
+  ct_gen_plan_one(out, "conv_wg", (unsigned)sh.grid_x, (unsigned)sh.kblocks,
+                  (unsigned)sh.threads, (unsigned)sh.smem, "CT_WG_SPLIT", split, defines,
+                  len);
 }
 
 static void wg_plan(const ct_problem *p, const int *v, ct_gen_variant *out,

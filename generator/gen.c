@@ -94,6 +94,30 @@ ct_status ct_gen_limits_for_arch(const char *arch, ct_gen_limits *lim) {
   return CT_ERR_UNSUPPORTED;
 }
 
+void ct_gen_plan_one(ct_gen_variant *v, const char *kernel, unsigned gx,
+                     unsigned gy, unsigned threads, unsigned smem,
+                     const char *split_macro, int split, char *defines,
+                     size_t len) {
+  v->n_kernels = 1;
+  ct_gen_launch *l = &v->kernels[0];
+  snprintf(l->name, sizeof l->name, "%s", kernel);
+  l->grid[0] = gx;
+  l->grid[1] = gy;
+  l->grid[2] = 1;
+  l->block[0] = threads;
+  l->block[1] = 1;
+  l->block[2] = 1;
+  l->smem = smem;
+  v->workspace_bytes = 0;
+  snprintf(defines, len,
+           "#define %s %d\n"
+           "#define CT_PLAN_GRID_X %u\n"
+           "#define CT_PLAN_GRID_Y %u\n"
+           "#define CT_PLAN_BLOCK_X %u\n"
+           "#define CT_PLAN_SMEM %u\n",
+           split_macro, split, gx, gy, threads, smem);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Variants                                                                */
 
