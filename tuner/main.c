@@ -715,6 +715,17 @@ static int db_open(const cli *c, const char *cmd, char *path, size_t len,
   return 0;
 }
 
+/* As db_open, for commands that need the file: a missing one is an error. */
+static int db_open_existing(const cli *c, const char *cmd, char *path,
+                            size_t len, ct_cache **cache) {
+  if (db_open(c, cmd, path, len, cache)) return 1;
+  if (*cache == NULL) {
+    fprintf(stderr, "convtune %s: no tuning database at %s\n", cmd, path);
+    return 1;
+  }
+  return 0;
+}
+
 static int cmd_db_list(const cli *c) {
   char path[4096];
   ct_cache *cache = NULL;
@@ -775,11 +786,7 @@ static int cmd_db_show(const cli *c) {
   if (parse_int("db show ID", c->args[1], 1, INT32_MAX, &id)) return EXIT_USAGE;
   char path[4096];
   ct_cache *cache = NULL;
-  if (db_open(c, "db show", path, sizeof path, &cache)) return 1;
-  if (cache == NULL) {
-    fprintf(stderr, "convtune db show: no tuning database at %s\n", path);
-    return 1;
-  }
+  if (db_open_existing(c, "db show", path, sizeof path, &cache)) return 1;
   int exit_code = 1;
   ct_cache_entry *rows = NULL;
   ct_cache_trial *trials = NULL;
@@ -844,11 +851,7 @@ static int cmd_db_check(const cli *c) {
   }
   char path[4096];
   ct_cache *cache = NULL;
-  if (db_open(c, "db check", path, sizeof path, &cache)) return 1;
-  if (cache == NULL) {
-    fprintf(stderr, "convtune db check: no tuning database at %s\n", path);
-    return 1;
-  }
+  if (db_open_existing(c, "db check", path, sizeof path, &cache)) return 1;
   ct_status rc = ct_cache_check(cache);
   if (rc != CT_OK) fprintf(stderr, "convtune db check: %s\n", ct_cache_errmsg(cache));
   else printf("ok: %s (schema %d): integrity, foreign keys, every cubin's hash\n",
@@ -865,11 +868,7 @@ static int cmd_db_export(const cli *c) {
   }
   char path[4096];
   ct_cache *cache = NULL;
-  if (db_open(c, "db export", path, sizeof path, &cache)) return 1;
-  if (cache == NULL) {
-    fprintf(stderr, "convtune db export: no tuning database at %s\n", path);
-    return 1;
-  }
+  if (db_open_existing(c, "db export", path, sizeof path, &cache)) return 1;
   FILE *f = c->out ? fopen(c->out, "w") : stdout;
   if (f == NULL) {
     fprintf(stderr, "convtune db export: cannot write %s: %s\n", c->out,
@@ -1006,11 +1005,7 @@ static int cmd_report(const cli *c) {
   if (rc) return rc;
   ct_problem_format(&p, spec, sizeof spec);
   ct_cache *cache = NULL;
-  if (db_open(c, "report", path, sizeof path, &cache)) return 1;
-  if (cache == NULL) {
-    fprintf(stderr, "convtune report: no tuning database at %s\n", path);
-    return 1;
-  }
+  if (db_open_existing(c, "report", path, sizeof path, &cache)) return 1;
   int exit_code = 1;
   ct_cache_entry *rows = NULL;
   ct_cache_trial *trials = NULL;
