@@ -41,6 +41,7 @@
 #include "ct_rt.h"
 #include "ct_tune.h"
 #include "gpu_db.h" /* tests/: a winner stored as the tuner stores one */
+#include "gpu_graph.h" /* tests/: the graph entry points */
 
 /* ---------------------------------------------------------------------- */
 /* Counting host allocations (glibc; not under AddressSanitizer)           */
@@ -330,38 +331,6 @@ static void bench_first_call(const char *dir) {
 /* ---------------------------------------------------------------------- */
 /* Graph capture                                                           */
 
-#define CT_STR_(x) #x
-#define CT_STR(x) CT_STR_(x)
-
-/* Graph entry points, outside ct_drv's table. */
-static struct {
-  __typeof__(&cuStreamBeginCapture) begin;
-  __typeof__(&cuStreamEndCapture) end;
-  __typeof__(&cuGraphInstantiateWithFlags) instantiate;
-  __typeof__(&cuGraphLaunch) launch;
-  __typeof__(&cuGraphExecDestroy) exec_destroy;
-  __typeof__(&cuGraphDestroy) destroy;
-} graph;
-
-static int graph_load(void) {
-  const char *path = getenv("CONVTUNE_LIBCUDA");
-  void *lib = dlopen(path && path[0] ? path : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!lib) return -1;
-#define GRAPH_SYM(field, fn)                                                  \
-  {                                                                           \
-    void *sym = dlsym(lib, CT_STR(fn));                                       \
-    if (!sym) return -1;                                                      \
-    memcpy(&graph.field, &sym, sizeof sym);                                   \
-  }
-  GRAPH_SYM(begin, cuStreamBeginCapture)
-  GRAPH_SYM(end, cuStreamEndCapture)
-  GRAPH_SYM(instantiate, cuGraphInstantiateWithFlags)
-  GRAPH_SYM(launch, cuGraphLaunch)
-  GRAPH_SYM(exec_destroy, cuGraphExecDestroy)
-  GRAPH_SYM(destroy, cuGraphDestroy)
-#undef GRAPH_SYM
-  return 0;
-}
 
 /* The run function ct_tune_verify calls: captures one ct_forward in a
 ** graph, instantiates it and launches the graph. */
