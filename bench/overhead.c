@@ -43,44 +43,7 @@
 #include "gpu_db.h" /* tests/: a winner stored as the tuner stores one */
 #include "gpu_graph.h" /* tests/: the graph entry points */
 
-/* ---------------------------------------------------------------------- */
-/* Counting host allocations (glibc; not under AddressSanitizer)           */
-
-#if defined(__SANITIZE_ADDRESS__)
-#define CT_COUNT_MALLOC 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CT_COUNT_MALLOC 0
-#endif
-#endif
-#ifndef CT_COUNT_MALLOC
-#define CT_COUNT_MALLOC 1
-#endif
-
-static __thread int counting;
-static __thread long n_allocs;
-#if CT_COUNT_MALLOC
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-void *malloc(size_t n) {
-  if (counting) n_allocs++;
-  return __libc_malloc(n);
-}
-void *calloc(size_t n, size_t size) {
-  if (counting) n_allocs++;
-  return __libc_calloc(n, size);
-}
-void *realloc(void *p, size_t n) {
-  if (counting) n_allocs++;
-  return __libc_realloc(p, n);
-}
-void free(void *p) {
-  if (counting && p) n_allocs++;
-  __libc_free(p);
-}
-#endif
+#include "count_malloc.h" /* tests/: counting host allocations */
 
 /* ---------------------------------------------------------------------- */
 

@@ -33,45 +33,7 @@
 #include "mock_cuda.h"
 #include "test.h"
 
-/* ---------------------------------------------------------------------- */
-/* Counting host allocations (not under AddressSanitizer, which owns malloc) */
-
-#if defined(__SANITIZE_ADDRESS__)
-#define CT_COUNT_MALLOC 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CT_COUNT_MALLOC 0
-#endif
-#endif
-#ifndef CT_COUNT_MALLOC
-#define CT_COUNT_MALLOC 1
-#endif
-
-#if CT_COUNT_MALLOC
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-static __thread int counting;     /* 1 while this thread counts */
-static __thread long n_allocs;    /* allocations counted */
-
-void *malloc(size_t n) {
-  if (counting) n_allocs++;
-  return __libc_malloc(n);
-}
-void *calloc(size_t n, size_t size) {
-  if (counting) n_allocs++;
-  return __libc_calloc(n, size);
-}
-void *realloc(void *p, size_t n) {
-  if (counting) n_allocs++;
-  return __libc_realloc(p, n);
-}
-void free(void *p) {
-  if (counting && p) n_allocs++;
-  __libc_free(p);
-}
-#endif
+#include "count_malloc.h" /* counting host allocations */
 
 /* ---------------------------------------------------------------------- */
 /* Setup                                                                   */
