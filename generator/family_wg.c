@@ -106,10 +106,10 @@ static int wg_shape_of(const ct_problem *p, const int *v, int split,
   int64_t shift = (4 - p->pad_w % 4) % 4;
   sh->band = p->c * sh->br * ((shift + sh->bc + 3) / 4 * 4);
   sh->band_pad = (sh->band + 3) / 4 * 4;
-  /* offset table: KSTEPS rows plus those gathered past the end (KG for
-  ** wg, 1 for wg3) */
+  /* weights, offset table (KSTEPS rows plus those gathered past the end:
+  ** KG for wg, 1 for wg3), biases, bands */
   sh->smem = ((split ? 2 : 1) * bn * sh->kp + (sh->ksteps + (split ? 1 : v[WG_KGC])) * 8 +
-              (pp ? nwg : 1) * stages * sh->band_pad) * 4;
+              bn /* biases */ + (pp ? nwg : 1) * stages * sh->band_pad) * 4;
   sh->tiles = p->n * ((sh->P + tp - 1) / tp);
   sh->kblocks = (p->k + bn - 1) / bn;
   int64_t ctas_total = (int64_t)WG_PERSIST_SMS * ctas / sh->kblocks;

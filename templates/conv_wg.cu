@@ -199,7 +199,7 @@ constexpr int BAND = C * BR * BCP;
 constexpr int BAND_PAD = (BAND + 3) / 4 * 4;
 constexpr int W_FLOATS = BN * KP;       // one weight array
 constexpr int KOFF_INTS = (KSTEPS + (SPLIT ? 1 : KG)) * 8; // + the rows gathered past the end
-constexpr int SMEM_BYTES = (NWARR * W_FLOATS + KOFF_INTS + NBANDS * BAND_PAD) * 4;
+constexpr int SMEM_BYTES = (NWARR * W_FLOATS + KOFF_INTS + BN + NBANDS * BAND_PAD) * 4;
 constexpr unsigned SLAB_BYTES = BN * 32; // one k8 step of one weight array
 constexpr unsigned LBO = 128; // see "Matrix descriptor"
 constexpr unsigned SBO = 256;
@@ -207,7 +207,6 @@ constexpr int TILES_PER_IMG = (P + TP - 1) / TP;
 constexpr int NTILES = N * TILES_PER_IMG;
 constexpr int KBLOCKS = (K + BN - 1) / BN;
 constexpr int PQ = P * Q;
-constexpr int CHW = C * H * W;
 // The accumulator set of the last chunk (SPLIT), flushed after the loop.
 constexpr int CS_LAST = SPLIT ? ((KSTEPS - 1) / KCHUNK) & 1 : 0;
 
@@ -412,42 +411,79 @@ template <> struct Mma<96> {
 // Staging
 
 // The band of tile (img, p0) into band[C][BR][BCP]: warps take rows, lanes
-// columns (coalesced).  ASYNC: cp.async; else loaded and stored.  Raw fp32
-// (the gather rounds).
+// columns (coalesced).  ASYNC: cp.async, raw fp32 (wg rounds it afterwards
+// with band_round); else loaded and stored, TF32-rounded for wg.
+// Offsets are 32-bit element indices from x (every tensor is below 2^31
+// elements); an element outside the image reads x[0] with 0 bytes copied.
 template <bool ASYNC, int NWARPS = THREADS / 32>
 __device__ __forceinline__ void band_fill(float *band, const float *__restrict__ x,
                                           int img, int p0, int warp, int lane) {
+  constexpr int RUNS = BCP / 4;                 // 4-float runs per band row
+  constexpr int RPL = (RUNS + 31) / 32;         // runs per lane
   const int ih0 = p0 * SH - PH;
-  const float *__restrict__ xn = x + img * CHW;
-  // 16-byte copies when every image row starts 16-byte aligned.
-  const bool vec = W % 4 == 0 && ((unsigned long long)x & 15) == 0;
+  // 16-byte copies when every image row starts 16-byte aligned: then a run
+  // lies wholly inside or wholly outside its row.
+  if (ASYNC && W % 4 == 0 && ((unsigned long long)x & 15) == 0) {
+    // This lane's runs j = lane + 32u: input column iw0 = 4j - SHIFT - PW.
+    int col[RPL];
+    bool col_in[RPL];
+#pragma unroll
+    for (int u = 0; u < RPL; ++u) {
+      const int j = lane + 32 * u;
+      col[u] = 4 * j - SHIFT - PW;
+      col_in[u] = j < RUNS && col[u] >= 0 && col[u] < W;
+    }
+    int c = warp / BR, r = warp - c * BR; // row = c*BR + r, stepped by NWARPS
+#pragma unroll 1
+    for (int row = warp; row < C * BR; row += NWARPS) {
+      const int ih = ih0 + r;
+      const bool row_in = (unsigned)ih < (unsigned)H;
+      const int xrow = (img * C + c) * (H * W) + ih * W;
+      float *drow = band + row * BCP;
+#pragma unroll
+      for (int u = 0; u < RPL; ++u) {
+        const int j = lane + 32 * u;
+        if (RUNS % 32 == 0 || j < RUNS) {
+          const bool in = row_in && col_in[u];
+          cp_async16(drow + 4 * j, x + (in ? xrow + col[u] : 0), in);
+        }
+      }
+      r += NWARPS;
+      while (r >= BR) { r -= BR; ++c; }
+    }
+    return;
+  }
 #pragma unroll 1
   for (int row = warp; row < C * BR; row += NWARPS) {
     const int c = row / BR;
     const int ih = ih0 + (row - c * BR);
     const bool row_in = (unsigned)ih < (unsigned)H;
-    const float *__restrict__ xrow = xn + (c * H + (row_in ? ih : 0)) * W;
+    const int xrow = (img * C + c) * (H * W) + (row_in ? ih : 0) * W;
     float *drow = band + row * BCP;
-    // Run j: band floats 4j .. 4j+3, input columns iw0 .. iw0+3.
-#pragma unroll 2
-    for (int j = lane; j < BCP / 4; j += 32) {
-      const int iw0 = 4 * j - SHIFT - PW;
-      if (ASYNC && vec) {
-        // With W % 4 == 0 a run lies wholly inside or wholly outside the row.
-        const bool in = row_in && iw0 >= 0 && iw0 < W;
-        cp_async16(drow + 4 * j, in ? xrow + iw0 : x, in);
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int iw = iw0 + e;
-          const bool in = row_in && (unsigned)iw < (unsigned)W;
-          if constexpr (ASYNC)
-            cp_async4(drow + 4 * j + e, in ? xrow + iw : x, in);
-          else
-            drow[4 * j + e] = in ? __ldg(xrow + iw) : 0.0f;
-        }
-      }
+#pragma unroll 4
+    for (int e = lane; e < BCP; e += 32) {
+      const int iw = e - SHIFT - PW;
+      const bool in = row_in && (unsigned)iw < (unsigned)W;
+      if constexpr (ASYNC)
+        cp_async4(drow + e, x + (in ? xrow + iw : 0), in);
+      else
+        drow[e] = in ? (SPLIT ? __ldg(x + xrow + iw) : round_tf32(__ldg(x + xrow + iw))) : 0.0f;
     }
+  }
+}
+
+// wg: rounds a band that cp.async filled to TF32 in place (the gathers then
+// hand the values to the tensor cores as they are); float4 e = i0, i0+NTHR, ...
+template <int NTHR> __device__ __forceinline__ void band_round(float *band, int i0) {
+  float4 *const b4 = reinterpret_cast<float4 *>(band);
+#pragma unroll 4
+  for (int e = i0; e < BAND_PAD / 4; e += NTHR) {
+    float4 v = b4[e];
+    v.x = round_tf32(v.x);
+    v.y = round_tf32(v.y);
+    v.z = round_tf32(v.z);
+    v.w = round_tf32(v.w);
+    b4[e] = v;
   }
 }
 
@@ -487,8 +523,12 @@ struct Mainloop {
       v[3] = lds_at(bandb, pb[i][1] + kb.y); // a3 = A[g+8][t+4]
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        fr[SET][J].hi[i][e] = to_tf32(v[e]);
-        if constexpr (SPLIT) fr[SET][J].lo[i][e] = to_tf32(v[e] - __uint_as_float(fr[SET][J].hi[i][e]));
+        if constexpr (SPLIT) {
+          fr[SET][J].hi[i][e] = to_tf32(v[e]);
+          fr[SET][J].lo[i][e] = to_tf32(v[e] - __uint_as_float(fr[SET][J].hi[i][e]));
+        } else {
+          fr[SET][J].hi[i][e] = __float_as_uint(v[e]); // the band holds TF32 values
+        }
       }
     }
   }
@@ -574,8 +614,9 @@ struct Mainloop {
     wgmma_commit();
   }
 
-  // The whole reduction of one tile.  Result: master (SPLIT) or acc[0].
-  __device__ __forceinline__ void run() {
+  // Before run(): the first gather (and with SPLIT the zeroed sums), which
+  // needs only this tile's band, so a warpgroup does it before its turn.
+  __device__ __forceinline__ void start() {
     if constexpr (SPLIT) {
       // acc[1] is flushed at step 0 (as the "previous chunk"): make that 0.
 #pragma unroll
@@ -583,6 +624,17 @@ struct Mainloop {
 #pragma unroll
         for (int e = 0; e < NACC; ++e) master[i][e] = acc[NSETS - 1][i][e] = 0.0f;
       gather<0>(0);
+    } else {
+      gather_group<0>(0);
+    }
+  }
+
+  // The whole reduction of one tile, after start().  issued() runs once the
+  // last wgmma is issued, before they retire (PP hands the tensor cores to
+  // the other warpgroup there, so its wgmma queue behind these without a
+  // drain).  Result: master (SPLIT) or acc[0].
+  template <class Issued> __device__ __forceinline__ void run(Issued &&issued) {
+    if constexpr (SPLIT) {
 #pragma unroll 1
       for (int ks0 = 0; ks0 < KMAIN; ks0 += KU) steps<0, KU>(ks0);
       steps<0, KSTEPS - KMAIN>(KMAIN);
@@ -590,7 +642,6 @@ struct Mainloop {
       // Pairs of groups (set 0, then set 1); then the tail of T steps.
       constexpr int PAIR = 2 * KG;
       constexpr int T = KSTEPS % PAIR;
-      gather_group<0>(0);
       int ks = 0;
 #pragma unroll 1
       for (; ks + PAIR <= KSTEPS; ks += PAIR) {
@@ -610,6 +661,7 @@ struct Mainloop {
         issue_group<0, T>(ks);
       }
     }
+    issued();
     wgmma_wait<0>();
 #pragma unroll
     for (int s = 0; s < NSETS; ++s)
@@ -621,32 +673,33 @@ struct Mainloop {
   }
 };
 
-// Writes a warpgroup's results (+ bias) for tile (img, p0): m64 tiles
-// wgi, wgi+WG, ...; pixel m valid when m < mlim, channel when < K.
-__device__ __forceinline__ void epilogue(const float (&res)[MW][NACC],
-                                         const float *__restrict__ b,
+// Writes a warpgroup's results (+ bias, bsm = the CTA's BN biases in shared
+// memory) for tile (img, p0): its m64 tiles mbase + i*MSTEP; pixel m valid
+// when m < mlim, channel when < K.  Lane (g, t) holds channels n0+8j+2t(+1)
+// of pixels m: one base pointer per pixel, the channels at constant offsets.
+__device__ __forceinline__ void epilogue(const float (&res)[MW][NACC], const float *bsm,
                                          float *__restrict__ y, int img, int p0,
-                                         int n0, int wgi, int wq, int g, int t) {
+                                         int n0, int mbase, int wq, int g, int t) {
+  constexpr bool FULL_K = K % BN == 0; // every CTA's channels are all < K
   const int mlim = TM < (P - p0) * Q ? TM : (P - p0) * Q;
-  float *__restrict__ yt = y + img * K * PQ + p0 * Q; // channel 0, pixel 0
+  float2 bias[BN / 8];
 #pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-    const int k0 = n0 + 8 * j + 2 * t; // channel of d[4j], d[4j+2]
-    float bias0 = 0.0f, bias1 = 0.0f;
-#if CT_BIAS
-    if (k0 < K) bias0 = __ldg(b + k0);
-    if (k0 + 1 < K) bias1 = __ldg(b + k0 + 1);
-#else
-    (void)b;
-#endif
+  for (int j = 0; j < BN / 8; ++j) bias[j] = *reinterpret_cast<const float2 *>(bsm + 8 * j + 2 * t);
+  // channel n0+2t, pixel 0 of the tile (64-bit: channels past K go beyond y)
+  float *__restrict__ yt = y + ((long long)img * K + n0 + 2 * t) * PQ + p0 * Q;
 #pragma unroll
-    for (int i = 0; i < MW; ++i) {
+  for (int i = 0; i < MW; ++i) {
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int m = (wgi + i * MSTEP) * 64 + 16 * wq + g + 8 * hh;
-        if (m < mlim) {
-          if (k0 < K) __stcs(yt + k0 * PQ + m, res[i][4 * j + 2 * hh] + bias0);
-          if (k0 + 1 < K) __stcs(yt + (k0 + 1) * PQ + m, res[i][4 * j + 2 * hh + 1] + bias1);
+    for (int hh = 0; hh < 2; ++hh) {
+      const int m = (mbase + i * MSTEP) * 64 + 16 * wq + g + 8 * hh;
+      if (m < mlim) {
+        float *__restrict__ ym = yt + m;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const int k0 = n0 + 8 * j + 2 * t;
+          if (FULL_K || k0 < K) __stcs(ym + 8 * j * PQ, res[i][4 * j + 2 * hh] + bias[j].x);
+          if (FULL_K || k0 + 1 < K)
+            __stcs(ym + (8 * j + 1) * PQ, res[i][4 * j + 2 * hh + 1] + bias[j].y);
         }
       }
     }
@@ -668,7 +721,8 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
   float *const smem = reinterpret_cast<float *>(smem4);
   float *const wsm = smem;                                                 // weights
   int *const koff = reinterpret_cast<int *>(smem + NWARR * W_FLOATS);     // koff
-  float *const band0 = smem + NWARR * W_FLOATS + KOFF_INTS;               // bands
+  float *const bsm = smem + NWARR * W_FLOATS + KOFF_INTS;                 // biases
+  float *const band0 = bsm + BN;                                          // bands
   (void)ws;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -710,6 +764,14 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
     }
     koff[e] = off * 4; // bytes
   }
+  for (int e = tid; e < BN; e += THREADS) {
+#if CT_BIAS
+    bsm[e] = n0 + e < K ? __ldg(b + n0 + e) : 0.0f;
+#else
+    bsm[e] = 0.0f;
+#endif
+  }
+  (void)b;
   fence_proxy_async(); // this thread's weight stores -> the wgmma (async proxy)
 
   Mainloop ml;
@@ -751,9 +813,16 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
       const int p0 = (tile - img * TILES_PER_IMG) * TP;
       cp_async_wait<0>();
       wg_sync(wgi); // this tile's band visible to the warpgroup
+      if constexpr (!SPLIT) {
+        band_round<128>(band, tid & 127);
+        wg_sync(wgi);
+      }
+      ml.start(); // the first gather, before the turn
       if (wgi == 1 || tile != first) turn_wait(wgi);
-      ml.run();
-      if (wgi == 0 ? tile + 1 < NTILES : tile - 1 + step < NTILES) turn_pass(wgi ^ 1);
+      const bool pass = wgi == 0 ? tile + 1 < NTILES : tile - 1 + step < NTILES;
+      ml.run([&] {
+        if (pass) turn_pass(wgi ^ 1);
+      });
       wg_sync(wgi); // the warpgroup is done reading the band
       const int next = tile + step;
       if (next < NTILES) {
@@ -762,9 +831,9 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
       }
       cp_async_commit();
       if constexpr (SPLIT)
-        epilogue(ml.master, b, y, img, p0, n0, 0, wq, g, t);
+        epilogue(ml.master, bsm, y, img, p0, n0, 0, wq, g, t);
       else
-        epilogue(ml.acc[0], b, y, img, p0, n0, 0, wq, g, t);
+        epilogue(ml.acc[0], bsm, y, img, p0, n0, 0, wq, g, t);
     }
     return;
   }
@@ -790,6 +859,10 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
       cp_async_commit();
       cp_async_wait<1>();
       __syncthreads(); // band (and on the first tile weights, koff) visible
+      if constexpr (!SPLIT) {
+        band_round<THREADS>(band, tid);
+        __syncthreads();
+      }
     } else {
       __syncthreads(); // the previous tile's gathers are done with the band
       band_fill<false>(band, x, img, p0, warp, lane);
@@ -797,11 +870,12 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
     }
 
     ml.bandb = reinterpret_cast<const char *>(band);
-    ml.run();
+    ml.start();
+    ml.run([] {});
     if constexpr (SPLIT)
-      epilogue(ml.master, b, y, img, p0, n0, wgi, wq, g, t);
+      epilogue(ml.master, bsm, y, img, p0, n0, wgi, wq, g, t);
     else
-      epilogue(ml.acc[0], b, y, img, p0, n0, wgi, wq, g, t);
+      epilogue(ml.acc[0], bsm, y, img, p0, n0, wgi, wq, g, t);
 
     if constexpr (STAGES == 2) {
       __syncthreads(); // everyone is done with this band before it is refilled
