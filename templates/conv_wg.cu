@@ -198,6 +198,19 @@ constexpr int BCP = (SHIFT + BC + 3) / 4 * 4;
 constexpr int BAND = C * BR * BCP;
 constexpr int BAND_PAD = (BAND + 3) / 4 * 4;
 constexpr int W_FLOATS = BN * KP;       // one weight array
+// wg3 with PP: the epilogue goes through the warpgroup's band buffer (free
+// between its main loop and its next band copy) as [channel][pixel] rows
+// SPITCH floats apart (SPITCH = 4 mod 32: the fragment stores hit 32 banks),
+// SCH channels per pass; then every channel's pixels leave as coalesced runs
+// instead of 32-byte pieces.  The next band's copy then waits for the
+// stores: with wg3's long main loop that costs nothing (H200: 0.950 ->
+// 0.909 ms); wg's short one cannot hide it (0.318 -> 0.385 ms), so wg
+// stores its fragments directly while the copy runs.  Without room for 8
+// channels, wg3 stores directly too.
+constexpr int SPITCH = MT * 64 + 4;
+constexpr int SCH_FIT = BAND_PAD / SPITCH / 8 * 8;
+constexpr int SCH = SCH_FIT < BN ? SCH_FIT : BN;
+constexpr bool STAGED = SPLIT && PP && SCH >= 8;
 constexpr int KOFF_INTS = (KSTEPS + (SPLIT ? 1 : KG)) * 8; // + the rows gathered past the end
 constexpr int SMEM_BYTES = (NWARR * W_FLOATS + KOFF_INTS + BN + NBANDS * BAND_PAD) * 4;
 constexpr unsigned SLAB_BYTES = BN * 32; // one k8 step of one weight array
@@ -433,7 +446,7 @@ __device__ __forceinline__ void band_fill(float *band, const float *__restrict__
       col[u] = 4 * j - SHIFT - PW;
       col_in[u] = j < RUNS && col[u] >= 0 && col[u] < W;
     }
-    int c = warp / BR, r = warp - c * BR; // row = c*BR + r, stepped by NWARPS
+    int c = warp / BR, r = warp % BR; // row = c*BR + r, stepped by NWARPS
 #pragma unroll 1
     for (int row = warp; row < C * BR; row += NWARPS) {
       const int ih = ih0 + r;
@@ -706,6 +719,51 @@ __device__ __forceinline__ void epilogue(const float (&res)[MW][NACC], const flo
   }
 }
 
+// The epilogue of a ping-pong warpgroup (STAGED), through its band buffer
+// st: per pass, the fragments of SCH channels into st[channel][pixel]; then
+// warp wq takes channels wq, wq+4, ... and its lanes store consecutive
+// pixels of one channel (the tile's TM pixels are contiguous in each NCHW
+// plane).  Ends with st free again (warpgroup barrier).
+__device__ __forceinline__ void epilogue_staged(const float (&res)[MW][NACC],
+                                                const float *bsm, float *st,
+                                                float *__restrict__ y, int img, int p0,
+                                                int n0, int wgi, int wq, int lane, int g,
+                                                int t) {
+  constexpr bool FULL_K = K % BN == 0;
+  const int mlim = TM < (P - p0) * Q ? TM : (P - p0) * Q;
+  float *__restrict__ yt = y + ((long long)img * K + n0) * PQ + p0 * Q;
+#pragma unroll
+  for (int cb = 0; cb < BN; cb += SCH) {
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      if (8 * j < cb || 8 * j >= cb + SCH) continue;
+#pragma unroll
+      for (int i = 0; i < MW; ++i)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            st[(8 * j + 2 * t + e - cb) * SPITCH + i * 64 + 16 * wq + g + 8 * hh] =
+                res[i][4 * j + 2 * hh + e];
+    }
+    wg_sync(wgi);
+    const int nch = BN - cb < SCH ? BN - cb : SCH;
+#pragma unroll 2
+    for (int c = wq; c < nch; c += 4) {
+      const int kc = cb + c; // channel n0 + kc
+      if (FULL_K || n0 + kc < K) {
+        const float bias = bsm[kc];
+        const float *sc = st + c * SPITCH;
+        float *__restrict__ yc = yt + kc * PQ;
+#pragma unroll
+        for (int m = lane; m < MT * 64; m += 32)
+          if (m < mlim) __stcs(yc + m, sc[m] + bias);
+      }
+    }
+    wg_sync(wgi);
+  }
+}
+
 } // namespace wg
 
 // ----------------------------------------------------------------------------
@@ -824,16 +882,21 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
         if (pass) turn_pass(wgi ^ 1);
       });
       wg_sync(wgi); // the warpgroup is done reading the band
+      // STAGED: the outputs leave through the band buffer before the next
+      // band comes in; else the copy overlaps the direct stores.
+      if constexpr (STAGED) epilogue_staged(ml.master, bsm, band, y, img, p0, n0, wgi, wq, lane, g, t);
       const int next = tile + step;
       if (next < NTILES) {
         const int nimg = next / TILES_PER_IMG;
         band_fill<true, 4>(band, x, nimg, (next - nimg * TILES_PER_IMG) * TP, wq, lane);
       }
       cp_async_commit();
-      if constexpr (SPLIT)
-        epilogue(ml.master, bsm, y, img, p0, n0, 0, wq, g, t);
-      else
-        epilogue(ml.acc[0], bsm, y, img, p0, n0, 0, wq, g, t);
+      if constexpr (!STAGED) {
+        if constexpr (SPLIT)
+          epilogue(ml.master, bsm, y, img, p0, n0, 0, wq, g, t);
+        else
+          epilogue(ml.acc[0], bsm, y, img, p0, n0, 0, wq, g, t);
+      }
     }
     return;
   }
