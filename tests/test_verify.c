@@ -640,6 +640,55 @@ static void test_contract_args(void) {
   ct_tune_contract(&p, y, ref, as, sq, 4, NULL); /* harmless */
 }
 
+/* The scan runs on parts (threads when there are enough outputs): on 5M
+** outputs it must find what one pass from index 0 finds: the first element
+** of the largest ratio (placed twice, in two parts), the first non-finite
+** output, their count, and the same error figures. */
+static void test_contract_parts(void) {
+  ct_problem p = problem("n=1,c=3,h=2241,w=2241,k=1,r=1,s=1,bias=0");
+  const int64_t n = 5000000;
+  float *y = malloc((size_t)n * sizeof *y);
+  double *ref = malloc((size_t)n * sizeof *ref), *as = malloc((size_t)n * sizeof *as),
+         *sq = malloc((size_t)n * sizeof *sq);
+  ASSERT_TRUE(y && ref && as && sq);
+  double err2 = 0, ref2 = 0;
+  for (int64_t i = 0; i < n; i++) {
+    ref[i] = 1.0 + (double)(i % 1000) / 1000.0;
+    as[i] = ref[i];
+    sq[i] = ref[i] * ref[i];
+    y[i] = (float)ref[i] * (1.0f + 1e-7f * (float)(i % 3));
+  }
+  const int64_t worst = 1700001, worst2 = 4200007, bad = 3100003, bad2 = 4900001;
+  y[worst] = (float)(ref[worst] * (1.0 + 1e-5));
+  ref[worst2] = ref[worst];
+  as[worst2] = as[worst];
+  y[worst2] = y[worst];
+  for (int64_t i = 0; i < n; i++) {
+    double d = (double)y[i] - ref[i];
+    err2 += d * d;
+    ref2 += ref[i] * ref[i];
+  }
+  const float keep = y[bad], keep2 = y[bad2];
+  y[bad] = NAN;
+  y[bad2] = INFINITY;
+  ct_tune_check ck;
+  ct_tune_contract(&p, y, ref, as, sq, n, &ck);
+  ASSERT_EQ_INT((int)ck.n_nonfinite, 2);
+  ASSERT_EQ_INT((int)ck.worst_index, (int)bad); /* non-finite outputs come first */
+  ASSERT_EQ_INT(ck.passes, 0);
+  y[bad] = keep;
+  y[bad2] = keep2;
+  ct_tune_contract(&p, y, ref, as, sq, n, &ck);
+  ASSERT_EQ_INT((int)ck.n_nonfinite, 0);
+  ASSERT_EQ_INT((int)ck.worst_index, (int)worst);
+  ASSERT_NEAR(ck.max_abs_err, fabs((double)y[worst] - ref[worst]), 0);
+  ASSERT_NEAR(ck.rel_err, sqrt(err2) / sqrt(ref2), 1e-9 * sqrt(err2) / sqrt(ref2));
+  free(y);
+  free(ref);
+  free(as);
+  free(sq);
+}
+
 int main(void) {
   const char *draws = getenv("CT_VERIFY_SWEEP");
   if (draws) {
@@ -654,6 +703,7 @@ int main(void) {
   RUN_TEST(test_ref_channels);
   RUN_TEST(test_ref_invalid);
   RUN_TEST(test_contract_args);
+  RUN_TEST(test_contract_parts);
   RUN_TEST(test_contract_5x5);
   RUN_TEST(test_contract_c64);
   RUN_TEST(test_contract_headline_shape);

@@ -4,9 +4,11 @@
 */
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "verify.h"
 
@@ -173,6 +175,91 @@ static void add_reason(ct_tune_check *out, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* The contract's scan of outputs [lo, hi): the sums and maxima that
+** ct_tune_contract combines.  The headline problem has 74M outputs and
+** four arrays to read per output (2 GB): the scan runs on CONTRACT_PARTS
+** fixed parts, several at a time, and the parts are combined in order, so
+** the figures do not depend on how many threads ran them. */
+enum { CONTRACT_PARTS = 16, CONTRACT_PART_MIN = 1 << 20 };
+
+typedef struct contract_part {
+  const float *y;
+  const double *ref, *abs_sum, *sq_sum;
+  double elem_coef;
+  int64_t lo, hi;
+  /* results */
+  double err2, ref2, a2, max_abs, max_close, max_ratio;
+  int64_t worst, first_bad, n_nonfinite;
+} contract_part;
+
+static void contract_scan(contract_part *c) {
+  double err2 = 0.0, ref2 = 0.0, a2 = 0.0, max_abs = 0.0, max_ratio = 0.0,
+         max_close = 0.0;
+  int64_t worst = -1, first_bad = -1, n_nonfinite = 0;
+  for (int64_t i = c->lo; i < c->hi; i++) {
+    a2 += c->sq_sum[i];
+    if (!isfinite(c->y[i])) {
+      if (n_nonfinite++ == 0) first_bad = i;
+      continue;
+    }
+    double d = fabs((double)c->y[i] - c->ref[i]);
+    double ratio = d / (c->elem_coef * c->abs_sum[i] + 1e-37);
+    if (d > max_abs) max_abs = d;
+    double close = d / (HEADLINE_FP32_TOL + HEADLINE_FP32_TOL * fabs(c->ref[i]));
+    if (close > max_close) max_close = close;
+    if (ratio > max_ratio || worst < 0) {
+      max_ratio = ratio;
+      worst = i;
+    }
+    err2 += d * d;
+    ref2 += c->ref[i] * c->ref[i];
+  }
+  c->err2 = err2;
+  c->ref2 = ref2;
+  c->a2 = a2;
+  c->max_abs = max_abs;
+  c->max_close = max_close;
+  c->max_ratio = max_ratio;
+  c->worst = worst;
+  c->first_bad = first_bad;
+  c->n_nonfinite = n_nonfinite;
+}
+
+typedef struct contract_team {
+  contract_part *parts;
+  int n_parts, stride, first;
+} contract_team;
+
+/* Scans parts first, first + stride, ... */
+static void *contract_thread(void *arg) {
+  contract_team *t = arg;
+  for (int i = t->first; i < t->n_parts; i += t->stride) contract_scan(&t->parts[i]);
+  return NULL;
+}
+
+/* Scans every part: on up to one thread per online CPU when there is enough
+** to scan (a thread that cannot start leaves its parts to this one). */
+static void contract_scan_all(contract_part *parts, int n_parts, int64_t count) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int n_threads = count < (int64_t)CONTRACT_PART_MIN * 2 || cpus < 2 ? 1
+                  : cpus < n_parts                                  ? (int)cpus
+                                                                    : n_parts;
+  contract_team team[CONTRACT_PARTS];
+  pthread_t tid[CONTRACT_PARTS];
+  int started[CONTRACT_PARTS] = {0};
+  for (int k = 0; k < n_threads; k++)
+    team[k] = (contract_team){parts, n_parts, n_threads, k};
+  for (int k = 1; k < n_threads; k++)
+    started[k] = pthread_create(&tid[k], NULL, contract_thread, &team[k]) == 0;
+  contract_thread(&team[0]);
+  for (int k = 1; k < n_threads; k++) {
+    if (started[k])
+      pthread_join(tid[k], NULL);
+    else
+      contract_thread(&team[k]);
+  }
+}
+
 /* See verify.h. */
 void ct_tune_contract(const ct_problem *p, const float *y, const double *ref,
                       const double *abs_sum, const double *sq_sum,
@@ -196,23 +283,31 @@ void ct_tune_contract(const ct_problem *p, const float *y, const double *ref,
   double err2 = 0.0, ref2 = 0.0, a2 = 0.0, max_ratio = 0.0, max_close = 0.0;
   int64_t worst = -1, first_bad = -1;
 
-  for (int64_t i = 0; i < count; i++) {
-    a2 += sq_sum[i];
-    if (!isfinite(y[i])) {
-      if (out->n_nonfinite++ == 0) first_bad = i;
-      continue;
+  /* Parts of at least CONTRACT_PART_MIN outputs, at most CONTRACT_PARTS. */
+  int n_parts = (int)((count + CONTRACT_PART_MIN - 1) / CONTRACT_PART_MIN);
+  if (n_parts > CONTRACT_PARTS) n_parts = CONTRACT_PARTS;
+  contract_part parts[CONTRACT_PARTS];
+  for (int k = 0; k < n_parts; k++)
+    parts[k] = (contract_part){.y = y, .ref = ref, .abs_sum = abs_sum, .sq_sum = sq_sum,
+                               .elem_coef = elem_coef,
+                               .lo = count * k / n_parts,
+                               .hi = count * (k + 1) / n_parts};
+  contract_scan_all(parts, n_parts, count);
+  /* In order: the worst element is the first with the largest ratio, the
+  ** first non-finite one the first overall, as a scan from 0 finds them. */
+  for (int k = 0; k < n_parts; k++) {
+    const contract_part *c = &parts[k];
+    err2 += c->err2;
+    ref2 += c->ref2;
+    a2 += c->a2;
+    if (c->max_abs > out->max_abs_err) out->max_abs_err = c->max_abs;
+    if (c->max_close > max_close) max_close = c->max_close;
+    if (c->worst >= 0 && (worst < 0 || c->max_ratio > max_ratio)) {
+      max_ratio = c->max_ratio;
+      worst = c->worst;
     }
-    double d = fabs((double)y[i] - ref[i]);
-    double ratio = d / (elem_coef * abs_sum[i] + 1e-37);
-    if (d > out->max_abs_err) out->max_abs_err = d;
-    double close = d / (HEADLINE_FP32_TOL + HEADLINE_FP32_TOL * fabs(ref[i]));
-    if (close > max_close) max_close = close;
-    if (ratio > max_ratio || worst < 0) {
-      max_ratio = ratio;
-      worst = i;
-    }
-    err2 += d * d;
-    ref2 += ref[i] * ref[i];
+    if (c->n_nonfinite && first_bad < 0) first_bad = c->first_bad;
+    out->n_nonfinite += c->n_nonfinite;
   }
 
   const double err = sqrt(err2);
