@@ -13,9 +13,9 @@
 //   GEMM view   M = output pixels, N = output channels (BN per CTA),
 //               Kdim = C*R*S padded to KP = 8*KSTEPS; k = (c*R + r)*S + s.
 //   wg  (CT_WG_SPLIT 0, precision tf32): A and B rounded to TF32 with
-//               cvt.rna (B once at staging; A in registers after each
-//               gather, so the band is never rewritten in shared memory,
-//               the scarce resource here), one wgmma per k8 step, fp32
+//               cvt.rna (B once at staging; A once per tile, the band
+//               rounded in place after its copy lands, so a gather hands
+//               its values on unchanged), one wgmma per k8 step, fp32
 //               accumulation.
 //   wg3 (CT_WG_SPLIT 1, precision fp32): 3xTF32.  a = ah + al with
 //               ah = rna(a), al = rna(a - ah), likewise b (two weight arrays
@@ -59,10 +59,12 @@
 //         koff(k) = (c*BR*BCP + r*DH*BCP + s*DW)*4, 0 for padded k (weight 0)
 //         and for the extra rows from KSTEPS on, which the pipeline's gathers
 //         past the last step read (harmless, never used).
+//   bsm   [BN] float — the CTA's biases (0 without bias or past K).
 //   band  [NBANDS][C][BR][BCP] — input rows ih0 .. ih0+BR-1 (ih0 = p0*SH-PH),
 //         columns -PW .. -PW+BC-1 at floats SHIFT .. SHIFT+BC-1 of a row
 //         (SHIFT makes column 0 16-byte aligned for 16-byte cp.async), zero
-//         outside the image, raw fp32; rows BCP (a multiple of 4) apart.
+//         outside the image, TF32-rounded for wg, raw fp32 for wg3; rows
+//         BCP (a multiple of 4) apart.
 //         BR = (TP-1)*SH + (R-1)*DH + 1, BC = (Q-1)*SW + (S-1)*DW + 1.  Pixel m
 //         of the tile has pix(m) = (m/Q)*SH*BCP + (m%Q)*SW + SHIFT and the A element
 //         (m, k) is band[pix(m) + koff(k)] (pixels past the tile use pix 0).
@@ -106,12 +108,17 @@
 //   KSTEPS+KG-1 (zero: harmless addresses; never multiplied).
 //   wg3: as wg with KG 1, plus the chunked accumulators described above
 //   (KC k-steps per chunk).
-//   After the last group, wait_group 0, then the epilogue.  The band: STAGES 2 copies the next tile's
-// band with cp.async while this tile computes (as conv_tc); STAGES 1 loads it
-// between two barriers (then CTAS 2 overlaps one CTA's load with the other's
-// math).  The weights are written by ordinary stores and read by the async
-// proxy (wgmma): every thread issues fence.proxy.async.shared::cta after its
-// stores, before the barrier that publishes them.
+//   After the last group, wait_group 0, then the epilogue: the biases come
+//   from shared memory, each pixel's outputs go out from one base pointer at
+//   constant channel offsets (wg3 with PP stages them in the band buffer
+//   first and stores coalesced runs; see SPITCH).  The band: STAGES 2
+//   copies the next tile's band with cp.async while this tile computes (as
+//   conv_tc); STAGES 1 loads it between two barriers (then CTAS 2 overlaps
+//   one CTA's load with the other's math); PP (below, in the kernel) gives
+//   each warpgroup its own band, copied while the other warpgroup computes.
+//   The weights are written by ordinary stores and read by the async proxy
+//   (wgmma): every thread issues fence.proxy.async.shared::cta after its
+//   stores, before the barrier that publishes them.
 //
 // The generator prepends the problem (CT_*), the parameters (TP BN WG STAGES
 // CTAS, and KG for wg or KC for wg3) and the plan's lines (CT_PLAN_*, CT_WG_SPLIT).  Without them
