@@ -347,6 +347,25 @@ static double job_timeout(const ct_tune_options *o, size_t outputs, int trials,
   return t;
 }
 
+/* Verifies slot s's cubin in the worker and times it over `trials` runs,
+** under a watchdog of timeout_s.  Fails (the message in err) only when the
+** worker is gone; *oc says what came of the variant. */
+static ct_status run_job(ct_tune_worker *w, const tune_slot *s, int trials,
+                         double timeout_s, ct_tune_outcome *oc, char *err,
+                         size_t len) {
+  ct_tune_job job;
+  memset(&job, 0, sizeof job);
+  snprintf(job.variant, sizeof job.variant, "%s", s->variant.name);
+  job.verify = 1;
+  job.trials = trials;
+  job.cubin = s->out.cubin;
+  job.cubin_size = s->out.cubin_size;
+  job.timeout_s = timeout_s;
+  ct_status rc = ct_tune_worker_run(w, &job, oc);
+  if (rc != CT_OK) snprintf(err, len, "the GPU worker is gone");
+  return rc;
+}
+
 /* 1 when name is in the comma-separated list. */
 static int in_list(const char *list, const char *name) {
   size_t n = strlen(name);
@@ -607,19 +626,10 @@ ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
       snprintf(t->message, sizeof t->message, "%s: %.200s",
                ct_status_string(s->rc), log);
     } else {
-      ct_tune_job job;
-      memset(&job, 0, sizeof job);
-      snprintf(job.variant, sizeof job.variant, "%s", s->variant.name);
-      job.verify = 1;
-      job.trials = o->screen_trials;
-      job.cubin = s->out.cubin;
-      job.cubin_size = s->out.cubin_size;
-      job.timeout_s = job_timeout(o, outputs, o->screen_trials, slowest);
       ct_tune_outcome oc;
-      if ((rc = ct_tune_worker_run(w, &job, &oc)) != CT_OK) {
-        snprintf(err, len, "the GPU worker is gone");
-        goto out;
-      }
+      rc = run_job(w, s, o->screen_trials,
+                   job_timeout(o, outputs, o->screen_trials, slowest), &oc, err, len);
+      if (rc != CT_OK) goto out;
       if (oc.interrupted) {
         r->interrupted = 1;
         break;
@@ -680,19 +690,10 @@ ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
     }
     count_cubin(r, s);
     if (s->rc != CT_OK || s->out.cubin == NULL) continue; /* cannot happen */
-    ct_tune_job job;
-    memset(&job, 0, sizeof job);
-    snprintf(job.variant, sizeof job.variant, "%s", s->variant.name);
-    job.verify = 1;
-    job.trials = o->final_trials;
-    job.cubin = s->out.cubin;
-    job.cubin_size = s->out.cubin_size;
-    job.timeout_s = job_timeout(o, outputs, o->final_trials, row->trial.mean_ms);
     ct_tune_outcome oc;
-    if ((rc = ct_tune_worker_run(w, &job, &oc)) != CT_OK) {
-      snprintf(err, len, "the GPU worker is gone");
-      goto out;
-    }
+    rc = run_job(w, s, o->final_trials,
+                 job_timeout(o, outputs, o->final_trials, row->trial.mean_ms), &oc, err, len);
+    if (rc != CT_OK) goto out;
     if (oc.interrupted) {
       r->interrupted = 1;
       break;
