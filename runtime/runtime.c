@@ -69,6 +69,9 @@ ct_status ct_rt_kernel_load(const ct_gen_variant *v, const void *cubin,
       if (r != CUDA_SUCCESS) goto fail;
     }
   }
+  /* One workspace per loaded kernel: no family plans one yet.  The first
+  ** that does must settle concurrent calls of one problem on several
+  ** streams (a context may be shared by threads), which would share it. */
   if (v->workspace_bytes > 0) {
     r = ct_drv.cuMemAlloc(&k->ws, v->workspace_bytes);
     if (r != CUDA_SUCCESS) goto fail;
