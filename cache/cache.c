@@ -973,6 +973,19 @@ static ct_status cache_read_trial(ct_cache *c, sqlite3_stmt *st,
   return CT_OK;
 }
 
+/* The checks before a trial is written: its ids, its strings and its
+** status (whose name goes to *status), and a writable database. */
+static ct_status trial_check(ct_cache *c, const ct_cache_trial *t, const char **status)
+{
+  if (!c || !t || t->problem_id <= 0 || t->device_id <= 0 ||
+      !cache_fits(t->variant, sizeof t->variant) || !t->variant[0] ||
+      !cache_fits(t->message, sizeof t->message))
+    return CT_ERR_INVALID_ARG;
+  *status = ct_trial_status_name(t->status);
+  if (!*status) return CT_ERR_INVALID_ARG;
+  return cache_writable(c);
+}
+
 /* Inserts *t stamped created_at; sets t->id and t->created_at.  The work of
 ** ct_cache_trial_add (now) and ct_cache_trial_import (the trial's own time). */
 static ct_status trial_insert(ct_cache *c, ct_cache_trial *t, int64_t created_at)
@@ -982,13 +995,7 @@ static ct_status trial_insert(ct_cache *c, ct_cache_trial *t, int64_t created_at
   ct_status rc;
   int src;
 
-  if (!c || !t || t->problem_id <= 0 || t->device_id <= 0 ||
-      !cache_fits(t->variant, sizeof t->variant) || !t->variant[0] ||
-      !cache_fits(t->message, sizeof t->message))
-    return CT_ERR_INVALID_ARG;
-  status = ct_trial_status_name(t->status);
-  if (!status) return CT_ERR_INVALID_ARG;
-  rc = cache_writable(c);
+  rc = trial_check(c, t, &status);
   if (rc != CT_OK) return rc;
 
   rc = cache_prepare(c,
@@ -1679,13 +1686,8 @@ ct_status ct_cache_trial_import(ct_cache *c, ct_cache_trial *t, int *inserted)
   int src;
 
   if (inserted) *inserted = 0;
-  if (!c || !t || t->problem_id <= 0 || t->device_id <= 0 ||
-      t->created_at <= 0 || !cache_fits(t->variant, sizeof t->variant) ||
-      !t->variant[0] || !cache_fits(t->message, sizeof t->message))
-    return CT_ERR_INVALID_ARG;
-  status = ct_trial_status_name(t->status);
-  if (!status) return CT_ERR_INVALID_ARG;
-  rc = cache_writable(c);
+  if (t && t->created_at <= 0) return CT_ERR_INVALID_ARG;
+  rc = trial_check(c, t, &status);
   if (rc != CT_OK) return rc;
 
   /* The same trial already here? */
