@@ -372,13 +372,22 @@ static const char *origin_name(ct_tune_origin o) {
                                                                   : "untried";
 }
 
+/* The start of the commands on one problem (tune, check, space): --help
+** prints usage, a positional argument is refused, the problem goes to *p.
+** Returns -1 to go on, else the exit status. */
+static int cmd_problem_start(const cli *c, const char *name, const char *usage,
+                             ct_problem *p) {
+  if (c->help) { fputs(usage, stdout); return 0; }
+  if (c->n_args) { fprintf(stderr, "convtune %s: unexpected argument '%s'\n", name, c->args[0]); return EXIT_USAGE; }
+  int rc = cli_problem(c, p);
+  return rc ? rc : -1;
+}
+
 static int cmd_tune(const cli *c) {
-  if (c->help) { fputs(usage_tune, stdout); return 0; }
-  if (c->n_args) { fprintf(stderr, "convtune tune: unexpected argument '%s'\n", c->args[0]); return EXIT_USAGE; }
   ct_tune_options o;
   ct_tune_options_default(&o);
-  int rc = cli_problem(c, &o.problem);
-  if (rc) return rc;
+  int rc = cmd_problem_start(c, "tune", usage_tune, &o.problem);
+  if (rc >= 0) return rc;
   char db[4096];
   if (cli_db(c, db, sizeof db)) return 1;
   o.db_path = db;
@@ -515,11 +524,9 @@ static int cmd_tune(const cli *c) {
 }
 
 static int cmd_check(const cli *c) {
-  if (c->help) { fputs(usage_check, stdout); return 0; }
-  if (c->n_args) { fprintf(stderr, "convtune check: unexpected argument '%s'\n", c->args[0]); return EXIT_USAGE; }
   ct_problem p;
-  int rc = cli_problem(c, &p);
-  if (rc) return rc;
+  int rc = cmd_problem_start(c, "check", usage_check, &p);
+  if (rc >= 0) return rc;
   char db[4096];
   if (cli_db(c, db, sizeof db)) return 1;
   int trials = c->trials ? c->trials : 100;
@@ -612,11 +619,9 @@ out:
 }
 
 static int cmd_space(const cli *c) {
-  if (c->help) { fputs(usage_space, stdout); return 0; }
-  if (c->n_args) { fprintf(stderr, "convtune space: unexpected argument '%s'\n", c->args[0]); return EXIT_USAGE; }
   ct_problem p;
-  int rc = cli_problem(c, &p);
-  if (rc) return rc;
+  int rc = cmd_problem_start(c, "space", usage_space, &p);
+  if (rc >= 0) return rc;
   ct_gen_limits lim;
   if (c->arch) {
     if (ct_gen_limits_for_arch(c->arch, &lim) != CT_OK) {
