@@ -30,7 +30,8 @@
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)                  \
   X(cuStreamQuery) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)         \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuCtxGetCurrent)               \
-  X(cuStreamGetCtx)
+  X(cuStreamGetCtx) X(cuCtxGetDevice) X(cuMemPoolCreate) X(cuMemPoolDestroy)   \
+  X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)
 
 #define CT_DRV_FIELD(fn) __typeof__(&fn) fn;
 typedef struct ct_drv_api {

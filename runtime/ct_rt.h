@@ -15,24 +15,33 @@ typedef struct ct_rt_kernel {
   ct_gen_variant variant;                 /* what runs: launches, workspace */
   CUmodule module;                        /* owns the functions */
   CUfunction fn[CT_GEN_MAX_KERNELS];      /* one per variant launch */
-  CUdeviceptr ws;                         /* workspace, 0 when none */
+  CUmemoryPool pool;                      /* workspaces, NULL when none */
 } ct_rt_kernel;
 
 /* Loads a cubin for variant v into the current context, resolves each
 ** launch's function, raises its dynamic shared-memory limit where the plan
-** needs more than 48 KB, and allocates the workspace.  On failure *k is
-** left empty (safe to unload) and *cr holds the failing CUresult.
+** needs more than 48 KB, and for a variant with a workspace creates the
+** memory pool its launches take workspaces from.  On failure *k is left
+** empty (safe to unload) and *cr holds the failing CUresult.
 ** Returns CT_OK or CT_ERR_CUDA. */
 ct_status ct_rt_kernel_load(const ct_gen_variant *v, const void *cubin,
                             ct_rt_kernel *k, CUresult *cr);
 
 /* Queues every launch of k on stream.  b may be 0 when the problem has no
-** bias.  Returns CT_OK or CT_ERR_CUDA with *cr set. */
+** bias.  A variant with a workspace gets one of its own for this call,
+** stream-ordered: allocated from k's pool on stream before the first launch
+** and freed on stream after the last (cuMemAllocFromPoolAsync,
+** cuMemFreeAsync), so calls on several streams at once never share one,
+** and after the first call of a size the pool hands the same memory out
+** again without asking the driver for more (its release threshold is
+** unlimited).  A stream capture records the pair as graph memory nodes.
+** Returns CT_OK or CT_ERR_CUDA with *cr set. */
 ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
                               CUdeviceptr w, CUdeviceptr b, CUdeviceptr y,
                               CUstream stream, CUresult *cr);
 
-/* Frees the workspace and unloads the module; an empty k is a no-op. */
+/* Destroys the pool (memory still in use by queued work is released when
+** that work is done) and unloads the module; an empty k is a no-op. */
 void ct_rt_kernel_unload(ct_rt_kernel *k);
 
 /* The device description the tuning database keys entries on. */

@@ -12,7 +12,8 @@
 ** call takes the context's load lock, which serialises loading (so two
 ** threads racing on a new problem load it once) and every use of the
 ** database handle.  After the first call, ct_forward allocates nothing and
-** synchronises nothing: a CUDA graph can capture it.
+** synchronises nothing (a variant with a workspace takes it stream-ordered
+** from its own pool, see ct_rt_kernel_launch): a CUDA graph can capture it.
 **
 ** Errors are per thread and per context, like errno (ct_last_error).
 */
@@ -69,11 +70,22 @@ ct_status ct_rt_kernel_load(const ct_gen_variant *v, const void *cubin,
       if (r != CUDA_SUCCESS) goto fail;
     }
   }
-  /* One workspace per loaded kernel: no family plans one yet.  The first
-  ** that does must settle concurrent calls of one problem on several
-  ** streams (a context may be shared by threads), which would share it. */
+  /* Workspaces come per call from a pool of this kernel's (see
+  ** ct_rt_kernel_launch), pinned to the current context's device. */
   if (v->workspace_bytes > 0) {
-    r = ct_drv.cuMemAlloc(&k->ws, v->workspace_bytes);
+    CUdevice dev;
+    r = ct_drv.cuCtxGetDevice(&dev);
+    if (r != CUDA_SUCCESS) goto fail;
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = dev;
+    r = ct_drv.cuMemPoolCreate(&k->pool, &props);
+    if (r != CUDA_SUCCESS) goto fail;
+    cuuint64_t keep = UINT64_MAX; /* never give memory back at a sync */
+    r = ct_drv.cuMemPoolSetAttribute(k->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
     if (r != CUDA_SUCCESS) goto fail;
   }
   *cr = CUDA_SUCCESS;
@@ -87,27 +99,36 @@ fail:
 ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
                               CUdeviceptr w, CUdeviceptr b, CUdeviceptr y,
                               CUstream stream, CUresult *cr) {
-  void *args[] = {&x, &w, &b, &y, (void *)&k->ws};
-  for (int i = 0; i < k->variant.n_kernels; i++) {
-    const ct_gen_launch *l = &k->variant.kernels[i];
-    CUresult r = ct_drv.cuLaunchKernel(k->fn[i], l->grid[0], l->grid[1],
-                                       l->grid[2], l->block[0], l->block[1],
-                                       l->block[2], l->smem, stream, args,
-                                       NULL);
+  CUdeviceptr ws = 0;
+  CUresult r = CUDA_SUCCESS;
+  if (k->variant.workspace_bytes > 0) {
+    r = ct_drv.cuMemAllocFromPoolAsync(&ws, k->variant.workspace_bytes, k->pool, stream);
     if (r != CUDA_SUCCESS) {
       *cr = r;
       return CT_ERR_CUDA;
     }
   }
-  *cr = CUDA_SUCCESS;
-  return CT_OK;
+  void *args[] = {&x, &w, &b, &y, &ws};
+  for (int i = 0; i < k->variant.n_kernels && r == CUDA_SUCCESS; i++) {
+    const ct_gen_launch *l = &k->variant.kernels[i];
+    r = ct_drv.cuLaunchKernel(k->fn[i], l->grid[0], l->grid[1], l->grid[2],
+                              l->block[0], l->block[1], l->block[2], l->smem,
+                              stream, args, NULL);
+  }
+  /* Freed after what was queued, also when a launch failed. */
+  if (ws) {
+    CUresult rf = ct_drv.cuMemFreeAsync(ws, stream);
+    if (r == CUDA_SUCCESS) r = rf;
+  }
+  *cr = r;
+  return r == CUDA_SUCCESS ? CT_OK : CT_ERR_CUDA;
 }
 
 void ct_rt_kernel_unload(ct_rt_kernel *k) {
   if (k == NULL) return;
-  if (k->ws) ct_drv.cuMemFree(k->ws);
+  if (k->pool) ct_drv.cuMemPoolDestroy(k->pool);
   if (k->module) ct_drv.cuModuleUnload(k->module);
-  k->ws = 0;
+  k->pool = NULL;
   k->module = NULL;
 }
 

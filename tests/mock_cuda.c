@@ -313,6 +313,47 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr) {
   return CUDA_SUCCESS;
 }
 
+/* Pools: a handle standing for nothing; stream-ordered allocations are host
+** memory, counted with the others. */
+static int pool_storage;
+
+CUresult CUDAAPI cuCtxGetDevice(CUdevice *device) {
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx_depth <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps) {
+  if (!pool || !poolProps || poolProps->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+      poolProps->location.id != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  *pool = (CUmemoryPool)(void *)&pool_storage;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
+  return pool == (CUmemoryPool)(void *)&pool_storage ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
+                                       void *value) {
+  (void)attr;
+  return pool && value ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
+                                         CUmemoryPool pool, CUstream hStream) {
+  (void)hStream;
+  if (!pool) return CUDA_ERROR_INVALID_VALUE;
+  return cuMemAlloc(dptr, bytesize);
+}
+
+CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  (void)hStream;
+  return cuMemFree(dptr);
+}
+
 CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost,
                               size_t ByteCount) {
   memcpy((void *)(uintptr_t)dstDevice, srcHost, ByteCount);
