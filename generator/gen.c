@@ -26,7 +26,8 @@
   X(direct) \
   X(wg) \
   X(wg3) \
-  X(tc) X(tc3)
+  X(tc) X(tc3) \
+  X(s2d_wg) X(s2d_wg3)
 
 #define CT_GEN_DECLARE_FAMILY(f) extern const ct_gen_family ct_gen_family_##f;
 CT_GEN_FAMILY_LIST(CT_GEN_DECLARE_FAMILY)
@@ -390,10 +391,13 @@ static void put_header(strbuf *b, const char *what, const ct_problem *p) {
 }
 
 /* Appends a template's text.  A line `#include "NAME"` that names an
-** embedded file is replaced by that file's text (one level: the shared
-** headers include nothing), with #line directives around it so that NVRTC's
-** messages point at the right file and line.  Other lines are copied. */
-static void put_template(strbuf *b, const char *file_name, const char *text) {
+** embedded file is replaced by that file's text, expanded the same way (a
+** template may include another template, which includes the shared
+** headers; depth limits the nesting), with #line directives around it so
+** that NVRTC's messages point at the right file and line.  Other lines are
+** copied. */
+static void put_template_at(strbuf *b, const char *file_name, const char *text,
+                            int depth) {
   static const char directive[] = "#include \"";
   sb_printf(b, "#line 1 \"%s\"\n", file_name);
   int line = 1;
@@ -411,9 +415,8 @@ static void put_template(strbuf *b, const char *file_name, const char *text) {
         header = ct_gen_template(name);
       }
     }
-    if (header) {
-      sb_printf(b, "#line 1 \"%s\"\n", name);
-      sb_append(b, header, strlen(header));
+    if (header && depth < 3) {
+      put_template_at(b, name, header, depth + 1);
       if (header[0] && header[strlen(header) - 1] != '\n') sb_append(b, "\n", 1);
       sb_printf(b, "#line %d \"%s\"\n", line + 1, file_name);
     } else {
@@ -421,6 +424,10 @@ static void put_template(strbuf *b, const char *file_name, const char *text) {
     }
     p += len;
   }
+}
+
+static void put_template(strbuf *b, const char *file_name, const char *text) {
+  put_template_at(b, file_name, text, 0);
 }
 
 static ct_status sb_finish(strbuf *b, char **src) {
