@@ -40,6 +40,7 @@
 ** The launch arithmetic below mirrors the template's derived quantities;
 ** the template static_asserts that the CT_PLAN_* values agree.
 */
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -243,6 +244,102 @@ static void wg3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
   wg_plan_common(p, v, out, defines, len, 1);
 }
 
+/* ---------------------------------------------------------------------- */
+/* s2d_wg, s2d_wg3: a space-to-depth pass, then wg / wg3 on its result     */
+/* (templates/conv_s2d.cu has the transform and why it is the same conv).  */
+
+/* The problem conv_wg sees after the transform: C*SH*SW channels of
+** (P+R'-1) x (Q+S'-1), an R' x S' kernel (R' = ceil(R/SH), S' =
+** ceil(S/SW)), stride 1, no padding.  Returns 0 where the transform does
+** not apply: dilation other than 1, or stride 1 x 1 (nothing to fold). */
+static int s2d_problem(const ct_problem *p, ct_problem *t) {
+  if (p->dil_h != 1 || p->dil_w != 1 || p->stride_h * p->stride_w == 1) return 0;
+  int64_t P, Q;
+  ct_problem_output(p, &P, &Q);
+  *t = *p;
+  t->c = p->c * p->stride_h * p->stride_w;
+  t->r = (p->r + p->stride_h - 1) / p->stride_h;
+  t->s = (p->s + p->stride_w - 1) / p->stride_w;
+  t->h = P + t->r - 1;
+  t->w = Q + t->s - 1;
+  t->stride_h = t->stride_w = 1;
+  t->pad_h = t->pad_w = 0;
+  return 1;
+}
+
+/* Floats of x' (rounded up to 16 bytes: w' follows it in the workspace)
+** and of w'. */
+static void s2d_sizes(const ct_problem *t, int64_t *nx, int64_t *nw) {
+  *nx = (t->n * t->c * t->h * t->w + 3) / 4 * 4;
+  *nw = t->k * t->c * t->r * t->s;
+}
+
+static int s2d_valid_common(const ct_problem *p, const ct_gen_limits *lim,
+                            const int *v, int split) {
+  ct_problem t;
+  if (!s2d_problem(p, &t)) return 0;
+  int64_t nx, nw;
+  s2d_sizes(&t, &nx, &nw);
+  if (nx > INT32_MAX || nw > INT32_MAX || nx + nw > INT32_MAX) return 0;
+  return wg_valid_common(&t, lim, v, split);
+}
+
+static int s2d_wg_valid(const ct_problem *p, const ct_gen_limits *lim,
+                        const int *v) {
+  return s2d_valid_common(p, lim, v, 0);
+}
+
+static int s2d_wg3_valid(const ct_problem *p, const ct_gen_limits *lim,
+                         const int *v) {
+  return s2d_valid_common(p, lim, v, 1);
+}
+
+/* Blocks of 256 threads for a grid-stride pass over n elements: enough to
+** fill 132 SMs, never more than the elements need. */
+static unsigned s2d_blocks(int64_t n, int64_t cap) {
+  int64_t b = (n + 255) / 256;
+  return (unsigned)(b < cap ? (b > 0 ? b : 1) : cap);
+}
+
+static void s2d_plan_common(const ct_problem *p, const int *v,
+                            ct_gen_variant *out, char *defines, size_t len,
+                            int split) {
+  ct_problem t;
+  s2d_problem(p, &t);
+  int64_t nx, nw;
+  s2d_sizes(&t, &nx, &nw);
+  wg_plan_common(&t, v, out, defines, len, split); /* launch 0: conv_wg */
+  out->kernels[2] = out->kernels[0];
+  ct_gen_launch *lx = &out->kernels[0], *lw = &out->kernels[1];
+  memset(lx, 0, sizeof *lx);
+  memset(lw, 0, sizeof *lw);
+  snprintf(lx->name, sizeof lx->name, "s2d_x");
+  snprintf(lw->name, sizeof lw->name, "s2d_w");
+  lx->grid[0] = s2d_blocks(nx, 16 * WG_PERSIST_SMS);
+  lw->grid[0] = s2d_blocks(nw, 4 * WG_PERSIST_SMS);
+  lx->grid[1] = lx->grid[2] = lw->grid[1] = lw->grid[2] = 1;
+  lx->block[0] = lw->block[0] = 256;
+  lx->block[1] = lx->block[2] = lw->block[1] = lw->block[2] = 1;
+  out->n_kernels = 3;
+  out->workspace_bytes = (size_t)(nx + nw) * sizeof(float);
+  size_t used = strlen(defines);
+  snprintf(defines + used, len - used,
+           "#define CT_S2D_C %" PRId64 "\n#define CT_S2D_H %" PRId64
+           "\n#define CT_S2D_W %" PRId64 "\n#define CT_S2D_R %" PRId64
+           "\n#define CT_S2D_S %" PRId64 "\n#define CT_S2D_XS_OFF %" PRId64 "\n",
+           t.c, t.h, t.w, t.r, t.s, nx);
+}
+
+static void s2d_wg_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
+                        char *defines, size_t len) {
+  s2d_plan_common(p, v, out, defines, len, 0);
+}
+
+static void s2d_wg3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
+                         char *defines, size_t len) {
+  s2d_plan_common(p, v, out, defines, len, 1);
+}
+
 #define WG_PARAMS(...)                   \
   {                                      \
     {"TP", 3, {2, 1, 4}},                \
@@ -272,4 +369,38 @@ const ct_gen_family ct_gen_family_wg3 = {
   .params = WG_PARAMS({"KC", 2, {2, 4}}),
   .valid = wg3_valid,
   .plan = wg3_plan,
+};
+
+/* wg's points, less KG and KC values other than the ones that win on wg
+** and wg3 (the transformed problems are stride-1 ones with a short kernel,
+** where the pass costs more than those parameters move). */
+#define S2D_PARAMS(...)                  \
+  {                                      \
+    {"TP", 3, {2, 1, 4}},                \
+    {"BN", 5, {96, 48, 64, 32, 16}},     \
+    {"WG", 2, {1, 2}},                   \
+    {"STAGES", 2, {2, 1}},               \
+    {"CTAS", 2, {1, 2}},                 \
+    __VA_ARGS__,                         \
+    {"PP", 2, {0, 1}},                   \
+  }
+
+const ct_gen_family ct_gen_family_s2d_wg = {
+  .name = "s2d_wg",
+  .template_name = "conv_s2d.cu",
+  .precisions = 1u << CT_PREC_TF32,
+  .n_params = 7,
+  .params = S2D_PARAMS({"KG", 1, {4}}),
+  .valid = s2d_wg_valid,
+  .plan = s2d_wg_plan,
+};
+
+const ct_gen_family ct_gen_family_s2d_wg3 = {
+  .name = "s2d_wg3",
+  .template_name = "conv_s2d.cu",
+  .precisions = 1u << CT_PREC_FP32,
+  .n_params = 7,
+  .params = S2D_PARAMS({"KC", 1, {4}}),
+  .valid = s2d_wg3_valid,
+  .plan = s2d_wg3_plan,
 };

@@ -776,7 +776,8 @@ __device__ __forceinline__ void epilogue_staged(const float (&res)[MW][NACC],
 // ----------------------------------------------------------------------------
 // The kernel.  Launch: grid (CT_PLAN_GRID_X, ceil(K/BN)), block (128*WG),
 // CT_PLAN_SMEM bytes of dynamic shared memory.  Any grid.x in 1 .. NTILES is
-// correct.  ws is unused.
+// correct.  ws is unused, except with CT_XW_WS (set by conv_s2d.cu): then x
+// and w are read from it.
 
 extern "C" __global__ void __launch_bounds__(wg::THREADS, CTAS)
 conv_wg(const float *__restrict__ x, const float *__restrict__ w,
@@ -788,7 +789,13 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
   int *const koff = reinterpret_cast<int *>(smem + NWARR * W_FLOATS);     // koff
   float *const bsm = smem + NWARR * W_FLOATS + KOFF_INTS;                 // biases
   float *const band0 = bsm + BN;                                          // bands
+#ifdef CT_XW_WS
+  // A layout pass (conv_s2d.cu) left this problem's x and w in ws.
+  x = ws;
+  w = ws + CT_XW_WS;
+#else
   (void)ws;
+#endif
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wgi = warp >> 2, wq = warp & 3; // warpgroup, warp in it

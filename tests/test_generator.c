@@ -363,10 +363,12 @@ static void test_families_and_templates(void) {
     ASSERT_TRUE(ct_gen_family_find(f->name) == f);
     ASSERT_TRUE(f->precisions != 0 && f->valid != NULL && f->plan != NULL);
     ASSERT_TRUE(f->n_params >= 0 && f->n_params <= CT_GEN_MAX_PARAMS);
-    const char *t = ct_gen_template(f->template_name);
-    ASSERT_TRUE(t != NULL);
-    /* Every tunable is guarded "#ifndef P / #define P default / #endif", and
-    ** its list is non-empty without repeats. */
+    ASSERT_TRUE(ct_gen_template(f->template_name) != NULL);
+    /* Every tunable is guarded "#ifndef P / #define P default / #endif" in
+    ** the template with its includes expanded (conv_s2d.cu's are conv_wg.cu's),
+    ** and its list is non-empty without repeats. */
+    char *t = NULL;
+    ASSERT_EQ_INT(ct_gen_template_source(f->template_name, &t), CT_OK);
     for (int j = 0; j < f->n_params; j++) {
       const ct_gen_param *pr = &f->params[j];
       char guard[96];
@@ -377,6 +379,7 @@ static void test_families_and_templates(void) {
       for (int a = 0; a < pr->n_values; a++)
         for (int b = 0; b < a; b++) ASSERT_TRUE(pr->values[a] != pr->values[b]);
     }
+    free(t);
   }
   ASSERT_TRUE(ct_gen_template("ref_f64.cu") != NULL);
   ASSERT_TRUE(ct_gen_template("nosuch.cu") == NULL);

@@ -11,7 +11,8 @@
 static ct_tune_gpu g;
 
 /* Odd shapes: C = 1, 3, 4, 5, 64; K not a multiple of any tile; odd H and
-** W; stride 1 to 5; padding 0 to 3; dilation 2; N = 1; no bias. */
+** W; stride 1 to 5 (and 3 x 2, for the space-to-depth pass); padding 0
+** to 3; dilation 2; N = 1; no bias. */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
@@ -21,6 +22,7 @@ static const char *shapes[] = {
     "n=1,c=3,h=50,w=50,k=7,r=4,s=4,stride=5,pad=2",
     "n=2,c=3,h=20,w=21,k=17,r=1,s=1,stride=2,pad=0",
     "n=1,c=2,h=9,w=9,k=3,r=7,s=7,stride=1,pad=3,dil=1x2",
+    "n=1,c=3,h=29,w=31,k=10,r=5,s=4,stride=3x2,pad=1x2",
 };
 
 /* The GPU reference equals the CPU reference to float64 rounding. */

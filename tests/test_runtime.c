@@ -104,18 +104,25 @@ static const char *reason_of(ct_context *ctx, const ct_problem *p) {
 
 /* A variant of p other than the default family's (the nearest and tuned
 ** paths are then told apart from the default), or the test fails. */
-static int tuned_variant(const ct_problem *p, ct_gen_variant *out) {
+/* The first variant of p of a family other than "direct" (family NULL) or
+** of the family named. */
+static int variant_of(const ct_problem *p, const char *family, ct_gen_variant *out) {
   ct_gen_variant *vs = NULL;
   size_t n = 0;
   if (ct_gen_enumerate(p, &lim, &vs, &n) != CT_OK) return -1;
   int found = -1;
   for (size_t i = 0; i < n && found < 0; i++)
-    if (strcmp(vs[i].family->name, "direct") != 0) {
+    if (family ? strcmp(vs[i].family->name, family) == 0
+               : strcmp(vs[i].family->name, "direct") != 0) {
       *out = vs[i];
       found = 0;
     }
   free(vs);
   return found;
+}
+
+static int tuned_variant(const ct_problem *p, ct_gen_variant *out) {
+  return variant_of(p, NULL, out);
 }
 
 /* A compiled variant: its cubin and source hash. */
@@ -871,6 +878,43 @@ static double now_ns(void) {
   return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+/* A tuned winner with a workspace (space-to-depth, three launches): every
+** call takes its own workspace from the kernel's pool before its launches
+** and gives it back after them, on the caller's stream. */
+static void test_workspace(void) {
+  ct_problem p = parse(spec_big);
+  ct_gen_variant v;
+  compiled win;
+  memset(&win, 0, sizeof win);
+  ASSERT_EQ_INT(variant_of(&p, "s2d_wg", &v), 0);
+  ASSERT_EQ_INT(v.n_kernels, 3);
+  ASSERT_TRUE(v.workspace_bytes > 0);
+  ASSERT_EQ_INT(compile_variant(&p, &v, &win), 0);
+  const char *db = tmp_path("workspace.db");
+  row r = {.spec = spec_big, .cubin = &win};
+  ASSERT_EQ_INT(db_write(db, &r, 1), 0);
+  ct_context *ctx = NULL;
+  ASSERT_EQ_INT(ct_open(db, 0, &ctx), CT_OK);
+  ASSERT_EQ_INT(fwd(ctx, &p), CT_OK);
+  ASSERT_EQ_INT(path_of(ctx, &p), CT_PATH_TUNED_CUBIN);
+  for (int call = 0; call < 3; call++) {
+    ct_mock_stats s0 = stats();
+    ASSERT_EQ_INT(fwd(ctx, &p), CT_OK);
+    ct_mock_stats s1 = stats();
+    ASSERT_EQ_INT(s1.launches - s0.launches, 3);
+    ASSERT_EQ_INT(s1.mem_allocs - s0.mem_allocs, 1);
+    ASSERT_EQ_INT(s1.mem_frees - s0.mem_frees, 1);
+    ASSERT_EQ_INT(s1.syncs - s0.syncs, 0);
+  }
+  ct_mock_launch l;
+  mock_last_launch(&l);
+  ASSERT_EQ_STR(l.name, "conv_wg");
+  ASSERT_EQ_INT(l.grid[0], v.kernels[2].grid[0]);
+  ASSERT_EQ_INT(l.smem, v.kernels[2].smem);
+  ct_close(ctx);
+  free(win.cubin);
+}
+
 static void test_hot_path(void) {
   ct_context *ctx = NULL;
   ASSERT_EQ_INT(ct_open("", 0, &ctx), CT_OK);
@@ -987,6 +1031,7 @@ int main(int argc, char **argv) {
   RUN_TEST(test_fork);
   RUN_TEST(test_prepare);
   RUN_TEST(test_hot_path);
+  RUN_TEST(test_workspace);
 
   free(win_a.cubin);
   free(win_big.cubin);
