@@ -11,6 +11,9 @@
 **   wg3  3xTF32 split, small terms first, the wgmma accumulators flushed
 **        into fp32 masters every KC k-steps: meets the fp32 contract.
 **        Offered for fp32 only.
+**   s2d_wg, s2d_wg3 (templates/conv_s2d.cu, below the wg descriptors): a
+**        space-to-depth pass of x and w into a workspace, then wg / wg3 on
+**        the stride-1, unpadded problem it makes (three launches).
 **
 ** Parameters (each list starts with the template's default):
 **   TP       output rows per tile (the CTA's M tile is TP*Q pixels, in m64

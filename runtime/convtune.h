@@ -149,8 +149,12 @@ void ct_close(ct_context *ctx);
 ** A variant runs only on a problem its family's validity check accepted.
 ** Every later call for the problem takes no lock, allocates nothing and
 ** does not synchronise: it can be captured in a CUDA graph (make the first
-** call, or ct_prepare, before capturing).  A context may be shared by
-** threads; concurrent first calls load each problem once.
+** call, or ct_prepare, before capturing).  The one exception to
+** "allocates nothing": a variant with a workspace (family s2d_wg, s2d_wg3)
+** takes one per call, stream-ordered on `stream` from a memory pool of its
+** own that keeps its memory, so calls on several streams never share one.
+** A context may be shared by threads; concurrent first calls load each
+** problem once.
 ** On failure nothing is launched and nothing is written.
 ** Returns CT_OK; CT_ERR_INVALID_ARG (ctx not an open context, a NULL or
 ** misaligned pointer, b NULL with a bias, y overlapping an input);
