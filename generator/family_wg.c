@@ -29,6 +29,8 @@
 **   PP       1: ping-pong, each of the two warpgroups works its own tiles
 **            with its own band (STAGES 1), so one's band load and epilogue
 **            overlap the other's wgmma; 0: both on one tile
+**   AS       wg: A register sets; the gathers run AS-1 groups ahead of the
+**            wgmma that use them (wg3, s2d_wg, s2d_wg3: 2)
 **
 ** A point is declined (valid() == 0), never offered wrong, when: the device
 ** is not cc 9.0 with the arch-specific target "sm_90a" (wgmma); BN is not
@@ -51,7 +53,8 @@
 #include "convtune.h"
 #include "ct_gen.h"
 
-enum { WG_TP, WG_BN, WG_WG, WG_STAGES, WG_CTAS, WG_KGC /* KG (wg) or KC (wg3) */, WG_PP };
+enum { WG_TP, WG_BN, WG_WG, WG_STAGES, WG_CTAS, WG_KGC /* KG (wg) or KC (wg3) */, WG_PP,
+       WG_AS /* wg only */ };
 
 /* SMs a persistent grid is sized for.  plan() does not see the device; 132
 ** is the H100 / H200 SXM count (the only devices valid() accepts).  Any grid
@@ -127,16 +130,16 @@ static int wg_shape_of(const ct_problem *p, const int *v, int split,
 ** sets (hi, and lo with the split), the pixel offsets, and a fixed part for
 ** indices, descriptors and addresses.  Checked against ptxas 13.0 on sm_90a
 ** (it overestimates; the point is never to pass a variant that spills). */
-static int64_t wg_regs_estimate(const wg_shape *sh, const int *v, int split) {
+static int64_t wg_regs_estimate(const wg_shape *sh, const int *v, int split, int as) {
   int64_t acc = sh->mw * sh->nacc * (split ? 3 : 1);
-  int64_t a = 2 * 4 * sh->mw * (split ? 2 : v[WG_KGC]);
+  int64_t a = as * 4 * sh->mw * (split ? 2 : v[WG_KGC]);
   return acc + a + 2 * sh->mw + 40;
 }
 
 /* The hard checks: the template compiles, keeps its accumulators in
 ** registers, fits the device, and is right. */
 static int wg_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                   int split) {
+                   int split, int as) {
   const int64_t lim32 = INT32_MAX;
   if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0)
     return 0;
@@ -157,7 +160,8 @@ static int wg_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   int64_t cap = lim->regs_per_sm / (ctas * sh.threads);
   cap = cap / 8 * 8;
   if (cap > 255) cap = 255;
-  if (wg_regs_estimate(&sh, v, split) > cap) return 0;
+  if (as < 2 || as > 3 || (split && as != 2)) return 0;
+  if (wg_regs_estimate(&sh, v, split, as) > cap) return 0;
   /* Shared memory: the block (the template asserts 227 KB; the weights'
   ** descriptors reach 256 KB), and CTAS blocks per SM. */
   if (sh.smem > lim->max_smem_per_block || sh.smem > 232448) return 0;
@@ -194,8 +198,8 @@ static int wg_bn_waste_ok(int64_t k, int64_t bn) {
 **  - STAGES 1 with CTAS 1 when the same point fits double-buffered or with
 **    two CTAs per SM (either hides the band load; this one cannot). */
 static int wg_valid_common(const ct_problem *p, const ct_gen_limits *lim,
-                           const int *v, int split) {
-  if (!wg_fits(p, lim, v, split)) return 0;
+                           const int *v, int split, int as) {
+  if (!wg_fits(p, lim, v, split, as)) return 0;
   wg_shape sh;
   wg_shape_of(p, v, split, &sh);
   if (!wg_bn_waste_ok(p->k, v[WG_BN])) return 0;
@@ -209,22 +213,22 @@ static int wg_valid_common(const ct_problem *p, const ct_gen_limits *lim,
     int alt[CT_GEN_MAX_PARAMS];
     for (int i = 0; i < CT_GEN_MAX_PARAMS; i++) alt[i] = v[i];
     alt[WG_STAGES] = 2;
-    if (wg_fits(p, lim, alt, split)) return 0;
+    if (wg_fits(p, lim, alt, split, as)) return 0;
     alt[WG_STAGES] = 1;
     alt[WG_CTAS] = 2;
-    if (wg_fits(p, lim, alt, split)) return 0;
+    if (wg_fits(p, lim, alt, split, as)) return 0;
   }
   return 1;
 }
 
 static int wg_valid(const ct_problem *p, const ct_gen_limits *lim,
                     const int *v) {
-  return wg_valid_common(p, lim, v, 0);
+  return wg_valid_common(p, lim, v, 0, v[WG_AS]);
 }
 
 static int wg3_valid(const ct_problem *p, const ct_gen_limits *lim,
                      const int *v) {
-  return wg_valid_common(p, lim, v, 1);
+  return wg_valid_common(p, lim, v, 1, 2);
 }
 
 static void wg_plan_common(const ct_problem *p, const int *v,
@@ -284,7 +288,7 @@ static int s2d_valid_common(const ct_problem *p, const ct_gen_limits *lim,
   int64_t nx, nw;
   s2d_sizes(&t, &nx, &nw);
   if (nx > INT32_MAX || nw > INT32_MAX || nx + nw > INT32_MAX) return 0;
-  return wg_valid_common(&t, lim, v, split);
+  return wg_valid_common(&t, lim, v, split, 2);
 }
 
 static int s2d_wg_valid(const ct_problem *p, const ct_gen_limits *lim,
@@ -343,23 +347,20 @@ static void s2d_wg3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
   s2d_plan_common(p, v, out, defines, len, 1);
 }
 
-#define WG_PARAMS(...)                   \
-  {                                      \
+/* The parameters wg and wg3 share, in order (WG_TP .. WG_CTAS). */
+#define WG_HEAD_PARAMS                   \
     {"TP", 3, {2, 1, 4}},                \
     {"BN", 5, {96, 48, 64, 32, 16}},     \
     {"WG", 2, {1, 2}},                   \
     {"STAGES", 2, {2, 1}},               \
-    {"CTAS", 2, {1, 2}},                 \
-    __VA_ARGS__,                         \
-    {"PP", 2, {0, 1}},                   \
-  }
+    {"CTAS", 2, {1, 2}}
 
 const ct_gen_family ct_gen_family_wg = {
   .name = "wg",
   .template_name = "conv_wg.cu",
   .precisions = 1u << CT_PREC_TF32,
-  .n_params = 7,
-  .params = WG_PARAMS({"KG", 3, {4, 2, 1}}),
+  .n_params = 8,
+  .params = {WG_HEAD_PARAMS, {"KG", 3, {4, 2, 1}}, {"PP", 2, {0, 1}}, {"AS", 2, {2, 3}}},
   .valid = wg_valid,
   .plan = wg_plan,
 };
@@ -369,7 +370,7 @@ const ct_gen_family ct_gen_family_wg3 = {
   .template_name = "conv_wg.cu",
   .precisions = 1u << CT_PREC_FP32,
   .n_params = 7,
-  .params = WG_PARAMS({"KC", 2, {2, 4}}),
+  .params = {WG_HEAD_PARAMS, {"KC", 2, {2, 4}}, {"PP", 2, {0, 1}}},
   .valid = wg3_valid,
   .plan = wg3_plan,
 };
@@ -377,23 +378,12 @@ const ct_gen_family ct_gen_family_wg3 = {
 /* wg's points, less KG and KC values other than the ones that win on wg
 ** and wg3 (the transformed problems are stride-1 ones with a short kernel,
 ** where the pass costs more than those parameters move). */
-#define S2D_PARAMS(...)                  \
-  {                                      \
-    {"TP", 3, {2, 1, 4}},                \
-    {"BN", 5, {96, 48, 64, 32, 16}},     \
-    {"WG", 2, {1, 2}},                   \
-    {"STAGES", 2, {2, 1}},               \
-    {"CTAS", 2, {1, 2}},                 \
-    __VA_ARGS__,                         \
-    {"PP", 2, {0, 1}},                   \
-  }
-
 const ct_gen_family ct_gen_family_s2d_wg = {
   .name = "s2d_wg",
   .template_name = "conv_s2d.cu",
   .precisions = 1u << CT_PREC_TF32,
   .n_params = 7,
-  .params = S2D_PARAMS({"KG", 1, {4}}),
+  .params = {WG_HEAD_PARAMS, {"KG", 1, {4}}, {"PP", 2, {0, 1}}},
   .valid = s2d_wg_valid,
   .plan = s2d_wg_plan,
 };
@@ -403,7 +393,7 @@ const ct_gen_family ct_gen_family_s2d_wg3 = {
   .template_name = "conv_s2d.cu",
   .precisions = 1u << CT_PREC_FP32,
   .n_params = 7,
-  .params = S2D_PARAMS({"KC", 1, {4}}),
+  .params = {WG_HEAD_PARAMS, {"KC", 1, {4}}, {"PP", 2, {0, 1}}},
   .valid = s2d_wg3_valid,
   .plan = s2d_wg3_plan,
 };

@@ -105,7 +105,13 @@
 //   of dependent shared loads (offset table, then band), so one k-step per
 //   group (KG 1) leaves the tensor cores waiting on it; more steps per group
 //   hide it.  The gather of the last group reads offset rows up to
-//   KSTEPS+KG-1 (zero: harmless addresses; never multiplied).
+//   KSTEPS+KG-1 (zero: harmless addresses; never multiplied).  With AS
+//   (3) register sets the gather of group g+AS-1 follows group g's issue,
+//   so each gather has AS-1 groups' time to land (the loop is unrolled:
+//   set numbers are compile-time).  The main loop is bound by the shared
+//   memory pipeline (each wgmma's 3 KB of B plus the gathers, beside the
+//   other warpgroup's copies); the longer lead hides part of the gathers'
+//   latency (H200, KG 4: 0.317 -> 0.310 and 0.321 -> 0.318 ms, two runs).
 //   wg3: as wg with KG 1, plus the chunked accumulators described above
 //   (KC k-steps per chunk).
 //   After the last group, wait_group 0, then the epilogue: the biases come
@@ -160,6 +166,9 @@
 #endif
 #ifndef KC
 #define KC 2 // wg3: k8 steps per accumulator chunk (the flush period)
+#endif
+#ifndef AS
+#define AS 2 // wg: A register sets; the gathers run AS-1 groups ahead
 #endif
 
 // Set by the plan of family wg3: 1 = 3xTF32 (fp32 accuracy), 0 = TF32.
@@ -251,6 +260,7 @@ static_assert(TP >= 1 && (STAGES == 1 || STAGES == 2) && CTAS >= 1,
               "TP >= 1, STAGES 1 or 2, CTAS >= 1");
 static_assert(KG >= 1 && KG <= 8, "KG: 1 .. 8");
 static_assert(KCHUNK >= 1 && KCHUNK <= 8, "KC: 1 .. 8");
+static_assert(AS == 2 || (AS >= 3 && AS <= 5 && !SPLIT), "AS: 2, or 3 .. 5 for wg");
 static_assert(SMEM_BYTES <= 232448, "shared memory above any device's 227 KB");
 // Descriptor fields: 14 bits of (byte offset >> 4), so every weight byte
 // below 256 KB (it is: SMEM_BYTES is checked above).
@@ -524,11 +534,25 @@ struct Mainloop {
   static constexpr int NF = SPLIT ? 1 : KG; // k-steps per A register set
   float acc[NSETS][MW][NACC];            // wgmma accumulators
   float master[MW][NACC];                // SPLIT: the fp32 sums (else unused)
-  Frag fr[2][NF];                        // two A register sets
+  Frag fr[AS][NF];                       // AS A register sets
   int pb[MW][2];                         // band byte offsets of rows g, g+8
   const char *bandb;                     // this tile's band
   const int2 *kq;                        // koff row 0, this lane's t
   u64 desc0;                             // weights (hi) at k-step 0
+
+  // The A fragments of one m64 tile from its 4 band values a0 .. a3 into
+  // fr[SET][J]: hi, and with SPLIT lo.
+  template <int SET, int J> __device__ __forceinline__ void put(int i, const float (&v)[4]) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if constexpr (SPLIT) {
+        fr[SET][J].hi[i][e] = to_tf32(v[e]);
+        fr[SET][J].lo[i][e] = to_tf32(v[e] - __uint_as_float(fr[SET][J].hi[i][e]));
+      } else {
+        fr[SET][J].hi[i][e] = __float_as_uint(v[e]); // the band holds TF32 values
+      }
+    }
+  }
 
   // The A fragments of step ks into fr[SET][J]: rows g, g+8 of each m64
   // tile (of this warp's 16 rows), k = 8ks+t, 8ks+t+4.
@@ -541,15 +565,7 @@ struct Mainloop {
       v[1] = lds_at(bandb, pb[i][1] + kb.x); // a1 = A[g+8][t]
       v[2] = lds_at(bandb, pb[i][0] + kb.y); // a2 = A[g][t+4]
       v[3] = lds_at(bandb, pb[i][1] + kb.y); // a3 = A[g+8][t+4]
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        if constexpr (SPLIT) {
-          fr[SET][J].hi[i][e] = to_tf32(v[e]);
-          fr[SET][J].lo[i][e] = to_tf32(v[e] - __uint_as_float(fr[SET][J].hi[i][e]));
-        } else {
-          fr[SET][J].hi[i][e] = __float_as_uint(v[e]); // the band holds TF32 values
-        }
-      }
+      put<SET, J>(i, v);
     }
   }
 
@@ -634,6 +650,28 @@ struct Mainloop {
     wgmma_commit();
   }
 
+  // AS >= 3: from group G on (set G % AS); groups G .. G+AS-2 are
+  // gathered.  Issues G, waits for G-1 (whose set G+AS-1 reuses) and
+  // gathers G+AS-1, so a gather has AS-1 groups' time to land.  Unrolled:
+  // the sets are compile-time.
+  static constexpr int NGRP = (KSTEPS + KG - 1) / KG;
+  template <int G> __device__ __forceinline__ void run_deep() {
+    constexpr int NK = KSTEPS - G * KG < KG ? KSTEPS - G * KG : KG;
+    issue_group<G % AS, NK>(G * KG);
+    if constexpr (G + AS - 1 < NGRP) {
+      wgmma_wait<1>();
+      gather_group<(G + AS - 1) % AS>((G + AS - 1) * KG);
+    }
+    if constexpr (G + 1 < NGRP) run_deep<G + 1>();
+  }
+  // The groups gathered before the loop: 1 .. AS-2 (0 is start()'s).
+  template <int G> __device__ __forceinline__ void gather_ahead() {
+    if constexpr (G < AS - 1 && G < NGRP) {
+      gather_group<G>(G * KG);
+      gather_ahead<G + 1>();
+    }
+  }
+
   // Before run(): the first gather (and with SPLIT the zeroed sums), which
   // needs only this tile's band, so a warpgroup does it before its turn.
   __device__ __forceinline__ void start() {
@@ -646,6 +684,7 @@ struct Mainloop {
       gather<0>(0);
     } else {
       gather_group<0>(0);
+      gather_ahead<1>();
     }
   }
 
@@ -658,6 +697,8 @@ struct Mainloop {
 #pragma unroll 1
       for (int ks0 = 0; ks0 < KMAIN; ks0 += KU) steps<0, KU>(ks0);
       steps<0, KSTEPS - KMAIN>(KMAIN);
+    } else if constexpr (AS >= 3) {
+      run_deep<0>();
     } else {
       // Pairs of groups (set 0, then set 1); then the tail of T steps.
       constexpr int PAIR = 2 * KG;
