@@ -90,7 +90,8 @@ typedef struct ct_gen_family {
 /* For a family's plan(): one launch of `kernel` with grid (gx, gy, 1),
 ** block (threads, 1, 1), smem bytes of dynamic shared memory and no
 ** workspace, into *v; and into defines (len bytes) the line
-** "#define <split_macro> <split>" followed by CT_PLAN_GRID_X, CT_PLAN_GRID_Y,
+** "#define <split_macro> <split>" (none when split_macro is NULL) followed
+** by CT_PLAN_GRID_X, CT_PLAN_GRID_Y,
 ** CT_PLAN_BLOCK_X and CT_PLAN_SMEM, which the templates static_assert
 ** against their own derived quantities. */
 void ct_gen_plan_one(ct_gen_variant *v, const char *kernel, unsigned gx,

@@ -27,6 +27,7 @@
   X(wg) \
   X(wg3) \
   X(tc) X(tc3) \
+  X(wgs) \
   X(s2d_wg) X(s2d_wg3)
 
 #define CT_GEN_DECLARE_FAMILY(f) extern const ct_gen_family ct_gen_family_##f;
@@ -110,13 +111,14 @@ void ct_gen_plan_one(ct_gen_variant *v, const char *kernel, unsigned gx,
   l->block[2] = 1;
   l->smem = smem;
   v->workspace_bytes = 0;
-  snprintf(defines, len,
-           "#define %s %d\n"
+  int n = split_macro ? snprintf(defines, len, "#define %s %d\n", split_macro, split) : 0;
+  if (n < 0 || (size_t)n >= len) n = 0;
+  snprintf(defines + n, len - (size_t)n,
            "#define CT_PLAN_GRID_X %u\n"
            "#define CT_PLAN_GRID_Y %u\n"
            "#define CT_PLAN_BLOCK_X %u\n"
            "#define CT_PLAN_SMEM %u\n",
-           split_macro, split, gx, gy, threads, smem);
+           gx, gy, threads, smem);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -180,6 +180,7 @@
 // Derived quantities
 
 #include "ct_ptx.cuh"
+#include "ct_wgmma.cuh"
 
 namespace wg {
 
@@ -300,54 +301,10 @@ __device__ __forceinline__ void cp_async16(float *dst, const float *src, bool va
                : "memory");
 }
 
-// A barrier for warpgroup wgi's 128 threads only (named barrier 1 + wgi;
-// __syncthreads uses 0).
-__device__ __forceinline__ void wg_sync(int wgi) {
-  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wgi) : "memory");
-}
-
-// The turn of warpgroup `to` on the tensor cores (PP): named barrier 3 + to
-// joins the 128 threads of each warpgroup; the one waiting for its turn
-// syncs, the one handing it over arrives without waiting.
-__device__ __forceinline__ void turn_wait(int to) {
-  asm volatile("bar.sync %0, 256;\n" ::"r"(3 + to) : "memory");
-}
-__device__ __forceinline__ void turn_pass(int to) {
-  asm volatile("bar.arrive %0, 256;\n" ::"r"(3 + to) : "memory");
-}
-
-// Generic-proxy shared-memory writes -> visible to the async proxy (wgmma).
-__device__ __forceinline__ void fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
-// wgmma ordering: fence before the first wgmma and after any register
-// access by other instructions to registers a wgmma uses; commit the issued
-// wgmma as a group; wait until at most `pending` groups are in flight.
-__device__ __forceinline__ void wgmma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int pending> __device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(pending) : "memory");
-}
-
-// Compiler-only fences (as CUTLASS's warpgroup_fence_operand): the register
-// looks rewritten here, so the compiler neither reads an accumulator before
-// the wgmma_wait that retired it nor sinks a fragment's computation below
-// the wgmma_fence that precedes its wgmma.
-__device__ __forceinline__ void reg_fence(float &r) { asm volatile("" : "+f"(r)::"memory"); }
-__device__ __forceinline__ void reg_fence(unsigned &r) { asm volatile("" : "+r"(r)::"memory"); }
-
 // The descriptor of the weights' k-step 0 at shared address saddr (see
 // "Matrix descriptor"); step ks is desc + ks * (SLAB_BYTES >> 4).
 __device__ __forceinline__ unsigned long long make_desc(unsigned saddr) {
-  return (unsigned long long)((saddr >> 4) & 0x3FFFu) |
-         ((unsigned long long)((LBO >> 4) & 0x3FFFu) << 16) |
-         ((unsigned long long)((SBO >> 4) & 0x3FFFu) << 32);
-  // base offset (bits 49-51) 0; swizzle mode (bits 62-63) 0: none.
+  return wgmma_desc(saddr, LBO, SBO);
 }
 
 // D (64 x N) += A (64 x 8, this thread's a[0..3] of it) * B (8 x N at desc);

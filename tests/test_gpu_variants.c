@@ -11,8 +11,9 @@
 static ct_tune_gpu g;
 
 /* Odd shapes: C = 1, 3, 4, 5, 64; K not a multiple of any tile; odd H and
-** W; stride 1 to 5 (and 3 x 2, for the space-to-depth pass); padding 0
-** to 3; dilation 2; N = 1; no bias. */
+** W; stride 1 to 5 (and 3 x 2, for the space-to-depth pass; 3 x 4 and
+** 2 x 4 with 35 and 75 output columns, for wgs); padding 0 to 3; dilation
+** 2; N = 1; no bias. */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
@@ -23,6 +24,8 @@ static const char *shapes[] = {
     "n=2,c=3,h=20,w=21,k=17,r=1,s=1,stride=2,pad=0",
     "n=1,c=2,h=9,w=9,k=3,r=7,s=7,stride=1,pad=3,dil=1x2",
     "n=1,c=3,h=29,w=31,k=10,r=5,s=4,stride=3x2,pad=1x2",
+    "n=1,c=5,h=37,w=139,k=40,r=7,s=6,stride=3x4,pad=1x3,dil=2x1",
+    "n=1,c=2,h=20,w=300,k=100,r=5,s=5,stride=2x4,pad=2x1",
 };
 
 /* The GPU reference equals the CPU reference to float64 rounding. */

@@ -1,0 +1,110 @@
+/*
+** family_wgs.c — the descriptor of family "wgs" (templates/conv_wgs.cu):
+** the convolution as an implicit GEMM on Hopper's wgmma (m64nNk8 TF32,
+** fp32 accumulation; sm_90a only) with both operands read from shared
+** memory by descriptor.  For stride 4 along the width without dilation
+** there, an input band row in shared memory is itself the im2col matrix,
+** four taps at a time, so there is no gather.  Meets the tf32 contract.
+**
+** Parameters (each list starts with the template's default):
+**   TP   output rows per tile (each warpgroup's m64 tiles: TP rows of
+**        ceil(Q/64) tiles)
+**   BN   output channels per CTA = the wgmma N (grid.y = ceil(K/BN))
+**
+** A point is declined (valid() == 0), never offered wrong, when: the device
+** is not cc 9.0 with the arch-specific target "sm_90a"; the stride along
+** the width is not 4 or the dilation there not 1; more than 96 accumulators
+** per thread; shared memory (weights, biases, two bands, 2 KB of slack)
+** above the block's
+** or the SM's limit; a size leaves 32-bit range; BN wastes more channels
+** than the rule of family wg allows; or m64 tiles would be less than half
+** full (Q < 32).
+**
+** The arithmetic mirrors the template's derived quantities; the template
+** static_asserts that the CT_PLAN_* values agree.
+*/
+#include <stdint.h>
+#include <string.h>
+
+#include "convtune.h"
+#include "ct_gen.h"
+
+enum { WGS_TP, WGS_BN };
+
+/* SMs the persistent grid is sized for (the devices valid() accepts). */
+#define WGS_PERSIST_SMS 132
+
+/* Shared memory the driver reserves per block on sm_90. */
+#define WGS_SMEM_RESERVED 1024
+
+typedef struct wgs_shape {
+  int64_t P, Q, mt, mw, sg, nq, ksteps, kp, br, bcp, band;
+  int64_t smem, tiles, kblocks, grid_x;
+} wgs_shape;
+
+static void wgs_shape_of(const ct_problem *p, const int *v, wgs_shape *sh) {
+  int64_t tp = v[WGS_TP], bn = v[WGS_BN];
+  ct_problem_output(p, &sh->P, &sh->Q);
+  sh->mt = (sh->Q + 63) / 64;
+  sh->mw = tp * sh->mt;
+  sh->sg = (p->s + 3) / 4;
+  sh->nq = p->c * p->r * sh->sg;
+  sh->ksteps = (sh->nq + 1) / 2;
+  sh->kp = sh->ksteps * 8;
+  sh->br = (tp - 1) * p->stride_h + (p->r - 1) * p->dil_h + 1;
+  sh->bcp = 4 * (64 * sh->mt + sh->sg - 1);
+  sh->band = p->c * sh->br * sh->bcp;
+  sh->smem = (bn * sh->kp + bn + 2 * sh->band + 512 /* the template's SLACK */) * 4;
+  sh->tiles = p->n * ((sh->P + tp - 1) / tp);
+  sh->kblocks = (p->k + bn - 1) / bn;
+  /* One CTA per SM, two warpgroups taking tiles each: no more CTAs than
+  ** pairs of tiles. */
+  int64_t ctas = WGS_PERSIST_SMS / sh->kblocks, pairs = (sh->tiles + 1) / 2;
+  if (ctas < 1) ctas = 1;
+  sh->grid_x = ctas < pairs ? ctas : pairs;
+}
+
+/* Channels computed beyond K with BN channels per CTA. */
+static int64_t wgs_waste(int64_t k, int64_t bn) { return (k + bn - 1) / bn * bn - k; }
+
+static int wgs_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0) return 0;
+  if (p->stride_w != 4 || p->dil_w != 1) return 0;
+  int64_t tp = v[WGS_TP], bn = v[WGS_BN];
+  if (tp < 1 || (bn != 48 && bn != 96)) return 0;
+  wgs_shape sh;
+  wgs_shape_of(p, v, &sh);
+  if (sh.Q < 32) return 0;                  /* m64 tiles less than half full */
+  if (sh.mw * (bn / 2) > 96) return 0;      /* accumulators in registers */
+  const int64_t lim32 = INT32_MAX;
+  if (p->n * p->c * p->h * p->w > lim32 || p->k * p->c * p->r * p->s > lim32 ||
+      p->n * p->k * sh.P * sh.Q > lim32 || sh.tiles > (INT64_C(1) << 30) ||
+      sh.kblocks > 65535)
+    return 0;
+  if (sh.smem > lim->max_smem_per_block || sh.smem > 232448 ||
+      sh.smem + WGS_SMEM_RESERVED > lim->smem_per_sm || sh.smem >= (1 << 18))
+    return 0;
+  if (256 > lim->max_threads_per_block) return 0;
+  /* BN: at most K/4 channels more waste than the other width's. */
+  int64_t other = bn == 96 ? 48 : 96;
+  if (4 * wgs_waste(p->k, bn) > 4 * wgs_waste(p->k, other) + p->k) return 0;
+  return 1;
+}
+
+static void wgs_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
+                     char *defines, size_t len) {
+  wgs_shape sh;
+  wgs_shape_of(p, v, &sh);
+  ct_gen_plan_one(out, "conv_wgs", (unsigned)sh.grid_x, (unsigned)sh.kblocks, 256,
+                  (unsigned)sh.smem, NULL, 0, defines, len);
+}
+
+const ct_gen_family ct_gen_family_wgs = {
+  .name = "wgs",
+  .template_name = "conv_wgs.cu",
+  .precisions = 1u << CT_PREC_TF32,
+  .n_params = 2,
+  .params = {{"TP", 2, {1, 2}}, {"BN", 2, {96, 48}}},
+  .valid = wgs_valid,
+  .plan = wgs_plan,
+};
