@@ -54,10 +54,7 @@
 
 namespace direct {
 
-constexpr int N = CT_N, C = CT_C, H = CT_H, W = CT_W, K = CT_K, R = CT_R,
-              S = CT_S, P = CT_P, Q = CT_Q;
-constexpr int SH = CT_STRIDE_H, SW = CT_STRIDE_W, PH = CT_PAD_H,
-              PW = CT_PAD_W, DH = CT_DIL_H, DW = CT_DIL_W;
+CT_PROBLEM_CONSTANTS
 
 __host__ __device__ constexpr int imin(int a, int b) { return a < b ? a : b; }
 
@@ -76,18 +73,7 @@ constexpr long long kSpan = (long long)(TP - 1) * SW + (long long)(S - 1) * DW +
 // Load that span into registers once per filter row (s loop fully unrolled).
 constexpr bool kSegment = S <= 32 && kSpan <= 48;
 
-static_assert(N >= 1 && C >= 1 && H >= 1 && W >= 1 && K >= 1 && R >= 1 && S >= 1,
-              "sizes must be positive");
-static_assert(SH >= 1 && SW >= 1 && DH >= 1 && DW >= 1 && PH >= 0 && PW >= 0,
-              "bad stride, dilation or padding");
-static_assert(P == ((long long)H + 2LL * PH - (long long)DH * (R - 1) - 1) / SH + 1 &&
-              Q == ((long long)W + 2LL * PW - (long long)DW * (S - 1) - 1) / SW + 1,
-              "CT_P / CT_Q disagree with the problem");
-static_assert(P >= 1 && Q >= 1, "empty output");
-static_assert((long long)N * K * P * Q <= 0x7fffffffLL &&
-              (long long)N * C * H * W <= 0x7fffffffLL &&
-              (long long)K * C * R * S <= 0x7fffffffLL,
-              "32-bit indexing needs every tensor below 2^31 elements");
+CT_PROBLEM_CHECKS
 // Largest |index| formed along a row / column before the bounds checks.
 static_assert((long long)(Q - 1 + TP - 1) * SW + (long long)(S - 1) * DW <= 0x7fffffffLL &&
               (long long)(P - 1) * SH + (long long)(R - 1) * DH <= 0x7fffffffLL,

@@ -51,8 +51,7 @@
 
 namespace s2d {
 
-constexpr int N = CT_N, C = CT_C, H = CT_H, W = CT_W, K = CT_K, R = CT_R, S = CT_S;
-constexpr int SH = CT_STRIDE_H, SW = CT_STRIDE_W, PH = CT_PAD_H, PW = CT_PAD_W;
+CT_PROBLEM_CONSTANTS
 constexpr int C2 = CT_S2D_C, H2 = CT_S2D_H, W2 = CT_S2D_W, R2 = CT_S2D_R, S2 = CT_S2D_S;
 constexpr long long XS_OFF = CT_S2D_XS_OFF; // floats from ws to w'
 constexpr long long NX2 = (long long)N * C2 * H2 * W2;

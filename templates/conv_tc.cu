@@ -119,10 +119,7 @@
 
 namespace tc {
 
-constexpr int N = CT_N, C = CT_C, H = CT_H, W = CT_W, K = CT_K, R = CT_R,
-              S = CT_S, P = CT_P, Q = CT_Q;
-constexpr int SH = CT_STRIDE_H, SW = CT_STRIDE_W, PH = CT_PAD_H,
-              PW = CT_PAD_W, DH = CT_DIL_H, DW = CT_DIL_W;
+CT_PROBLEM_CONSTANTS
 constexpr bool SPLIT = CT_TC_SPLIT != 0;
 
 constexpr int THREADS = WARPS * 32;
@@ -149,18 +146,7 @@ constexpr int PQ = P * Q;
 constexpr int CHW = C * H * W;
 constexpr int MINB = PERSIST > 0 ? PERSIST : 1;
 
-static_assert(N >= 1 && C >= 1 && H >= 1 && W >= 1 && K >= 1 && R >= 1 && S >= 1,
-              "sizes must be positive");
-static_assert(SH >= 1 && SW >= 1 && DH >= 1 && DW >= 1 && PH >= 0 && PW >= 0,
-              "bad stride, dilation or padding");
-static_assert(P == ((long long)H + 2LL * PH - (long long)DH * (R - 1) - 1) / SH + 1 &&
-              Q == ((long long)W + 2LL * PW - (long long)DW * (S - 1) - 1) / SW + 1,
-              "CT_P / CT_Q disagree with the problem");
-static_assert(P >= 1 && Q >= 1, "empty output");
-static_assert((long long)N * K * P * Q <= 0x7fffffffLL &&
-              (long long)N * C * H * W <= 0x7fffffffLL &&
-              (long long)K * C * R * S <= 0x7fffffffLL,
-              "32-bit indexing needs every tensor below 2^31 elements");
+CT_PROBLEM_CHECKS
 static_assert(BN >= 8 && BN % 8 == 0, "BN: a multiple of 8");
 static_assert(WARPS >= 1 && WN >= 1 && WARPS % WN == 0 && NT % WN == 0,
               "WN must divide WARPS and BN/8");

@@ -67,10 +67,7 @@
 
 namespace wgs {
 
-constexpr int N = CT_N, C = CT_C, H = CT_H, W = CT_W, K = CT_K, R = CT_R,
-              S = CT_S, P = CT_P, Q = CT_Q;
-constexpr int SH = CT_STRIDE_H, SW = CT_STRIDE_W, PH = CT_PAD_H,
-              PW = CT_PAD_W, DH = CT_DIL_H, DW = CT_DIL_W;
+CT_PROBLEM_CONSTANTS
 
 constexpr int THREADS = 256;            // two warpgroups
 constexpr int NACC = BN / 2;            // accumulator floats per thread and m64 tile
@@ -105,18 +102,8 @@ constexpr bool PREFETCH = W % 4 == 0 && NLD <= LD_MAX;
 // Input columns past the band row (never read by an output) are dropped.
 constexpr bool CLIP = PW + W > BCP;
 
-static_assert(N >= 1 && C >= 1 && H >= 1 && W >= 1 && K >= 1 && R >= 1 && S >= 1,
-              "sizes must be positive");
+CT_PROBLEM_CHECKS
 static_assert(SW == 4 && DW == 1, "wgs: stride 4 along the width, no dilation there");
-static_assert(SH >= 1 && DH >= 1 && PH >= 0 && PW >= 0, "bad stride, dilation or padding");
-static_assert(P == ((long long)H + 2LL * PH - (long long)DH * (R - 1) - 1) / SH + 1 &&
-                  Q == ((long long)W + 2LL * PW - (S - 1) - 1) / SW + 1,
-              "CT_P / CT_Q disagree with the problem");
-static_assert(P >= 1 && Q >= 1, "empty output");
-static_assert((long long)N * K * P * Q <= 0x7fffffffLL &&
-                  (long long)N * C * H * W <= 0x7fffffffLL &&
-                  (long long)K * C * R * S <= 0x7fffffffLL,
-              "32-bit indexing needs every tensor below 2^31 elements");
 static_assert(BN == 48 || BN == 96, "BN: 48 or 96 (the wgmma N wrappers below)");
 static_assert(TP >= 1 && MW * NACC <= 96, "accumulators: at most 96 per thread");
 // Every float a pixel row of an m64 tile reads lies in its band row; the

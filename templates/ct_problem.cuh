@@ -1,5 +1,6 @@
 // ct_problem.cuh — the problem sizes every template reads: CT_N .. CT_BIAS
-// as the generator defines them, CT_P and CT_Q derived as PyTorch does.
+// as the generator defines them, CT_P and CT_Q derived as PyTorch does;
+// CT_PROBLEM_CONSTANTS and CT_PROBLEM_CHECKS for the templates' namespaces.
 // The defaults (the headline problem, KernelBench level 1 problem 50) let a
 // template compile on its own.  The generator expands this #include in place.
 
@@ -51,3 +52,29 @@
 #ifndef CT_Q
 #define CT_Q ((CT_W + 2 * CT_PAD_W - CT_DIL_W * (CT_S - 1) - 1) / CT_STRIDE_W + 1)
 #endif
+
+// The problem as constants and its consistency checks, for a template's
+// namespace.  Macros, expanded where they are used: a template that
+// redefines CT_* before including another (conv_s2d.cu) gives that one the
+// new values.
+#define CT_PROBLEM_CONSTANTS                                                    \
+  constexpr int N = CT_N, C = CT_C, H = CT_H, W = CT_W, K = CT_K, R = CT_R,     \
+                S = CT_S, P = CT_P, Q = CT_Q;                                   \
+  constexpr int SH = CT_STRIDE_H, SW = CT_STRIDE_W, PH = CT_PAD_H,              \
+                PW = CT_PAD_W, DH = CT_DIL_H, DW = CT_DIL_W;
+#define CT_PROBLEM_CHECKS                                                       \
+  static_assert(N >= 1 && C >= 1 && H >= 1 && W >= 1 && K >= 1 && R >= 1 &&    \
+                    S >= 1,                                                     \
+                "sizes must be positive");                                      \
+  static_assert(SH >= 1 && SW >= 1 && DH >= 1 && DW >= 1 && PH >= 0 && PW >= 0, \
+                "bad stride, dilation or padding");                             \
+  static_assert(P == ((long long)H + 2LL * PH - (long long)DH * (R - 1) - 1) /  \
+                             SH + 1 &&                                          \
+                    Q == ((long long)W + 2LL * PW - (long long)DW * (S - 1) -   \
+                          1) / SW + 1,                                          \
+                "CT_P / CT_Q disagree with the problem");                       \
+  static_assert(P >= 1 && Q >= 1, "empty output");                              \
+  static_assert((long long)N * K * P * Q <= 0x7fffffffLL &&                     \
+                    (long long)N * C * H * W <= 0x7fffffffLL &&                 \
+                    (long long)K * C * R * S <= 0x7fffffffLL,                   \
+                "32-bit indexing needs every tensor below 2^31 elements");
