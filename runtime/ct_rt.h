@@ -34,7 +34,9 @@ ct_status ct_rt_kernel_load(const ct_gen_variant *v, const void *cubin,
 ** cuMemFreeAsync), so calls on several streams at once never share one,
 ** and after the first call of a size the pool hands the same memory out
 ** again without asking the driver for more (its release threshold is
-** unlimited).  A stream capture records the pair as graph memory nodes.
+** unlimited).  A stream capture records the pair as graph memory nodes
+** (the Driver API's documented behaviour; the tests do not capture a
+** variant with a workspace).
 ** Returns CT_OK or CT_ERR_CUDA with *cr set. */
 ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
                               CUdeviceptr w, CUdeviceptr b, CUdeviceptr y,
