@@ -23,8 +23,9 @@
 #define CT_COUNT_MALLOC 1
 #endif
 
-static __thread int counting;     /* 1 while this thread counts */
-static __thread long n_allocs;    /* allocations counted */
+/* Unused where counting is off (AddressSanitizer), hence the attribute. */
+static __thread int counting __attribute__((unused));  /* 1 while this thread counts */
+static __thread long n_allocs __attribute__((unused)); /* allocations counted */
 
 #if CT_COUNT_MALLOC
 extern void *__libc_malloc(size_t);
