@@ -82,15 +82,9 @@ static_assert(kTiles <= 0x7fffffffLL, "too many blocks");
 static_assert(THREADS % 32 == 0 && THREADS <= 1024, "THREADS: whole warps, <= 1024");
 static_assert(TP >= 1 && TK >= 1, "TP, TK >= 1");
 
-#ifdef CT_PLAN_BLOCK_X
-static_assert(CT_PLAN_BLOCK_X == THREADS, "plan: block size != THREADS");
-#endif
-#ifdef CT_PLAN_GRID_X
-static_assert(CT_PLAN_GRID_X == kTiles, "plan: grid size != number of tiles");
-#endif
-#ifdef CT_PLAN_SMEM
-static_assert(CT_PLAN_SMEM == kSmemBytes, "plan: shared memory size differs");
-#endif
+static_assert(CT_PLAN_HAS_BLOCK_X(THREADS), "plan: block size != THREADS");
+static_assert(CT_PLAN_GRID_X_IN(kTiles, kTiles), "plan: grid size != number of tiles");
+static_assert(CT_PLAN_HAS_SMEM(kSmemBytes), "plan: shared memory size differs");
 
 // ----------------------------------------------------------------------------
 // Helpers

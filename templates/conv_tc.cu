@@ -166,20 +166,9 @@ static_assert((long long)C * BR * BC <= (1LL << 24) &&
 // Accumulators (and with SPLIT their masters) must stay in registers.
 static_assert(MW * NTW * 4 * (SPLIT ? 2 : 1) <= 128, "too many accumulators");
 
-#ifdef CT_PLAN_BLOCK_X
-static_assert(CT_PLAN_BLOCK_X == THREADS, "plan: block size != 32*WARPS");
-#endif
-#ifdef CT_PLAN_GRID_Y
-static_assert(CT_PLAN_GRID_Y == KBLOCKS, "plan: grid.y != ceil(K/BN)");
-#endif
-#ifdef CT_PLAN_GRID_X
-static_assert(CT_PLAN_GRID_X >= 1 && CT_PLAN_GRID_X <= NTILES &&
-              (PERSIST > 0 || CT_PLAN_GRID_X == NTILES),
-              "plan: grid.x must be NTILES (PERSIST 0) or 1..NTILES");
-#endif
-#ifdef CT_PLAN_SMEM
-static_assert(CT_PLAN_SMEM == SMEM_BYTES, "plan: shared memory size differs");
-#endif
+CT_PLAN_CHECKS_TILED
+static_assert(PERSIST > 0 || CT_PLAN_GRID_X_IN(NTILES, NTILES),
+              "plan: grid.x must be NTILES (PERSIST 0)");
 
 // ----------------------------------------------------------------------------
 // PTX helpers (and those of ct_ptx.cuh)

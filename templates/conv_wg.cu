@@ -261,18 +261,7 @@ static_assert((long long)C * BR * BCP <= (1LL << 24) && (long long)BN * KP <= (1
 // Accumulators (and with SPLIT their second set and masters) stay in registers.
 static_assert(MW * NACC * (SPLIT ? 3 : 1) <= (SPLIT ? 160 : 128), "too many accumulators");
 
-#ifdef CT_PLAN_BLOCK_X
-static_assert(CT_PLAN_BLOCK_X == THREADS, "plan: block size != 128*WG");
-#endif
-#ifdef CT_PLAN_GRID_Y
-static_assert(CT_PLAN_GRID_Y == KBLOCKS, "plan: grid.y != ceil(K/BN)");
-#endif
-#ifdef CT_PLAN_GRID_X
-static_assert(CT_PLAN_GRID_X >= 1 && CT_PLAN_GRID_X <= NTILES, "plan: grid.x must be 1..NTILES");
-#endif
-#ifdef CT_PLAN_SMEM
-static_assert(CT_PLAN_SMEM == SMEM_BYTES, "plan: shared memory size differs");
-#endif
+CT_PLAN_CHECKS_TILED
 
 // ----------------------------------------------------------------------------
 // PTX helpers (and those of ct_ptx.cuh)

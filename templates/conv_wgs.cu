@@ -114,18 +114,7 @@ static_assert(SMEM_BYTES < (1 << 18), "beyond the descriptors' reach");
 static_assert(KBLOCKS <= 65535, "grid.y above 65535");
 static_assert((long long)N * TILES_PER_IMG <= (1LL << 30), "too many tiles");
 
-#ifdef CT_PLAN_BLOCK_X
-static_assert(CT_PLAN_BLOCK_X == THREADS, "plan: block size != 256");
-#endif
-#ifdef CT_PLAN_GRID_Y
-static_assert(CT_PLAN_GRID_Y == KBLOCKS, "plan: grid.y != ceil(K/BN)");
-#endif
-#ifdef CT_PLAN_GRID_X
-static_assert(CT_PLAN_GRID_X >= 1 && CT_PLAN_GRID_X <= NTILES, "plan: grid.x must be 1..NTILES");
-#endif
-#ifdef CT_PLAN_SMEM
-static_assert(CT_PLAN_SMEM == SMEM_BYTES, "plan: shared memory size differs");
-#endif
+CT_PLAN_CHECKS_TILED
 
 // Quad qd's first float in the band (relative to a pixel row's own base),
 // for quads past NQ (weight 0) quad 0's.

@@ -1,6 +1,7 @@
 // ct_problem.cuh — the problem sizes every template reads: CT_N .. CT_BIAS
 // as the generator defines them, CT_P and CT_Q derived as PyTorch does;
-// CT_PROBLEM_CONSTANTS and CT_PROBLEM_CHECKS for the templates' namespaces.
+// CT_PROBLEM_CONSTANTS and CT_PROBLEM_CHECKS for the templates' namespaces,
+// and the checks of the plan's launch quantities.
 // The defaults (the headline problem, KernelBench level 1 problem 50) let a
 // template compile on its own.  The generator expands this #include in place.
 
@@ -78,3 +79,34 @@
                     (long long)N * C * H * W <= 0x7fffffffLL &&                 \
                     (long long)K * C * R * S <= 0x7fffffffLL,                   \
                 "32-bit indexing needs every tensor below 2^31 elements");
+
+// The plan's launch quantities (CT_PLAN_*, which the generator defines
+// ahead of the template) against a template's own; true where a template
+// compiles on its own without them.
+#ifdef CT_PLAN_BLOCK_X
+#define CT_PLAN_HAS_BLOCK_X(v) (CT_PLAN_BLOCK_X == (v))
+#else
+#define CT_PLAN_HAS_BLOCK_X(v) true
+#endif
+#ifdef CT_PLAN_GRID_X
+#define CT_PLAN_GRID_X_IN(lo, hi) (CT_PLAN_GRID_X >= (lo) && CT_PLAN_GRID_X <= (hi))
+#else
+#define CT_PLAN_GRID_X_IN(lo, hi) true
+#endif
+#ifdef CT_PLAN_GRID_Y
+#define CT_PLAN_HAS_GRID_Y(v) (CT_PLAN_GRID_Y == (v))
+#else
+#define CT_PLAN_HAS_GRID_Y(v) true
+#endif
+#ifdef CT_PLAN_SMEM
+#define CT_PLAN_HAS_SMEM(v) (CT_PLAN_SMEM == (v))
+#else
+#define CT_PLAN_HAS_SMEM(v) true
+#endif
+// A persistent tiled kernel's plan: THREADS per block, grid.y = KBLOCKS,
+// grid.x in 1 .. NTILES (any such grid is correct), SMEM_BYTES.
+#define CT_PLAN_CHECKS_TILED                                                    \
+  static_assert(CT_PLAN_HAS_BLOCK_X(THREADS), "plan: block size differs");      \
+  static_assert(CT_PLAN_HAS_GRID_Y(KBLOCKS), "plan: grid.y != ceil(K/BN)");     \
+  static_assert(CT_PLAN_GRID_X_IN(1, NTILES), "plan: grid.x must be 1..NTILES"); \
+  static_assert(CT_PLAN_HAS_SMEM(SMEM_BYTES), "plan: shared memory size differs");
