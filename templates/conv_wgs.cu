@@ -10,7 +10,11 @@
 // their latency share the shared-memory pipeline with the tensor cores'
 // reads of B, and its main loop runs at about half the matrix rate
 // (docs/PERFORMANCE.md, v4).  Here a warpgroup's main loop is its wgmma
-// instructions alone.
+// instructions alone.  Measured on the H200 for the headline problem it is
+// slower all the same (0.384 against 0.314 ms): the tensor cores' own reads
+// of A and B, the other warpgroup's stores and one output row per turn
+// (shared memory holds two one-row bands beside 96 channels' weights) cost
+// more than the gathers did.  The tuner keeps it in the search.
 //
 //   GEMM view   M = the Q pixels of one output row (MT m64 tiles), N = BN
 //               output channels, K = taps in quads: quad (c, r, sg) holds
