@@ -777,14 +777,7 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
     }
     koff[e] = off * 4; // bytes
   }
-  for (int e = tid; e < BN; e += THREADS) {
-#if CT_BIAS
-    bsm[e] = n0 + e < K ? __ldg(b + n0 + e) : 0.0f;
-#else
-    bsm[e] = 0.0f;
-#endif
-  }
-  (void)b;
+  stage_bias(bsm, b, n0, BN, K, tid, THREADS);
   fence_proxy_async(); // this thread's weight stores -> the wgmma (async proxy)
 
   Mainloop ml;

@@ -295,14 +295,7 @@ conv_wgs(const float *__restrict__ x, const float *__restrict__ w,
     const float v = (qd < NQ && s < S && kg < K) ? __ldg(w + ((kg * C + c) * R + r) * S + s) : 0.0f;
     wsm[ks * (BN * 8) + (nl >> 3) * 64 + h * 32 + (nl & 7) * 4 + pw] = round_tf32(v);
   }
-  for (int e = tid; e < BN; e += THREADS) {
-#if CT_BIAS
-    bsm[e] = n0 + e < K ? __ldg(b + n0 + e) : 0.0f;
-#else
-    bsm[e] = 0.0f;
-#endif
-  }
-  (void)b;
+  stage_bias(bsm, b, n0, BN, K, tid, THREADS);
   // Both bands zero: the columns outside the input stay so.
   for (int e = tid; e < 2 * BAND; e += THREADS) band0[e] = 0.0f;
   __syncthreads();

@@ -1,6 +1,7 @@
 // ct_wgmma.cuh — helpers shared by the Hopper templates (conv_wg.cu,
 // conv_wgs.cu): warpgroup barriers, the ping-pong turn, proxy fences,
-// wgmma ordering, and the shared-memory matrix descriptor.  sm_90a only.
+// wgmma ordering, the shared-memory matrix descriptor, the accumulator
+// operand lists, and the CTA's biases in shared memory.  sm_90a only.
 // The generator expands this #include in place.
 
 // A barrier for warpgroup wgi's 128 threads only (named barrier 1 + wgi;
@@ -98,3 +99,19 @@ __device__ __forceinline__ unsigned long long wgmma_desc(unsigned saddr, unsigne
   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), \
   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), \
   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+
+// The biases of output channels n0 .. n0+bn-1 into bsm (0 past channel k,
+// and all 0 without a bias: CT_BIAS 0), by the block's threads from tid.
+__device__ __forceinline__ void stage_bias(float *bsm, const float *__restrict__ b, int n0,
+                                           int bn, int k, int tid, int threads) {
+  for (int e = tid; e < bn; e += threads) {
+#if CT_BIAS
+    bsm[e] = n0 + e < k ? __ldg(b + n0 + e) : 0.0f;
+#else
+    bsm[e] = 0.0f;
+#endif
+  }
+  (void)b;
+  (void)k;
+  (void)n0;
+}
