@@ -12,8 +12,10 @@ static ct_tune_gpu g;
 
 /* Odd shapes: C = 1, 3, 4, 5, 64; K not a multiple of any tile; odd H and
 ** W; stride 1 to 5 (and 3 x 2, for the space-to-depth pass; 3 x 4 and
-** 2 x 4 with 35 and 75 output columns, for wgs); padding 0 to 3; dilation
-** 2; N = 1; no bias. */
+** 2 x 4 with 35 and 75 output columns, for wgs; three where wg's RU row
+** reuse applies: 56, 49 and 46 output columns, row steps of 44, 12 and 4
+** taps, an odd row count, dilation 2 along the height); padding 0 to 3;
+** dilation 2; N = 1; no bias. */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
@@ -26,6 +28,9 @@ static const char *shapes[] = {
     "n=1,c=3,h=29,w=31,k=10,r=5,s=4,stride=3x2,pad=1x2",
     "n=1,c=5,h=37,w=139,k=40,r=7,s=6,stride=3x4,pad=1x3,dil=2x1",
     "n=1,c=2,h=20,w=300,k=100,r=5,s=5,stride=2x4,pad=2x1",
+    "n=2,c=3,h=87,w=230,k=40,r=11,s=11,stride=4,pad=2",
+    "n=1,c=5,h=45,w=100,k=33,r=5,s=6,stride=4x2,pad=1,dil=2x1,bias=0",
+    "n=3,c=1,h=33,w=90,k=17,r=3,s=2,stride=2,pad=1",
 };
 
 /* The GPU reference equals the CPU reference to float64 rounding. */
