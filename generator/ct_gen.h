@@ -25,7 +25,7 @@
 
 #include "convtune.h"
 
-#define CT_GEN_MAX_PARAMS 12  /* tunables per family */
+#define CT_GEN_MAX_PARAMS 8   /* tunables per family */
 #define CT_GEN_MAX_VALUES 8   /* values per tunable */
 #define CT_GEN_MAX_KERNELS 3  /* launches per variant */
 #define CT_GEN_NAME_MAX 160   /* "family:P1=v1,P2=v2,..." incl. NUL */

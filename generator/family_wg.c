@@ -30,22 +30,7 @@
 **            with its own band (STAGES 1), so one's band load and epilogue
 **            overlap the other's wgmma; 0: both on one tile
 **   AS       wg: A register sets; the gathers run AS-1 groups ahead of the
-**            wgmma that use them (4: only with RU; wg3, s2d_wg, s2d_wg3: 2)
-**   RU       wg: 1 = m64 tile i holds output row i of the tile, and row 1
-**            takes the A values it shares with row 0 (tap (c, r, s) of row
-**            1 is tap (c, r + SH/DH, s) of row 0) from row 0's fragments
-**            instead of gathering them.  Offered with PP 1, TP 2, AS 4,
-**            32 <= Q <= 64, SH a multiple of DH, and SH/DH*S a multiple of
-**            4 below R*S (wg3, s2d_wg, s2d_wg3: 0)
-**   BK       wg: 1 = each band copied by bulk copies (cp.async.bulk, one per
-**            input row, completing on an mbarrier) that one warp issues,
-**            instead of every thread's 16-byte cp.async.  Offered with PP 1
-**            and W a multiple of 4, and with RG 1 (before a rounding pass
-**            it measured no faster); at run time an x not 16-byte aligned
-**            takes the cp.async path (wg3, s2d_wg, s2d_wg3: 0)
-**   RG       wg: 1 = each gathered A value rounded to TF32 (cvt.rna) in
-**            the gather, instead of a rounding pass over the band per tile.
-**            Offered with PP 1 (wg3, s2d_wg, s2d_wg3: 0)
+**            wgmma that use them (wg3, s2d_wg, s2d_wg3: 2)
 **
 ** A point is declined (valid() == 0), never offered wrong, when: the device
 ** is not cc 9.0 with the arch-specific target "sm_90a" (wgmma); BN is not
@@ -69,7 +54,7 @@
 #include "ct_gen.h"
 
 enum { WG_TP, WG_BN, WG_WG, WG_STAGES, WG_CTAS, WG_KGC /* KG (wg) or KC (wg3) */, WG_PP,
-       WG_AS /* wg only */, WG_RU, WG_BK, WG_RG /* wg only */ };
+       WG_AS /* wg only */ };
 
 /* SMs a persistent grid is sized for.  plan() does not see the device; 132
 ** is the H100 / H200 SXM count (the only devices valid() accepts).  Any grid
@@ -94,12 +79,6 @@ typedef struct wg_shape {
   int64_t grid_x;
 } wg_shape;
 
-/* What a family fixes about a point beyond its parameter values: the 3xTF32
-** split (wg3), and wg's AS, RU, BK and RG (2, 0, 0, 0 for the others). */
-typedef struct wg_opts {
-  int split, as, ru, bk, rg;
-} wg_opts;
-
 /* 1 if the template has a wgmma wrapper for N = bn. */
 static int wg_bn_supported(int64_t bn) {
   return bn == 16 || bn == 32 || bn == 48 || bn == 64 || bn == 96;
@@ -107,9 +86,8 @@ static int wg_bn_supported(int64_t bn) {
 
 /* Fills *sh; returns 0 if the point's tiling is malformed (then *sh is
 ** partial). */
-static int wg_shape_of(const ct_problem *p, const int *v, const wg_opts *o,
+static int wg_shape_of(const ct_problem *p, const int *v, int split,
                        wg_shape *sh) {
-  const int split = o->split;
   int64_t tp = v[WG_TP], bn = v[WG_BN], nwg = v[WG_WG];
   int64_t stages = v[WG_STAGES], ctas = v[WG_CTAS];
   if (tp < 1 || !wg_bn_supported(bn) || (nwg != 1 && nwg != 2) ||
@@ -122,7 +100,7 @@ static int wg_shape_of(const ct_problem *p, const int *v, const wg_opts *o,
   sh->threads = 128 * nwg;
   sh->nacc = bn / 2;
   sh->tm = tp * sh->Q;
-  sh->mt = o->ru ? tp : (sh->tm + 63) / 64; /* RU: one m64 tile per output row */
+  sh->mt = (sh->tm + 63) / 64;
   if (!pp && sh->mt % nwg != 0) return 0; /* a warpgroup would lack an m64 tile */
   sh->mw = pp ? sh->mt : sh->mt / nwg;
   sh->crs = p->c * p->r * p->s;
@@ -138,8 +116,7 @@ static int wg_shape_of(const ct_problem *p, const int *v, const wg_opts *o,
   /* weights, offset table (KSTEPS rows plus those gathered past the end:
   ** KG for wg, 1 for wg3), biases, bands */
   sh->smem = ((split ? 2 : 1) * bn * sh->kp + (sh->ksteps + (split ? 1 : v[WG_KGC])) * 8 +
-              bn /* biases */ + (pp ? nwg : 1) * stages * sh->band_pad) * 4 +
-              (o->bk ? 8 * nwg : 0) /* BK: an mbarrier per warpgroup */;
+              bn /* biases */ + (pp ? nwg : 1) * stages * sh->band_pad) * 4;
   sh->tiles = p->n * ((sh->P + tp - 1) / tp);
   sh->kblocks = (p->k + bn - 1) / bn;
   int64_t ctas_total = (int64_t)WG_PERSIST_SMS * ctas / sh->kblocks;
@@ -148,50 +125,26 @@ static int wg_shape_of(const ct_problem *p, const int *v, const wg_opts *o,
   return 1;
 }
 
-/* 1 if wg's options RU, BK, RG apply to the point (the template's
-** static_asserts).  Each is a wg ping-pong option.  RU: TP 2 (a warpgroup
-** holds both rows), AS 4, each output row one m64 tile at least half full,
-** and row 1's taps those of row 0 a whole number of quads later (SH/DH*S
-** taps, a multiple of 4, within one channel's R*S).  BK: input rows of whole
-** 16-byte runs, and RG.  AS 4 only with RU. */
-static int wg_opts_apply(const ct_problem *p, const int *v, const wg_opts *o,
-                         const wg_shape *sh) {
-  if ((o->ru || o->bk || o->rg) && (o->split || !v[WG_PP])) return 0;
-  if (o->as < 2 || o->as > (o->ru ? 4 : 3) || (o->split && o->as != 2)) return 0;
-  if (o->bk && (p->w % 4 != 0 || !o->rg)) return 0;
-  if (o->ru) {
-    if (v[WG_TP] != 2 || o->as != 4 || sh->Q > 64 || 2 * sh->Q < 64) return 0;
-    if (p->stride_h % p->dil_h != 0) return 0;
-    int64_t t = p->stride_h / p->dil_h * p->s;
-    if (t % 4 != 0 || p->stride_h / p->dil_h >= p->r) return 0;
-  }
-  return 1;
-}
-
 /* A register estimate per thread for the template's main loop: the
 ** accumulators (x3 with the split: two sets and the masters), two A register
 ** sets (hi, and lo with the split), the pixel offsets, and a fixed part for
 ** indices, descriptors and addresses.  Checked against ptxas 13.0 on sm_90a
 ** (it overestimates; the point is never to pass a variant that spills). */
-static int64_t wg_regs_estimate(const wg_shape *sh, const int *v, const wg_opts *o) {
-  int64_t acc = sh->mw * sh->nacc * (o->split ? 3 : 1);
-  /* RU: AS sets of row 0's fragments and AS of row 1's */
-  int64_t a = o->ru ? 2 * o->as * 4 * v[WG_KGC]
-                    : o->as * 4 * sh->mw * (o->split ? 2 : v[WG_KGC]);
+static int64_t wg_regs_estimate(const wg_shape *sh, const int *v, int split, int as) {
+  int64_t acc = sh->mw * sh->nacc * (split ? 3 : 1);
+  int64_t a = as * 4 * sh->mw * (split ? 2 : v[WG_KGC]);
   return acc + a + 2 * sh->mw + 40;
 }
 
 /* The hard checks: the template compiles, keeps its accumulators in
 ** registers, fits the device, and is right. */
 static int wg_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                   const wg_opts *o) {
-  const int split = o->split;
+                   int split, int as) {
   const int64_t lim32 = INT32_MAX;
   if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0)
     return 0;
   wg_shape sh;
-  if (!wg_shape_of(p, v, o, &sh)) return 0;
-  if (!wg_opts_apply(p, v, o, &sh)) return 0;
+  if (!wg_shape_of(p, v, split, &sh)) return 0;
   int64_t ctas = v[WG_CTAS];
   if (sh.threads > lim->max_threads_per_block) return 0;
   /* 32-bit tensors (the problem's validation guarantees them; checked here
@@ -207,7 +160,8 @@ static int wg_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   int64_t cap = lim->regs_per_sm / (ctas * sh.threads);
   cap = cap / 8 * 8;
   if (cap > 255) cap = 255;
-  if (wg_regs_estimate(&sh, v, o) > cap) return 0;
+  if (as < 2 || as > 3 || (split && as != 2)) return 0;
+  if (wg_regs_estimate(&sh, v, split, as) > cap) return 0;
   /* Shared memory: the block (the template asserts 227 KB; the weights'
   ** descriptors reach 256 KB), and CTAS blocks per SM. */
   if (sh.smem > lim->max_smem_per_block || sh.smem > 232448) return 0;
@@ -244,10 +198,10 @@ static int wg_bn_waste_ok(int64_t k, int64_t bn) {
 **  - STAGES 1 with CTAS 1 when the same point fits double-buffered or with
 **    two CTAs per SM (either hides the band load; this one cannot). */
 static int wg_valid_common(const ct_problem *p, const ct_gen_limits *lim,
-                           const int *v, const wg_opts *o) {
-  if (!wg_fits(p, lim, v, o)) return 0;
+                           const int *v, int split, int as) {
+  if (!wg_fits(p, lim, v, split, as)) return 0;
   wg_shape sh;
-  wg_shape_of(p, v, o, &sh);
+  wg_shape_of(p, v, split, &sh);
   if (!wg_bn_waste_ok(p->k, v[WG_BN])) return 0;
   if (v[WG_BN] < 48) {
     const ct_gen_param *bns = &ct_gen_family_wg.params[WG_BN];
@@ -259,54 +213,42 @@ static int wg_valid_common(const ct_problem *p, const ct_gen_limits *lim,
     int alt[CT_GEN_MAX_PARAMS];
     for (int i = 0; i < CT_GEN_MAX_PARAMS; i++) alt[i] = v[i];
     alt[WG_STAGES] = 2;
-    if (wg_fits(p, lim, alt, o)) return 0;
+    if (wg_fits(p, lim, alt, split, as)) return 0;
     alt[WG_STAGES] = 1;
     alt[WG_CTAS] = 2;
-    if (wg_fits(p, lim, alt, o)) return 0;
+    if (wg_fits(p, lim, alt, split, as)) return 0;
   }
   return 1;
 }
 
-/* wg's options from its point; 0/1 flags checked. */
-static int wg_opts_of(const int *v, wg_opts *o) {
-  *o = (wg_opts){0, v[WG_AS], v[WG_RU], v[WG_BK], v[WG_RG]};
-  return (unsigned)o->ru <= 1 && (unsigned)o->bk <= 1 && (unsigned)o->rg <= 1;
-}
-
-/* The options of the families without wg's (wg3: split; s2d_*: either). */
-static const wg_opts wg_opts_plain[2] = {{0, 2, 0, 0, 0}, {1, 2, 0, 0, 0}};
-
 static int wg_valid(const ct_problem *p, const ct_gen_limits *lim,
                     const int *v) {
-  wg_opts o;
-  return wg_opts_of(v, &o) && wg_valid_common(p, lim, v, &o);
+  return wg_valid_common(p, lim, v, 0, v[WG_AS]);
 }
 
 static int wg3_valid(const ct_problem *p, const ct_gen_limits *lim,
                      const int *v) {
-  return wg_valid_common(p, lim, v, &wg_opts_plain[1]);
+  return wg_valid_common(p, lim, v, 1, 2);
 }
 
 static void wg_plan_common(const ct_problem *p, const int *v,
                            ct_gen_variant *out, char *defines, size_t len,
-                           const wg_opts *o) {
+                           int split) {
   wg_shape sh;
-  wg_shape_of(p, v, o, &sh);
+  wg_shape_of(p, v, split, &sh);
   ct_gen_plan_one(out, "conv_wg", (unsigned)sh.grid_x, (unsigned)sh.kblocks,
-                  (unsigned)sh.threads, (unsigned)sh.smem, "CT_WG_SPLIT", o->split, defines,
+                  (unsigned)sh.threads, (unsigned)sh.smem, "CT_WG_SPLIT", split, defines,
                   len);
 }
 
 static void wg_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
                     char *defines, size_t len) {
-  wg_opts o;
-  wg_opts_of(v, &o);
-  wg_plan_common(p, v, out, defines, len, &o);
+  wg_plan_common(p, v, out, defines, len, 0);
 }
 
 static void wg3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
                      char *defines, size_t len) {
-  wg_plan_common(p, v, out, defines, len, &wg_opts_plain[1]);
+  wg_plan_common(p, v, out, defines, len, 1);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -346,7 +288,7 @@ static int s2d_valid_common(const ct_problem *p, const ct_gen_limits *lim,
   int64_t nx, nw;
   s2d_sizes(&t, &nx, &nw);
   if (nx > INT32_MAX || nw > INT32_MAX || nx + nw > INT32_MAX) return 0;
-  return wg_valid_common(&t, lim, v, &wg_opts_plain[split]);
+  return wg_valid_common(&t, lim, v, split, 2);
 }
 
 static int s2d_wg_valid(const ct_problem *p, const ct_gen_limits *lim,
@@ -373,7 +315,7 @@ static void s2d_plan_common(const ct_problem *p, const int *v,
   s2d_problem(p, &t);
   int64_t nx, nw;
   s2d_sizes(&t, &nx, &nw);
-  wg_plan_common(&t, v, out, defines, len, &wg_opts_plain[split]); /* launch 0: conv_wg */
+  wg_plan_common(&t, v, out, defines, len, split); /* launch 0: conv_wg */
   out->kernels[2] = out->kernels[0];
   ct_gen_launch *lx = &out->kernels[0], *lw = &out->kernels[1];
   memset(lx, 0, sizeof *lx);
@@ -417,9 +359,8 @@ const ct_gen_family ct_gen_family_wg = {
   .name = "wg",
   .template_name = "conv_wg.cu",
   .precisions = 1u << CT_PREC_TF32,
-  .n_params = 11,
-  .params = {WG_HEAD_PARAMS, {"KG", 3, {4, 2, 1}}, {"PP", 2, {0, 1}}, {"AS", 3, {2, 3, 4}},
-             {"RU", 2, {0, 1}}, {"BK", 2, {0, 1}}, {"RG", 2, {0, 1}}},
+  .n_params = 8,
+  .params = {WG_HEAD_PARAMS, {"KG", 3, {4, 2, 1}}, {"PP", 2, {0, 1}}, {"AS", 2, {2, 3}}},
   .valid = wg_valid,
   .plan = wg_plan,
 };

@@ -170,15 +170,6 @@
 #ifndef AS
 #define AS 2 // wg: A register sets; the gathers run AS-1 groups ahead
 #endif
-#ifndef BK
-#define BK 0 // wg, PP: 1 = bands by bulk copies (cp.async.bulk) on an mbarrier
-#endif
-#ifndef RG
-#define RG 0 // wg, PP: 1 = A rounded to TF32 in the gather, no rounding pass
-#endif
-#ifndef RU
-#define RU 0 // wg: 1 = m64 tile i is output row i; row 1 reuses row 0's A values
-#endif
 
 // Set by the plan of family wg3: 1 = 3xTF32 (fp32 accuracy), 0 = TF32.
 #ifndef CT_WG_SPLIT
@@ -200,8 +191,7 @@ constexpr int KCHUNK = KC;
 constexpr int THREADS = 128 * WG;
 constexpr int NACC = BN / 2;            // accumulator floats per thread and m64 tile
 constexpr int TM = TP * Q;              // pixels per tile
-constexpr bool ROWS = RU != 0;          // m64 tile i holds output row i (columns 0 .. Q-1)
-constexpr int MT = ROWS ? TP : (TM + 63) / 64; // m64 tiles per tile
+constexpr int MT = (TM + 63) / 64;      // m64 tiles per tile
 constexpr int MW = PP ? MT : MT / WG;   // m64 tiles per warpgroup
 constexpr int MSTEP = PP ? 1 : WG;      // a warpgroup's m64 tiles: base + i*MSTEP
 constexpr int NBANDS = PP ? WG * STAGES : STAGES; // band buffers
@@ -236,8 +226,7 @@ constexpr int SCH_FIT = BAND_PAD / SPITCH / 8 * 8;
 constexpr int SCH = SCH_FIT < BN ? SCH_FIT : BN;
 constexpr bool STAGED = SPLIT && PP && SCH >= 8;
 constexpr int KOFF_INTS = (KSTEPS + (SPLIT ? 1 : KG)) * 8; // + the rows gathered past the end
-constexpr int NBARS = BK ? WG : 0; // BK: one 8-byte mbarrier per warpgroup, after the bands
-constexpr int SMEM_BYTES = (NWARR * W_FLOATS + KOFF_INTS + BN + NBANDS * BAND_PAD) * 4 + 8 * NBARS;
+constexpr int SMEM_BYTES = (NWARR * W_FLOATS + KOFF_INTS + BN + NBANDS * BAND_PAD) * 4;
 constexpr unsigned SLAB_BYTES = BN * 32; // one k8 step of one weight array
 constexpr unsigned LBO = 128; // see "Matrix descriptor"
 constexpr unsigned SBO = 256;
@@ -248,30 +237,7 @@ constexpr int PQ = P * Q;
 // The accumulator set of the last chunk (SPLIT), flushed after the loop.
 constexpr int CS_LAST = SPLIT ? ((KSTEPS - 1) / KCHUNK) & 1 : 0;
 
-// RU: output row 1 of the tile reads band row SH + r*DH where row 0 reads
-// (r + SH/DH)*DH, so tap (c, r, s) of row 1 is tap (c, r + SH/DH, s) of row
-// 0, RU_T = SH/DH*S places later in k.  With RU_T a multiple of 4, the quad
-// of k that a0,a1 (or a2,a3) of a k8 step hold for row 1 is, for each lane,
-// the quad RU_QS = RU_T/4 later for row 0, whenever every tap of it stays
-// inside its channel (ru_quad); those halves are copied from row 0's
-// fragments instead of gathered (Mainloop's RU part has the schedule).
-constexpr int RU_T = ROWS ? SH / DH * S : 0;
-constexpr int RU_QS = RU_T / 4;
-__host__ __device__ constexpr bool ru_tap(int k) {
-  return k < CRS && k % (R * S) + RU_T < R * S;
-}
-__host__ __device__ constexpr bool ru_quad(int a) {
-  return ru_tap(4 * a) && ru_tap(4 * a + 1) && ru_tap(4 * a + 2) && ru_tap(4 * a + 3);
-}
-
 CT_PROBLEM_CHECKS
-static_assert(!ROWS || (PP && TP == 2 && Q <= 64 && AS == 4 && !SPLIT && SH % DH == 0 &&
-                        RU_T % 4 == 0 && SH / DH < R),
-              "RU: ping-pong, two rows of at most 64 columns, AS 4, wg, and a "
-              "row step of whole taps, a multiple of 4 of them");
-static_assert(!BK || (PP && !SPLIT && W % 4 == 0),
-              "BK: wg with ping-pong, input rows of whole 16-byte runs");
-static_assert(!RG || (PP && !SPLIT), "RG: wg with ping-pong");
 static_assert(BN == 16 || BN == 32 || BN == 48 || BN == 64 || BN == 96,
               "BN: 16, 32, 48, 64 or 96 (the wgmma N wrappers below)");
 static_assert((WG == 1 || WG == 2) && (PP || MT % WG == 0), "WG: 1 or 2, dividing the m64 tiles");
@@ -307,37 +273,6 @@ __device__ __forceinline__ void cp_async16(float *dst, const float *src, bool va
   const unsigned bytes = valid ? 16u : 0u;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr),
                "l"(src), "r"(bytes)
-               : "memory");
-}
-
-// mbarrier and bulk-copy helpers (BK).  A warpgroup's band copy: one
-// thread arms the barrier with the bytes to come (arrive.expect_tx), the
-// warp's lanes issue one bulk copy per band row, the copies complete the
-// transaction; waiting threads see the data (acquire) once the phase flips.
-__device__ __forceinline__ unsigned smem_u32(const void *p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ void mbar_init(unsigned long long *bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned long long *bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)),
-               "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned parity) {
-  asm volatile("{\n.reg .pred p;\nCT_MBAR_WAIT:\n"
-               "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-               "@!p bra CT_MBAR_WAIT;\n}\n" ::"r"(smem_u32(bar)),
-               "r"(parity)
-               : "memory");
-}
-__device__ __forceinline__ void bulk_g2s(void *dst, const void *src, unsigned bytes,
-                                         unsigned long long *bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   smem_u32(dst)),
-               "l"(src), "r"(bytes), "r"(smem_u32(bar))
                : "memory");
 }
 
@@ -482,54 +417,11 @@ template <int NTHR> __device__ __forceinline__ void band_round(float *band, int 
   }
 }
 
-// BK: the band of tile (img, p0) by one warp: a bulk copy per band row inside
-// the image (input columns 0 .. W-1, 16-byte aligned: W % 4 == 0 and x
-// aligned), zeros stored for the rows outside it; the columns outside
-// the image are zeroed once (band_zero_margins).  The lanes that store
-// zeros fence them against the bulk copies of later tiles.
-__device__ __forceinline__ void band_fill_bulk(float *band, const float *__restrict__ x, int img,
-                                               int p0, int lane, unsigned long long *bar) {
-  const int ih0 = p0 * SH - PH;
-  const int r0 = ih0 < 0 ? -ih0 : 0, r1 = H - ih0 < BR ? H - ih0 : BR; // rows inside
-  if (lane == 0) mbar_arrive_expect_tx(bar, (r1 > r0 ? r1 - r0 : 0) * C * W * 4u);
-  __syncwarp();
-  bool zeroed = false;
-#pragma unroll 1
-  for (int row = lane; row < C * BR; row += 32) {
-    const int c = row / BR, r = row - c * BR;
-    float *drow = band + row * BCP + SHIFT + PW;
-    if (r >= r0 && r < r1) {
-      bulk_g2s(drow, x + ((img * C + c) * H + ih0 + r) * W, W * 4u, bar);
-    } else {
-      float4 *d4 = reinterpret_cast<float4 *>(drow);
-      for (int e = 0; e < W / 4; ++e) d4[e] = make_float4(0.f, 0.f, 0.f, 0.f);
-      zeroed = true;
-    }
-  }
-  if (zeroed) fence_proxy_async();
-}
-// BK: zeros in every band row's columns outside the image (never written
-// again: the bulk copies write input columns 0 .. W-1 only).
-__device__ __forceinline__ void band_zero_margins(float *bands, int tid) {
-  constexpr int L = SHIFT + PW, RW = BCP - L - W; // left and right margins
-  for (int e = tid; e < NBANDS * C * BR * (L + RW); e += THREADS) {
-    const int row = e / (L + RW), m = e - row * (L + RW);
-    const int b = row / (C * BR), rr = row - b * (C * BR);
-    bands[b * BAND_PAD + rr * BCP + (m < L ? m : L + W + (m - L))] = 0.0f;
-  }
-}
-
 // ----------------------------------------------------------------------------
 // The main loop of one warpgroup over one tile
 
 __device__ __forceinline__ float lds_at(const char *bandb, int byte_off) {
   return *reinterpret_cast<const float *>(bandb + byte_off);
-}
-
-// wg: a band value as a TF32 A element (RG: rounded here; else the band
-// holds TF32 values already).
-__device__ __forceinline__ unsigned a_bits(float v) {
-  return RG ? to_tf32(v) : __float_as_uint(v);
 }
 
 // A fragments of one k8 step: hi (TF32 of a) and, with SPLIT, lo.
@@ -556,20 +448,18 @@ struct Mainloop {
       if constexpr (SPLIT) {
         fr[SET][J].hi[i][e] = to_tf32(v[e]);
         fr[SET][J].lo[i][e] = to_tf32(v[e] - __uint_as_float(fr[SET][J].hi[i][e]));
-      } else if constexpr (RG) {
-        fr[SET][J].hi[i][e] = to_tf32(v[e]); // the band holds raw fp32
       } else {
         fr[SET][J].hi[i][e] = __float_as_uint(v[e]); // the band holds TF32 values
       }
     }
   }
 
-  // The A fragments of step ks into fr[SET][J]: rows g, g+8 of m64 tiles
-  // 0 .. NI-1 (of this warp's 16 rows), k = 8ks+t, 8ks+t+4.
-  template <int SET, int J = 0, int NI = MW> __device__ __forceinline__ void gather(int ks) {
+  // The A fragments of step ks into fr[SET][J]: rows g, g+8 of each m64
+  // tile (of this warp's 16 rows), k = 8ks+t, 8ks+t+4.
+  template <int SET, int J = 0> __device__ __forceinline__ void gather(int ks) {
     const int2 kb = kq[ks * 4];
 #pragma unroll
-    for (int i = 0; i < NI; ++i) {
+    for (int i = 0; i < MW; ++i) {
       float v[4];
       v[0] = lds_at(bandb, pb[i][0] + kb.x); // a0 = A[g][t]
       v[1] = lds_at(bandb, pb[i][1] + kb.x); // a1 = A[g+8][t]
@@ -634,7 +524,7 @@ struct Mainloop {
 
   // ---- wg: KG k-steps per group -----------------------------------------
 
-  // Gathers steps ks .. ks+NF-1 into set SET (from J on).
+  // Gathers steps ks .. ks+KG-1 into set SET (from J on).
   template <int SET, int J = 0> __device__ __forceinline__ void gather_group(int ks) {
     if constexpr (J < NF) {
       gather<SET, J>(ks + J);
@@ -682,110 +572,10 @@ struct Mainloop {
     }
   }
 
-  // ---- wg with RU: row 1 takes halves of row 0's fragments ---------------
-  // Group G issues row 0's steps G*KG .. G*KG+KG-1 from fr[G % AS] (.hi[0])
-  // and row 1's steps G*KG-RU_LAG .. from f1[G % AS].  Both parts of group
-  // G are filled in the same round (after group G-AS+1 is issued and G-AS
-  // retired): row 0's fragments and row 1's other halves gathered, row 1's
-  // halves that ru_quad allows copied from row 0's fragments of groups
-  // G-AS+2 .. G-1, gathered in earlier rounds and not yet issued.  So a
-  // copy never waits for a load, is never placed before the wait that frees
-  // its target (ptxas keeps a wgmma's A registers until the wait that
-  // retires it), and never touches a register of a wgmma in flight (PTX:
-  // undefined).  RU_LAG = KG * (1 + ceil(((RU_QS+1)/2) / KG)) keeps every
-  // source at least one group behind its target.
-  static constexpr int RU_LAG = KG * (1 + ((RU_QS + 1) / 2 + KG - 1) / KG);
-  static constexpr int RU_NG = (KSTEPS + RU_LAG + KG - 1) / KG; // groups, with row 1's tail
-  unsigned f1[ROWS ? AS : 1][KG][4];                              // row 1's fragments
-
-  template <int G, int J = 0> __device__ __forceinline__ void ru_gather() {
-    if constexpr (J < KG) {
-      constexpr int S0 = G * KG + J, B = S0 - RU_LAG;
-      if constexpr (S0 < KSTEPS) gather<G % AS, J, 1>(S0); // row 0 (.hi[1] unused)
-      if constexpr (B >= 0 && B < KSTEPS && !(ru_quad(2 * B) && ru_quad(2 * B + 1))) {
-        const int2 kb = kq[B * 4];
-        unsigned(&a)[4] = f1[G % AS][J];
-        if constexpr (!ru_quad(2 * B)) {
-          a[0] = a_bits(lds_at(bandb, pb[1][0] + kb.x));
-          a[1] = a_bits(lds_at(bandb, pb[1][1] + kb.x));
-        }
-        if constexpr (!ru_quad(2 * B + 1)) {
-          a[2] = a_bits(lds_at(bandb, pb[1][0] + kb.y));
-          a[3] = a_bits(lds_at(bandb, pb[1][1] + kb.y));
-        }
-      }
-      ru_gather<G, J + 1>();
-    }
-  }
-  // Row 1's halves of group G that come from row 0: half H of its step B is
-  // row 0's quad 2B+H+RU_QS, half HS of step SS, in group GS.
-  template <int G, int J = 0, int H = 0> __device__ __forceinline__ void ru_copy() {
-    if constexpr (J < KG) {
-      constexpr int B = G * KG + J - RU_LAG, A = 2 * B + H;
-      if constexpr (B >= 0 && B < KSTEPS && ru_quad(A)) {
-        constexpr int SS = (A + RU_QS) / 2, HS = (A + RU_QS) % 2, GS = SS / KG;
-        static_assert(GS <= G - 1 && GS >= G - AS + 2,
-                      "RU: a copy's source gathered in an earlier round, not yet issued");
-        f1[G % AS][J][2 * H] = fr[GS % AS][SS % KG].hi[0][2 * HS];
-        f1[G % AS][J][2 * H + 1] = fr[GS % AS][SS % KG].hi[0][2 * HS + 1];
-      }
-      ru_copy<G, H ? J + 1 : J, H ^ 1>();
-    }
-  }
-  template <int G, int J = 0> __device__ __forceinline__ void ru_fence() {
-    if constexpr (J < KG) {
-      constexpr int S0 = G * KG + J, B = S0 - RU_LAG;
-      if constexpr (S0 < KSTEPS)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) reg_fence(fr[G % AS][J].hi[0][e]);
-      if constexpr (B >= 0 && B < KSTEPS)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) reg_fence(f1[G % AS][J][e]);
-      ru_fence<G, J + 1>();
-    }
-  }
-  template <int G, int J = 0> __device__ __forceinline__ void ru_mma() {
-    if constexpr (J < KG) {
-      constexpr int S0 = G * KG + J, B = S0 - RU_LAG;
-      if constexpr (S0 < KSTEPS)
-        Mma<BN>::run(acc[0][0], fr[G % AS][J].hi[0],
-                     desc0 + (u64)(S0 * (int)(SLAB_BYTES >> 4)), S0 != 0);
-      if constexpr (B >= 0 && B < KSTEPS)
-        Mma<BN>::run(acc[0][1], f1[G % AS][J], desc0 + (u64)(B * (int)(SLAB_BYTES >> 4)),
-                     B != 0);
-      ru_mma<G, J + 1>();
-    }
-  }
-  // Group G into its sets: the copies first (their sources landed a round
-  // ago), then the gathers.
-  template <int G> __device__ __forceinline__ void ru_fill() {
-    ru_copy<G>();
-    ru_gather<G>();
-  }
-  template <int G> __device__ __forceinline__ void run_ru() {
-    ru_fence<G>();
-    wgmma_fence();
-    ru_mma<G>();
-    wgmma_commit();
-    if constexpr (G + 1 < RU_NG) {
-      wgmma_wait<1>(); // group G-1 retired: the sets of group G+AS-1 are free
-      if constexpr (G + AS - 1 < RU_NG) ru_fill<G + AS - 1>();
-      run_ru<G + 1>();
-    }
-  }
-  template <int G> __device__ __forceinline__ void ru_start() {
-    if constexpr (G < AS - 1 && G < RU_NG) {
-      ru_fill<G>();
-      ru_start<G + 1>();
-    }
-  }
-
   // Before run(): the first gather (and with SPLIT the zeroed sums), which
   // needs only this tile's band, so a warpgroup does it before its turn.
   __device__ __forceinline__ void start() {
-    if constexpr (ROWS) {
-      ru_start<0>();
-    } else if constexpr (SPLIT) {
+    if constexpr (SPLIT) {
       // acc[1] is flushed at step 0 (as the "previous chunk"): make that 0.
 #pragma unroll
       for (int i = 0; i < MW; ++i)
@@ -807,8 +597,6 @@ struct Mainloop {
 #pragma unroll 1
       for (int ks0 = 0; ks0 < KMAIN; ks0 += KU) steps<0, KU>(ks0);
       steps<0, KSTEPS - KMAIN>(KMAIN);
-    } else if constexpr (ROWS) {
-      run_ru<0>();
     } else if constexpr (AS >= 3) {
       run_deep<0>();
     } else {
@@ -846,15 +634,6 @@ struct Mainloop {
   }
 };
 
-// The tile's pixel (output row p0 + m/Q, column m%Q) that row mr of m64
-// tile mi holds, or -1 for a row past the tile.  With ROWS, m64 tile i is
-// the tile's output row i.
-__device__ __forceinline__ int tile_pixel(int mi, int mr) {
-  if constexpr (ROWS) return mr < Q ? mi * Q + mr : -1;
-  const int m = mi * 64 + mr;
-  return m < TM ? m : -1;
-}
-
 // Writes a warpgroup's results (+ bias, bsm = the CTA's BN biases in shared
 // memory) for tile (img, p0): its m64 tiles mbase + i*MSTEP; pixel m valid
 // when m < mlim, channel when < K.  Lane (g, t) holds channels n0+8j+2t(+1)
@@ -873,8 +652,8 @@ __device__ __forceinline__ void epilogue(const float (&res)[MW][NACC], const flo
   for (int i = 0; i < MW; ++i) {
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
-      const int m = tile_pixel(mbase + i * MSTEP, 16 * wq + g + 8 * hh);
-      if (m >= 0 && m < mlim) {
+      const int m = (mbase + i * MSTEP) * 64 + 16 * wq + g + 8 * hh;
+      if (m < mlim) {
         float *__restrict__ ym = yt + m;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
@@ -1010,8 +789,8 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
   for (int i = 0; i < MW; ++i)
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
-      const int m = tile_pixel(mbase + i * MSTEP, 16 * wq + g + 8 * hh);
-      ml.pb[i][hh] = m >= 0 ? ((m / Q) * SH * BCP + (m % Q) * SW + SHIFT) * 4 : 0;
+      const int m = (mbase + i * MSTEP) * 64 + 16 * wq + g + 8 * hh;
+      ml.pb[i][hh] = m < TM ? ((m / Q) * SH * BCP + (m % Q) * SW + SHIFT) * 4 : 0;
     }
   ml.kq = reinterpret_cast<const int2 *>(koff) + t;
   ml.desc0 = make_desc((unsigned)__cvta_generic_to_shared(wsm));
@@ -1025,43 +804,23 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
     // band (cp.async, during its epilogue).  Each turn handed over is taken:
     // warpgroup 0 passes after its k-th tile only if warpgroup 1 has a k-th
     // (first + 1 + k*step), warpgroup 1 only if warpgroup 0 has a k+1-th.
-    // BK: bulk copies when x is 16-byte aligned (else cp.async as below).
-    unsigned long long *const bar =
-        reinterpret_cast<unsigned long long *>(band0 + NBANDS * BAND_PAD) + (BK ? wgi : 0);
-    const bool bulk = BK && ((unsigned long long)x & 15) == 0;
-    if constexpr (BK) {
-      band_zero_margins(band0, tid);
-      if ((tid & 127) == 0) mbar_init(bar, 1);
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads(); // weights, koff (and BK: margins, barriers) visible to every warpgroup
+    __syncthreads(); // weights and koff visible to every warpgroup
     float *const band = band0 + wgi * BAND_PAD;
     ml.bandb = reinterpret_cast<const char *>(band);
     const int first = blockIdx.x * WG + wgi, step = gridDim.x * WG;
-    unsigned parity = 0;
     if (first < NTILES) {
       const int img = first / TILES_PER_IMG;
-      if (bulk) {
-        if (wq == 0) band_fill_bulk(band, x, img, (first - img * TILES_PER_IMG) * TP, lane, bar);
-      } else {
-        band_fill<true, 4>(band, x, img, (first - img * TILES_PER_IMG) * TP, wq, lane);
-      }
+      band_fill<true, 4>(band, x, img, (first - img * TILES_PER_IMG) * TP, wq, lane);
     }
     cp_async_commit();
 #pragma unroll 1
     for (int tile = first; tile < NTILES; tile += step) {
       const int img = tile / TILES_PER_IMG;
       const int p0 = (tile - img * TILES_PER_IMG) * TP;
-      if (bulk) {
-        mbar_wait(bar, parity);
-        parity ^= 1;
-      } else {
-        cp_async_wait<0>();
-      }
+      cp_async_wait<0>();
       wg_sync(wgi); // this tile's band visible to the warpgroup
-      if constexpr (!SPLIT && !RG) {
+      if constexpr (!SPLIT) {
         band_round<128>(band, tid & 127);
-        if (bulk) fence_proxy_async(); // the rounded band against later bulk copies
         wg_sync(wgi);
       }
       ml.start(); // the first gather, before the turn
@@ -1077,11 +836,7 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
       const int next = tile + step;
       if (next < NTILES) {
         const int nimg = next / TILES_PER_IMG;
-        if (bulk) {
-          if (wq == 0) band_fill_bulk(band, x, nimg, (next - nimg * TILES_PER_IMG) * TP, lane, bar);
-        } else {
-          band_fill<true, 4>(band, x, nimg, (next - nimg * TILES_PER_IMG) * TP, wq, lane);
-        }
+        band_fill<true, 4>(band, x, nimg, (next - nimg * TILES_PER_IMG) * TP, wq, lane);
       }
       cp_async_commit();
       if constexpr (!STAGED) {

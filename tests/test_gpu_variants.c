@@ -12,10 +12,9 @@ static ct_tune_gpu g;
 
 /* Odd shapes: C = 1, 3, 4, 5, 64; K not a multiple of any tile; odd H and
 ** W; stride 1 to 5 (and 3 x 2, for the space-to-depth pass; 3 x 4 and
-** 2 x 4 with 35 and 75 output columns, for wgs; three where wg's RU row
-** reuse applies: 56, 49 and 46 output columns, row steps of 44, 12 and 4
-** taps, an odd row count, dilation 2 along the height); padding 0 to 3;
-** dilation 2; N = 1; no bias. */
+** 2 x 4 with 35 and 75 output columns, for wgs; 56, 49 and 46 output
+** columns with an odd output row count, a 4 x 2 stride, dilation 2 along
+** the height); padding 0 to 3; dilation 2; N = 1; no bias. */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
