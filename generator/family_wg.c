@@ -110,8 +110,11 @@ static int wg_shape_of(const ct_problem *p, const int *v, int split,
   sh->bc = (sh->Q - 1) * p->stride_w + (p->s - 1) * p->dil_w + 1;
   /* the template's SHIFT and BCP: rows padded so input column 0 is 16-byte
   ** aligned */
-  int64_t shift = (4 - p->pad_w % 4) % 4;
-  sh->band = p->c * sh->br * ((shift + sh->bc + 3) / 4 * 4);
+  int64_t shift = (4 - p->pad_w % 4) % 4, bcp = (shift + sh->bc + 3) / 4 * 4;
+  /* Every field is <= INT32_MAX (validation); bound the band's factors
+  ** before multiplying them (the template needs band <= 2^24 anyway). */
+  if (sh->br > (1 << 24) || bcp > (1 << 24) || p->c * sh->br > (1 << 24)) return 0;
+  sh->band = p->c * sh->br * bcp;
   sh->band_pad = (sh->band + 3) / 4 * 4;
   /* weights, offset table (KSTEPS rows plus those gathered past the end:
   ** KG for wg, 1 for wg3), biases, bands */
@@ -255,16 +258,26 @@ static void wg3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
 /* s2d_wg, s2d_wg3: a space-to-depth pass, then wg / wg3 on its result     */
 /* (templates/conv_s2d.cu has the transform and why it is the same conv).  */
 
+/* a * b for sizes a, b >= 0 whose product stays within INT32_MAX; else -1
+** (also when a or b is -1), so that a chain of them never overflows. */
+static int64_t s2d_mul(int64_t a, int64_t b) {
+  if (a < 0 || b < 0 || (b != 0 && a > INT32_MAX / b)) return -1;
+  return a * b;
+}
+
 /* The problem conv_wg sees after the transform: C*SH*SW channels of
 ** (P+R'-1) x (Q+S'-1), an R' x S' kernel (R' = ceil(R/SH), S' =
 ** ceil(S/SW)), stride 1, no padding.  Returns 0 where the transform does
-** not apply: dilation other than 1, or stride 1 x 1 (nothing to fold). */
+** not apply: dilation other than 1, stride 1 x 1 (nothing to fold), or
+** C*SH*SW beyond INT32_MAX (every stride up to INT32_MAX is valid). */
 static int s2d_problem(const ct_problem *p, ct_problem *t) {
-  if (p->dil_h != 1 || p->dil_w != 1 || p->stride_h * p->stride_w == 1) return 0;
+  if (p->dil_h != 1 || p->dil_w != 1 || (p->stride_h == 1 && p->stride_w == 1)) return 0;
+  int64_t c = s2d_mul(p->c, s2d_mul(p->stride_h, p->stride_w));
+  if (c < 0) return 0;
   int64_t P, Q;
   ct_problem_output(p, &P, &Q);
   *t = *p;
-  t->c = p->c * p->stride_h * p->stride_w;
+  t->c = c;
   t->r = (p->r + p->stride_h - 1) / p->stride_h;
   t->s = (p->s + p->stride_w - 1) / p->stride_w;
   t->h = P + t->r - 1;
@@ -275,10 +288,11 @@ static int s2d_problem(const ct_problem *p, ct_problem *t) {
 }
 
 /* Floats of x' (rounded up to 16 bytes: w' follows it in the workspace)
-** and of w'. */
+** and of w'; -1 for a count beyond INT32_MAX. */
 static void s2d_sizes(const ct_problem *t, int64_t *nx, int64_t *nw) {
-  *nx = (t->n * t->c * t->h * t->w + 3) / 4 * 4;
-  *nw = t->k * t->c * t->r * t->s;
+  *nx = s2d_mul(s2d_mul(s2d_mul(t->n, t->c), t->h), t->w);
+  if (*nx >= 0) *nx = (*nx + 3) / 4 * 4;
+  *nw = s2d_mul(s2d_mul(s2d_mul(t->k, t->c), t->r), t->s);
 }
 
 static int s2d_valid_common(const ct_problem *p, const ct_gen_limits *lim,
@@ -287,7 +301,7 @@ static int s2d_valid_common(const ct_problem *p, const ct_gen_limits *lim,
   if (!s2d_problem(p, &t)) return 0;
   int64_t nx, nw;
   s2d_sizes(&t, &nx, &nw);
-  if (nx > INT32_MAX || nw > INT32_MAX || nx + nw > INT32_MAX) return 0;
+  if (nx < 0 || nw < 0 || nx + nw > INT32_MAX) return 0;
   return wg_valid_common(&t, lim, v, split, 2);
 }
 

@@ -42,7 +42,10 @@ typedef struct wgs_shape {
   int64_t smem, tiles, kblocks, grid_x;
 } wgs_shape;
 
-static void wgs_shape_of(const ct_problem *p, const int *v, wgs_shape *sh) {
+/* Fills *sh; returns 0 (then *sh is partial) when the band's factors pass
+** 2^24, where the template's int band sizes end (and before multiplying
+** them: every field is <= INT32_MAX, their product may not fit 64 bits). */
+static int wgs_shape_of(const ct_problem *p, const int *v, wgs_shape *sh) {
   int64_t tp = v[WGS_TP], bn = v[WGS_BN];
   ct_problem_output(p, &sh->P, &sh->Q);
   sh->mt = (sh->Q + 63) / 64;
@@ -53,6 +56,7 @@ static void wgs_shape_of(const ct_problem *p, const int *v, wgs_shape *sh) {
   sh->kp = sh->ksteps * 8;
   sh->br = (tp - 1) * p->stride_h + (p->r - 1) * p->dil_h + 1;
   sh->bcp = 4 * (64 * sh->mt + sh->sg - 1);
+  if (sh->br > (1 << 24) || sh->bcp > (1 << 24) || p->c * sh->br > (1 << 24)) return 0;
   sh->band = p->c * sh->br * sh->bcp;
   sh->smem = (bn * sh->kp + bn + 2 * sh->band + 512 /* the template's SLACK */) * 4;
   sh->tiles = p->n * ((sh->P + tp - 1) / tp);
@@ -62,6 +66,7 @@ static void wgs_shape_of(const ct_problem *p, const int *v, wgs_shape *sh) {
   int64_t ctas = WGS_PERSIST_SMS / sh->kblocks, pairs = (sh->tiles + 1) / 2;
   if (ctas < 1) ctas = 1;
   sh->grid_x = ctas < pairs ? ctas : pairs;
+  return 1;
 }
 
 /* Channels computed beyond K with BN channels per CTA. */
@@ -73,7 +78,7 @@ static int wgs_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   int64_t tp = v[WGS_TP], bn = v[WGS_BN];
   if (tp < 1 || (bn != 48 && bn != 96)) return 0;
   wgs_shape sh;
-  wgs_shape_of(p, v, &sh);
+  if (!wgs_shape_of(p, v, &sh)) return 0;
   if (sh.Q < 32) return 0;                  /* m64 tiles less than half full */
   if (sh.mw * (bn / 2) > 96) return 0;      /* accumulators in registers */
   const int64_t lim32 = INT32_MAX;

@@ -254,6 +254,35 @@ static void test_small_k_and_q_prune(void) {
   ASSERT_EQ_INT(n_direct, 3); /* one per THREADS value */
 }
 
+/* Strides and paddings up to INT32_MAX are valid.  The families must
+** decline (not overflow) where their sizes leave 32-bit range: the
+** space-to-depth families fold C*SH*SW channels; wg and wgs stage bands of
+** C * BR * BCP floats (here ~6.4e9 rows by ~2.1e9 columns).  A modest
+** stride still gets s2d variants, and whatever is offered fits. */
+static void test_huge_strides(void) {
+  ct_gen_limits lim = h200();
+  const char *specs[] = {"n=12,c=1,h=1,w=1,k=1,r=1,s=1,stride=999999999",
+                         "n=1,c=2147483647,h=1,w=1,k=1,r=1,s=1,stride=2147483647",
+                         "n=1,c=1000,h=1,w=1,k=1,r=1,s=1,stride=2147483647x1,pad=0x1073741823",
+                         "n=1,c=3,h=40,w=40,k=8,r=5,s=5,stride=2"};
+  for (size_t i = 0; i < 4; i++) {
+    ct_problem p;
+    ASSERT_EQ_INT(parse(specs[i], CT_PREC_TF32, &p), 0);
+    ct_gen_variant *v = NULL;
+    size_t n = 0, n_s2d = 0, n_wg = 0;
+    ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+    for (size_t j = 0; j < n; j++) {
+      n_s2d += strncmp(v[j].name, "s2d_", 4) == 0;
+      n_wg += strncmp(v[j].name, "wg", 2) == 0;
+      ASSERT_TRUE(launches_fit(&v[j], &lim));
+    }
+    free(v);
+    if (i < 3) ASSERT_EQ_INT(n_s2d, 0);
+    if (i == 2) ASSERT_EQ_INT(n_wg, 0);
+    if (i == 3) ASSERT_TRUE(n_s2d > 0);
+  }
+}
+
 static void test_from_name_errors(void) {
   ct_gen_limits lim = h200();
   ct_problem p;
@@ -408,6 +437,7 @@ int main(void) {
   RUN_TEST(test_plans_fit_limits);
   RUN_TEST(test_default_variant_odd);
   RUN_TEST(test_small_k_and_q_prune);
+  RUN_TEST(test_huge_strides);
   RUN_TEST(test_from_name_errors);
   RUN_TEST(test_invalid_problem);
   RUN_TEST(test_limits_for_arch);
