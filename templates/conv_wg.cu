@@ -644,8 +644,7 @@ __device__ __forceinline__ void epilogue(const float (&res)[MW][NACC], const flo
   constexpr bool FULL_K = K % BN == 0; // every CTA's channels are all < K
   const int mlim = TM < (P - p0) * Q ? TM : (P - p0) * Q;
   float2 bias[BN / 8];
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j) bias[j] = *reinterpret_cast<const float2 *>(bsm + 8 * j + 2 * t);
+  load_bias_pairs<BN>(bias, bsm, t);
   // channel n0+2t, pixel 0 of the tile (64-bit: channels past K go beyond y)
   float *__restrict__ yt = y + ((long long)img * K + n0 + 2 * t) * PQ + p0 * Q;
 #pragma unroll
@@ -653,16 +652,7 @@ __device__ __forceinline__ void epilogue(const float (&res)[MW][NACC], const flo
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int m = (mbase + i * MSTEP) * 64 + 16 * wq + g + 8 * hh;
-      if (m < mlim) {
-        float *__restrict__ ym = yt + m;
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int k0 = n0 + 8 * j + 2 * t;
-          if (FULL_K || k0 < K) __stcs(ym + 8 * j * PQ, res[i][4 * j + 2 * hh] + bias[j].x);
-          if (FULL_K || k0 + 1 < K)
-            __stcs(ym + (8 * j + 1) * PQ, res[i][4 * j + 2 * hh + 1] + bias[j].y);
-        }
-      }
+      if (m < mlim) store_pixel<BN, FULL_K>(yt + m, res[i], hh, bias, n0, t, K, PQ);
     }
   }
 }

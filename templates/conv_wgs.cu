@@ -237,8 +237,7 @@ __device__ __forceinline__ void epilogue(const float (&acc)[MW][NACC], const flo
                                          int wq, int g, int t) {
   constexpr bool FULL_K = K % BN == 0;
   float2 bias[BN / 8];
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j) bias[j] = *reinterpret_cast<const float2 *>(bsm + 8 * j + 2 * t);
+  load_bias_pairs<BN>(bias, bsm, t);
   float *__restrict__ yt = y + ((long long)img * K + n0 + 2 * t) * PQ + p0 * Q;
 #pragma unroll
   for (int i = 0; i < MW; ++i) {
@@ -247,15 +246,7 @@ __device__ __forceinline__ void epilogue(const float (&acc)[MW][NACC], const flo
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int q = 64 * mt + 16 * wq + g + 8 * hh;
-      if (q < Q) {
-        float *__restrict__ yq = yt + rr * Q + q;
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int k0 = n0 + 8 * j + 2 * t;
-          if (FULL_K || k0 < K) __stcs(yq + 8 * j * PQ, acc[i][4 * j + 2 * hh] + bias[j].x);
-          if (FULL_K || k0 + 1 < K) __stcs(yq + (8 * j + 1) * PQ, acc[i][4 * j + 2 * hh + 1] + bias[j].y);
-        }
-      }
+      if (q < Q) store_pixel<BN, FULL_K>(yt + rr * Q + q, acc[i], hh, bias, n0, t, K, PQ);
     }
   }
 }

@@ -1,7 +1,8 @@
 // ct_wgmma.cuh — helpers shared by the Hopper templates (conv_wg.cu,
 // conv_wgs.cu): warpgroup barriers, the ping-pong turn, proxy fences,
 // wgmma ordering, the shared-memory matrix descriptor, the accumulator
-// operand lists, and the CTA's biases in shared memory.  sm_90a only.
+// operand lists, the CTA's biases in shared memory and the epilogue's
+// per-pixel stores.  sm_90a only.
 // The generator expands this #include in place.
 
 // A barrier for warpgroup wgi's 128 threads only (named barrier 1 + wgi;
@@ -114,4 +115,27 @@ __device__ __forceinline__ void stage_bias(float *bsm, const float *__restrict__
   (void)b;
   (void)k;
   (void)n0;
+}
+
+// The epilogue's per-lane pieces for an m64nNk8 accumulator fragment d, N = NB
+// (NB/2 floats, d[4j+2h+e] = D[16q+g+8h][8j+2t+e]): lane t's biases of
+// channels n0+8j+2t and +1 for j < NB/8, from the CTA's bsm (stage_bias) ...
+template <int NB>
+__device__ __forceinline__ void load_bias_pairs(float2 (&bias)[NB / 8], const float *bsm, int t) {
+#pragma unroll
+  for (int j = 0; j < NB / 8; ++j) bias[j] = *reinterpret_cast<const float2 *>(bsm + 8 * j + 2 * t);
+}
+// ... and one pixel's outputs, row hh of d plus those biases, stored from
+// yp (the pixel in channel n0+2t's plane) at planes pq floats apart, the
+// channels from k on (past the problem's K) left out unless FULL_K.
+template <int NB, bool FULL_K>
+__device__ __forceinline__ void store_pixel(float *__restrict__ yp, const float (&d)[NB / 2],
+                                            int hh, const float2 (&bias)[NB / 8], int n0, int t,
+                                            int k, int pq) {
+#pragma unroll
+  for (int j = 0; j < NB / 8; ++j) {
+    const int k0 = n0 + 8 * j + 2 * t;
+    if (FULL_K || k0 < k) __stcs(yp + 8 * j * pq, d[4 * j + 2 * hh] + bias[j].x);
+    if (FULL_K || k0 + 1 < k) __stcs(yp + (8 * j + 1) * pq, d[4 * j + 2 * hh + 1] + bias[j].y);
+  }
 }
