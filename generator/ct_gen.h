@@ -99,6 +99,10 @@ void ct_gen_plan_one(ct_gen_variant *v, const char *kernel, unsigned gx,
                      const char *split_macro, int split, char *defines,
                      size_t len);
 
+/* For families too: the product of n factors, or -1 when it overflows
+** int64. */
+int64_t ct_gen_checked_product(const int64_t *f, int n);
+
 /* The families, NULL-terminated. */
 extern const ct_gen_family *const ct_gen_families[];
 

@@ -258,13 +258,6 @@ static void wg3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
 /* s2d_wg, s2d_wg3: a space-to-depth pass, then wg / wg3 on its result     */
 /* (templates/conv_s2d.cu has the transform and why it is the same conv).  */
 
-/* a * b for sizes a, b >= 0 whose product stays within INT32_MAX; else -1
-** (also when a or b is -1), so that a chain of them never overflows. */
-static int64_t s2d_mul(int64_t a, int64_t b) {
-  if (a < 0 || b < 0 || (b != 0 && a > INT32_MAX / b)) return -1;
-  return a * b;
-}
-
 /* The problem conv_wg sees after the transform: C*SH*SW channels of
 ** (P+R'-1) x (Q+S'-1), an R' x S' kernel (R' = ceil(R/SH), S' =
 ** ceil(S/SW)), stride 1, no padding.  Returns 0 where the transform does
@@ -272,8 +265,8 @@ static int64_t s2d_mul(int64_t a, int64_t b) {
 ** C*SH*SW beyond INT32_MAX (every stride up to INT32_MAX is valid). */
 static int s2d_problem(const ct_problem *p, ct_problem *t) {
   if (p->dil_h != 1 || p->dil_w != 1 || (p->stride_h == 1 && p->stride_w == 1)) return 0;
-  int64_t c = s2d_mul(p->c, s2d_mul(p->stride_h, p->stride_w));
-  if (c < 0) return 0;
+  int64_t c = ct_gen_checked_product((const int64_t[]){p->c, p->stride_h, p->stride_w}, 3);
+  if (c < 0 || c > INT32_MAX) return 0;
   int64_t P, Q;
   ct_problem_output(p, &P, &Q);
   *t = *p;
@@ -290,9 +283,11 @@ static int s2d_problem(const ct_problem *p, ct_problem *t) {
 /* Floats of x' (rounded up to 16 bytes: w' follows it in the workspace)
 ** and of w'; -1 for a count beyond INT32_MAX. */
 static void s2d_sizes(const ct_problem *t, int64_t *nx, int64_t *nw) {
-  *nx = s2d_mul(s2d_mul(s2d_mul(t->n, t->c), t->h), t->w);
+  *nx = ct_gen_checked_product((const int64_t[]){t->n, t->c, t->h, t->w}, 4);
+  *nw = ct_gen_checked_product((const int64_t[]){t->k, t->c, t->r, t->s}, 4);
+  if (*nx > INT32_MAX) *nx = -1;
+  if (*nw > INT32_MAX) *nw = -1;
   if (*nx >= 0) *nx = (*nx + 3) / 4 * 4;
-  *nw = s2d_mul(s2d_mul(s2d_mul(t->k, t->c), t->r), t->s);
 }
 
 static int s2d_valid_common(const ct_problem *p, const ct_gen_limits *lim,

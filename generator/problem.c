@@ -84,8 +84,7 @@ void ct_problem_output(const ct_problem *p, int64_t *P, int64_t *Q) {
   if (Q) *Q = p ? out_extent(p->w, p->pad_w, p->dil_w, p->s, p->stride_w) : 0;
 }
 
-/* The product of n factors, or -1 when it overflows int64. */
-static int64_t checked_product(const int64_t *f, int n) {
+int64_t ct_gen_checked_product(const int64_t *f, int n) {
   int64_t prod = 1;
   for (int i = 0; i < n; i++)
     if (__builtin_mul_overflow(prod, f[i], &prod)) return -1;
@@ -96,7 +95,7 @@ static int64_t checked_product(const int64_t *f, int n) {
 static ct_status check_count(const char *tensor, const char *dims,
                              const int64_t *f, int n, char *err,
                              size_t errlen) {
-  int64_t count = checked_product(f, n);
+  int64_t count = ct_gen_checked_product(f, n);
   if (count < 0) {
     set_err(err, errlen,
             "%s has %s > 2^63 elements, more than INT32_MAX (%" PRId32
