@@ -28,6 +28,7 @@
   X(wg3) \
   X(tc) X(tc3) \
   X(wgs) \
+  X(wgr) \
   X(s2d_wg) X(s2d_wg3)
 
 #define CT_GEN_DECLARE_FAMILY(f) extern const ct_gen_family ct_gen_family_##f;

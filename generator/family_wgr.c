@@ -1,0 +1,118 @@
+/*
+** family_wgr.c — the descriptor of family "wgr" (templates/conv_wgr.cu):
+** the convolution as an implicit GEMM on Hopper's wgmma (m64nNk8 TF32,
+** fp32 accumulation; sm_90a only) with the weights as the A operand, held
+** in registers for the CTA's life (one m64 tile of output channels per
+** warpgroup, two per CTA), and the pixels as B, read by the tensor cores
+** from a ring of input rows in shared memory by descriptor.  For stride 4
+** along the width without dilation there.  Meets the tf32 contract.
+**
+** Parameters (the list starts with the template's default):
+**   U    pixel tiles per output row: the wgmma N is NPX = 8*ceil(Q/(8U))
+**        pixels (at most 64)
+**   EP   how the outputs leave the warp's slab of shared memory: 1 bulk
+**        copies of each output row's 16-byte-aligned middle, 0 stores by
+**        the lanes along the row
+**
+** A point is declined (valid() == 0), never offered wrong, when: the device
+** is not cc 9.0 with the arch-specific target "sm_90a"; the stride along
+** the width is not 4 or the dilation there not 1; NPX is above 64, or a
+** unit of the row would hold no pixel; the weights of a warpgroup (4
+** registers per k-step) and its NPX/2 accumulators pass 228 registers per
+** thread; K <= 64 (the second warpgroup's channels would all lie past K);
+** shared memory (the ring of input rows, the staging, the output slabs,
+** 2 KB of slack) above the block's or the SM's limit; a size leaves 32-bit
+** range.
+**
+** The arithmetic mirrors the template's derived quantities; the template
+** static_asserts that the CT_PLAN_* values agree.
+*/
+#include <stdint.h>
+#include <string.h>
+
+#include "convtune.h"
+#include "ct_gen.h"
+
+enum { WGR_U, WGR_EP };
+
+/* SMs the persistent grid is sized for (the devices valid() accepts). */
+#define WGR_PERSIST_SMS 132
+
+/* Shared memory the driver reserves per block on sm_90. */
+#define WGR_SMEM_RESERVED 1024
+
+typedef struct wgr_shape {
+  int64_t P, Q, npx, sg, ksteps, span, bcp, band, nld, smem, rows, kblocks, grid_x;
+} wgr_shape;
+
+/* Fills *sh; returns 0 (then *sh is partial) when a factor of the band
+** passes 2^24 (before multiplying them: every field is <= INT32_MAX). */
+static int wgr_shape_of(const ct_problem *p, const int *v, wgr_shape *sh) {
+  int64_t u = v[WGR_U];
+  ct_problem_output(p, &sh->P, &sh->Q);
+  sh->npx = 8 * ((sh->Q + 8 * u - 1) / (8 * u));
+  sh->sg = (p->s + 3) / 4;
+  sh->ksteps = (p->c * p->r * sh->sg + 1) / 2;
+  sh->span = (p->r - 1) * p->dil_h + 1;
+  sh->bcp = 4 * (u * sh->npx + sh->sg - 1);
+  if (sh->span > (1 << 24) || sh->bcp > (1 << 24) || p->c > (1 << 24)) return 0;
+  /* The ring: RB slots (2*SPAN + min(SH, SPAN) with P >= 2, else 3*SPAN)
+  ** and SPAN-1 mirror slots per channel. */
+  int64_t newr = p->stride_h < sh->span ? p->stride_h : sh->span;
+  int64_t rb = sh->P >= 2 ? 2 * sh->span + newr : 3 * sh->span;
+  const int64_t band[] = {p->c, rb + sh->span - 1, sh->bcp};
+  const int64_t runs[] = {p->c, sh->span, (p->w + 3) / 4};
+  sh->band = ct_gen_checked_product(band, 3);
+  int64_t all = ct_gen_checked_product(runs, 3);
+  if (sh->band < 0 || all < 0 || sh->band > INT32_MAX || all > INT32_MAX) return 0;
+  sh->nld = (all + 255) / 256;
+  /* The staging, nld float4 per thread; the output slabs, 8 warps x 16
+  ** channels x OSP = NPX + 4 floats. */
+  sh->smem = (sh->band + sh->nld * 256 * 4 + 8 * 16 * (sh->npx + 4) +
+              512 /* the template's SLACK */) * 4;
+  sh->rows = p->n * sh->P;
+  sh->kblocks = (p->k + 127) / 128;
+  int64_t ctas = WGR_PERSIST_SMS / sh->kblocks;
+  if (ctas < 1) ctas = 1;
+  sh->grid_x = ctas < sh->rows ? ctas : sh->rows;
+  return 1;
+}
+
+static int wgr_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0) return 0;
+  if (p->stride_w != 4 || p->dil_w != 1) return 0;
+  int64_t u = v[WGR_U];
+  if (u < 1 || u > 64 || (v[WGR_EP] != 0 && v[WGR_EP] != 1)) return 0;
+  wgr_shape sh;
+  if (!wgr_shape_of(p, v, &sh)) return 0;
+  if (sh.npx > 64 || (u - 1) * sh.npx >= sh.Q) return 0;
+  if (4 * sh.ksteps + sh.npx / 2 > 228) return 0; /* registers */
+  if (p->k <= 64) return 0;                        /* an idle warpgroup */
+  const int64_t lim32 = INT32_MAX;
+  if (p->n * p->c * p->h * p->w > lim32 || p->k * p->c * p->r * p->s > lim32 ||
+      p->n * p->k * sh.P * sh.Q > lim32 || sh.kblocks > 65535)
+    return 0;
+  if (sh.smem > lim->max_smem_per_block || sh.smem > 232448 ||
+      sh.smem + WGR_SMEM_RESERVED > lim->smem_per_sm || sh.smem >= (1 << 18))
+    return 0;
+  if (256 > lim->max_threads_per_block) return 0;
+  return 1;
+}
+
+static void wgr_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
+                     char *defines, size_t len) {
+  wgr_shape sh;
+  wgr_shape_of(p, v, &sh);
+  ct_gen_plan_one(out, "conv_wgr", (unsigned)sh.grid_x, (unsigned)sh.kblocks, 256,
+                  (unsigned)sh.smem, NULL, 0, defines, len);
+}
+
+const ct_gen_family ct_gen_family_wgr = {
+  .name = "wgr",
+  .template_name = "conv_wgr.cu",
+  .precisions = 1u << CT_PREC_TF32,
+  .n_params = 2,
+  .params = {{"U", 4, {1, 2, 3, 4}}, {"EP", 2, {1, 0}}},
+  .valid = wgr_valid,
+  .plan = wgr_plan,
+};
