@@ -2,25 +2,23 @@
 ** family_wgr.c — the descriptor of family "wgr" (templates/conv_wgr.cu):
 ** the convolution as an implicit GEMM on Hopper's wgmma (m64nNk8 TF32,
 ** fp32 accumulation; sm_90a only) with the weights as the A operand, held
-** in registers for the CTA's life (one m64 tile of output channels per
-** warpgroup, two per CTA), and the pixels as B, read by the tensor cores
-** from a ring of input rows in shared memory by descriptor.  For stride 4
-** along the width without dilation there.  Meets the tf32 contract.
+** by two consumer warpgroups (one m64 tile of output channels each) in
+** registers for the CTA's life, the k-steps past KR in shared memory, and
+** the pixels as B, read by the tensor cores from a ring of input rows in
+** shared memory that a third warpgroup fills.  For stride 4 along the
+** width without dilation there.  Meets the tf32 contract.
 **
 ** Parameters (the list starts with the template's default):
 **   U    pixel tiles per output row: the wgmma N is NPX = 8*ceil(Q/(8U))
 **        pixels (at most 64)
-**   EP   how the outputs leave the warp's slab of shared memory: 1 bulk
-**        copies of each output row's 16-byte-aligned middle, 0 stores by
-**        the lanes along the row
 **
 ** A point is declined (valid() == 0), never offered wrong, when: the device
 ** is not cc 9.0 with the arch-specific target "sm_90a"; the stride along
 ** the width is not 4 or the dilation there not 1; NPX is above 64, or a
-** unit of the row would hold no pixel; the weights of a warpgroup (4
-** registers per k-step) and its NPX/2 accumulators pass 228 registers per
-** thread; K <= 64 (the second warpgroup's channels would all lie past K);
-** shared memory (the ring of input rows, the staging, the output slabs,
+** unit of the row would hold no pixel; not one k-step's weights fit a
+** consumer's registers beside its NPX/2 accumulators (KR < 1); K <= 64 (the
+** second consumer's channels would all lie past K); shared memory (the
+** ring of input rows, the staging, the output slabs, the weights past KR,
 ** 2 KB of slack) above the block's or the SM's limit; a size leaves 32-bit
 ** range.
 **
@@ -33,7 +31,7 @@
 #include "convtune.h"
 #include "ct_gen.h"
 
-enum { WGR_U, WGR_EP };
+enum { WGR_U };
 
 /* SMs the persistent grid is sized for (the devices valid() accepts). */
 #define WGR_PERSIST_SMS 132
@@ -42,8 +40,12 @@ enum { WGR_U, WGR_EP };
 #define WGR_SMEM_RESERVED 1024
 
 typedef struct wgr_shape {
-  int64_t P, Q, npx, sg, ksteps, span, bcp, band, nld, smem, rows, kblocks, grid_x;
+  int64_t P, Q, npx, sg, ksteps, kr, span, bcp, band, nld, smem, rows, kblocks, grid_x;
 } wgr_shape;
+
+/* The template's register split (CONSUMER_REGS, KR_SPARE). */
+#define WGR_CONSUMER_REGS 232
+#define WGR_KR_SPARE 32
 
 /* Fills *sh; returns 0 (then *sh is partial) when a factor of the band
 ** passes 2^24 (before multiplying them: every field is <= INT32_MAX). */
@@ -53,6 +55,8 @@ static int wgr_shape_of(const ct_problem *p, const int *v, wgr_shape *sh) {
   sh->npx = 8 * ((sh->Q + 8 * u - 1) / (8 * u));
   sh->sg = (p->s + 3) / 4;
   sh->ksteps = (p->c * p->r * sh->sg + 1) / 2;
+  sh->kr = (WGR_CONSUMER_REGS - sh->npx / 2 - WGR_KR_SPARE) / 4;
+  if (sh->kr > sh->ksteps) sh->kr = sh->ksteps;
   sh->span = (p->r - 1) * p->dil_h + 1;
   sh->bcp = 4 * (u * sh->npx + sh->sg - 1);
   if (sh->span > (1 << 24) || sh->bcp > (1 << 24) || p->c > (1 << 24)) return 0;
@@ -61,15 +65,19 @@ static int wgr_shape_of(const ct_problem *p, const int *v, wgr_shape *sh) {
   int64_t newr = p->stride_h < sh->span ? p->stride_h : sh->span;
   int64_t rb = sh->P >= 2 ? 2 * sh->span + newr : 3 * sh->span;
   const int64_t band[] = {p->c, rb + sh->span - 1, sh->bcp};
-  const int64_t runs[] = {p->c, sh->span, (p->w + 3) / 4};
   sh->band = ct_gen_checked_product(band, 3);
-  int64_t all = ct_gen_checked_product(runs, 3);
-  if (sh->band < 0 || all < 0 || sh->band > INT32_MAX || all > INT32_MAX) return 0;
-  sh->nld = (all + 255) / 256;
-  /* The staging, nld float4 per thread; the output slabs, 8 warps x 16
-  ** channels x OSP = NPX + 4 floats. */
-  sh->smem = (sh->band + sh->nld * 256 * 4 + 8 * 16 * (sh->npx + 4) +
-              512 /* the template's SLACK */) * 4;
+  if (sh->band < 0 || sh->band > INT32_MAX || p->c * sh->span > INT32_MAX) return 0;
+  /* The producer's staging chunks per thread: passes of 16 input rows,
+  ** ceil(runs/8) runs per thread and row (the template's NLD). */
+  sh->nld = (p->c * sh->span + 15) / 16 * (((p->w + 3) / 4 + 7) / 8);
+  /* Floats: the band; the staging, nld float4 per producer thread; four
+  ** output slabs...  the weights of the k-steps past KR
+  ** (2 x 512 floats each); 128 biases; 4 unit addresses; rounded up to 8
+  ** bytes; the template's SLACK; then 12 mbarriers of 8 bytes. */
+  int64_t osp = sh->npx + (sh->npx % 16 == 0 ? 8 : 0);
+  int64_t fl = sh->band + sh->nld * 128 * 4 + 2 * 64 * osp + 2 * (sh->ksteps - sh->kr) * 512 +
+               128 + 4;
+  sh->smem = ((fl + 1) / 2 * 2 + 512) * 4 + 12 * 8;
   sh->rows = p->n * sh->P;
   sh->kblocks = (p->k + 127) / 128;
   int64_t ctas = WGR_PERSIST_SMS / sh->kblocks;
@@ -82,11 +90,11 @@ static int wgr_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0) return 0;
   if (p->stride_w != 4 || p->dil_w != 1) return 0;
   int64_t u = v[WGR_U];
-  if (u < 1 || u > 64 || (v[WGR_EP] != 0 && v[WGR_EP] != 1)) return 0;
+  if (u < 1 || u > 64) return 0;
   wgr_shape sh;
   if (!wgr_shape_of(p, v, &sh)) return 0;
   if (sh.npx > 64 || (u - 1) * sh.npx >= sh.Q) return 0;
-  if (4 * sh.ksteps + sh.npx / 2 > 228) return 0; /* registers */
+  if (sh.kr < 1) return 0; /* registers */
   if (p->k <= 64) return 0;                        /* an idle warpgroup */
   const int64_t lim32 = INT32_MAX;
   if (p->n * p->c * p->h * p->w > lim32 || p->k * p->c * p->r * p->s > lim32 ||
@@ -95,7 +103,7 @@ static int wgr_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   if (sh.smem > lim->max_smem_per_block || sh.smem > 232448 ||
       sh.smem + WGR_SMEM_RESERVED > lim->smem_per_sm || sh.smem >= (1 << 18))
     return 0;
-  if (256 > lim->max_threads_per_block) return 0;
+  if (384 > lim->max_threads_per_block) return 0;
   return 1;
 }
 
@@ -103,7 +111,7 @@ static void wgr_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
                      char *defines, size_t len) {
   wgr_shape sh;
   wgr_shape_of(p, v, &sh);
-  ct_gen_plan_one(out, "conv_wgr", (unsigned)sh.grid_x, (unsigned)sh.kblocks, 256,
+  ct_gen_plan_one(out, "conv_wgr", (unsigned)sh.grid_x, (unsigned)sh.kblocks, 384,
                   (unsigned)sh.smem, NULL, 0, defines, len);
 }
 
@@ -111,8 +119,8 @@ const ct_gen_family ct_gen_family_wgr = {
   .name = "wgr",
   .template_name = "conv_wgr.cu",
   .precisions = 1u << CT_PREC_TF32,
-  .n_params = 2,
-  .params = {{"U", 4, {1, 2, 3, 4}}, {"EP", 2, {1, 0}}},
+  .n_params = 1,
+  .params = {{"U", 4, {1, 2, 3, 4}}},
   .valid = wgr_valid,
   .plan = wgr_plan,
 };

@@ -10,25 +10,23 @@
 // Why: conv_wg's main loop gathers A through shared memory (4 loads per
 // thread and k-step, bank conflicts, an offset table) beside the tensor
 // cores' reads of B, and runs at about half the matrix rate; conv_wgs reads
-// both operands from shared memory (5 KB per m64n96k8).  Here a warpgroup's
-// main loop is its wgmma instructions alone and the tensor cores read only
-// B from shared memory (32 bytes per pixel and k-step); the band is copied
-// by cp.async and rounded once per input row, and both warpgroups read the
-// same band.  The price: M = output channels in m64 tiles (96 channels take
-// two, a quarter of the products wasted) and 4 registers per k-step and
-// thread for the weights, so the reduction must be short (KSTEPS <= 50 at
-// 56 pixels: 200 registers of weights).
+// both operands from shared memory (5 KB per m64n96k8).  Here a consumer
+// warpgroup's main loop is its wgmma instructions alone, the tensor cores
+// read only B from shared memory for most k-steps (32 bytes per pixel and
+// k-step), and the input traffic is a third warpgroup's.  The price: M =
+// output channels in m64 tiles (96 channels take two, a quarter of the
+// products wasted) and 4 registers per k-step and thread for the weights.
 //
-//   GEMM view   M = output channels: warpgroup v of the CTA holds channels
-//               n0+64v .. n0+64v+63 (n0 = 128*blockIdx.y) as its A, the
-//               m64nNk8 fragments of every k-step in registers (TF32-
-//               rounded); N = NPX pixels of one output row (a "unit": the
-//               row's U pixel tiles are U units); K = taps in quads as in
-//               conv_wgs: quad (c, r, sg) holds taps s = 4sg .. 4sg+3 of
-//               input channel c, kernel row r (SG = ceil(S/4) quads per row,
-//               taps past S weight 0); k-step ks = quads 2ks and 2ks+1 (one
-//               of weight 0 past the last), the one at the lower address
-//               first (LBO is unsigned).
+//   GEMM view   M = output channels: consumer warpgroup v of the CTA holds
+//               channels n0+64v .. n0+64v+63 (n0 = 128*blockIdx.y) as its A:
+//               the m64nNk8 fragments of k-steps 0 .. KR-1 in registers, of
+//               the rest in shared memory (TF32-rounded); N = NPX pixels of
+//               one output row (a "unit": the row's U pixel tiles are U
+//               units); K = taps in quads as in conv_wgs: quad (c, r, sg)
+//               holds taps s = 4sg .. 4sg+3 of input channel c, kernel row r
+//               (SG = ceil(S/4) quads per row, taps past S weight 0); k-step
+//               ks = quads 2ks and 2ks+1 (one of weight 0 past the last), the
+//               one at the lower address first (LBO is unsigned).
 //   band        a ring of input rows per channel, [C][RB + SPAN - 1][BCP]
 //               floats: the input row at ring position pos (the CTA numbers
 //               the rows it loads 0, 1, ...) sits in slot pos % RB and, when
@@ -42,10 +40,13 @@
 //               4(q+sg) .. 4(q+sg)+3 of row (c, w0 + r*DH): 8 pixels are one
 //               128-byte core matrix (K-major), the next 8 are 128 bytes on
 //               (SBO 128), the k-step's second quad LBO bytes from its first.
-//   staging     [NLD][256] float4: each thread's cp.async targets (16-byte
-//               aligned), rounded into the band by the same thread.
-//   slabs       [8 warps][16][OSP] floats: a warp's outputs of one unit on
-//               their way to y (see slab_put).
+//   staging     [NLD][128] float4: each producer thread's cp.async targets
+//               (16-byte aligned), rounded into the band by the same thread.
+//   slabs       [2][64][OSP] floats: a consumer's outputs of one unit on
+//               their way to y, each warp its 16 rows (see slab_put).
+//   A           [2][KSTEPS-KR][512] floats: the consumers' weights of the
+//               k-steps past KR, K-major core matrices.
+//   then the CTA's biases, the B addresses of four units, the mbarriers.
 //
 // Non-finite inputs: as conv_wgs, a quad's taps past S (weight 0) read the
 // band floats of the next columns; 0 * inf is NaN, so an infinite or NaN
@@ -55,20 +56,23 @@
 //
 // Work decomposition: a persistent grid; CTA b takes the output rows
 // [b*ROWS/G, (b+1)*ROWS/G) of all images in order (G = gridDim.x, ROWS =
-// N*P), so consecutive rows share SPAN - SH of their input rows.  Both
-// warpgroups take every unit, in turns on the tensor cores (warpgroup 0's
-// wgmma of unit t, then warpgroup 1's of unit t, then warpgroup 0's of t+1,
-// ...; named barriers as conv_wg's PP).  After handing its turn over, a
-// warpgroup waits for its wgmma, puts its outputs (+ bias) into its slabs,
-// rounds its half of the new input rows of the unit two ahead (when that
-// unit starts a row; copied into the staging one unit earlier) into the
-// band, and only then, after one proxy fence, starts global traffic: the
-// outputs written from the slabs and its half of the cp.async of the unit
-// three ahead; all while the other warpgroup's wgmma run.  The ring has RB
-// slots (see RB), so the rows a store overwrites are older than any unit
-// that can still be in flight (the two before the one stored for).
+// N*P), so consecutive rows share SPAN - SH of their input rows.  Three
+// warpgroups, the registers shared out by setmaxnreg (CONSUMER_REGS,
+// PRODUCER_REGS):
+//   consumers 0 and 1 take every unit, in turns on the tensor cores
+//     (consumer 0's wgmma of unit t, then consumer 1's, then consumer 0's
+//     of t+1, ...; named barriers as conv_wg's PP); after handing its turn
+//     over, a consumer waits for its wgmma, signals done[t], and writes its
+//     outputs (+ bias) through its slab rows, along output rows.
+//   the producer keeps the band two units ahead: for unit t+2 (after both
+//     consumers' done[t-1]: units up to t-1 have read the band) it rounds
+//     the new input rows, copied one unit earlier by cp.async, into the
+//     ring, publishes the unit's B address and signals ready[t+2]; then it
+//     starts the copy of the next row and hints the L2 to fetch the rows PF
+//     rows after that.  The ring has RB slots (see RB), so the rows stored
+//     for unit t+2 overwrite none that units t and t+1 read.
 //
-// The generator prepends the problem (CT_*), the parameters U and EP and the plan's
+// The generator prepends the problem (CT_*), the parameter U and the plan's
 // lines (CT_PLAN_*).  Without them the file compiles on its own (sm_90a):
 // the headline problem.
 
@@ -81,9 +85,12 @@
 #ifndef U
 #define U 1 // pixel tiles (units) per output row
 #endif
-#ifndef EP
-#define EP 1 // output rows written by 1: bulk copies, 0: coalesced stores
-#endif
+// Registers per thread after the producer warpgroup gives its share to
+// the two consumers (setmaxnreg): the CTA holds 384 x 168 (65536/384 in
+// multiples of 8) = 2*128*232 + 128*40; a consumer asking for more than
+// the others leave would wait forever.
+#define CONSUMER_REGS 232
+#define PRODUCER_REGS 40
 
 #include "ct_ptx.cuh"
 #include "ct_wgmma.cuh"
@@ -92,13 +99,21 @@ namespace wgr {
 
 CT_PROBLEM_CONSTANTS
 
-constexpr int THREADS = 256;                       // two warpgroups
+constexpr int THREADS = 384;                       // three warpgroups
+constexpr int PTHREADS = 128;                      // the producer warpgroup's
 constexpr int BN = 128;                            // output channels per CTA
 constexpr int NPX = 8 * ((Q + 8 * U - 1) / (8 * U)); // pixels per unit = the wgmma N
 constexpr int NACC = NPX / 2;                      // accumulators per thread
 constexpr int SG = (S + 3) / 4;                    // quads per kernel row
 constexpr int NQ = C * R * SG;                     // quads with weights
 constexpr int KSTEPS = (NQ + 1) / 2;               // k8 steps
+// k-steps whose weights a consumer holds in registers (A from registers);
+// the rest it reads from shared memory (A by descriptor), so that weights,
+// accumulators and the loop's KR_SPARE other registers fit CONSUMER_REGS.
+constexpr int KR_SPARE = 32;
+constexpr int KR = (CONSUMER_REGS - NACC - KR_SPARE) / 4 < KSTEPS
+                       ? (CONSUMER_REGS - NACC - KR_SPARE) / 4 : KSTEPS;
+constexpr int KS_SM = KSTEPS - KR;                 // k-steps with A from shared memory
 constexpr int SPAN = (R - 1) * DH + 1;             // input rows of one output row
 constexpr int NEWR = SH < SPAN ? SH : SPAN;        // rows a row adds to the previous window
 // Ring slots per channel: more than the positions two row advances and a
@@ -110,12 +125,28 @@ constexpr int CROWS = RB + SPAN - 1;               // slots per channel with the
 constexpr int BCP = 4 * (U * NPX + SG - 1);        // band row pitch, floats
 constexpr int BAND = C * CROWS * BCP;
 constexpr int RUNS = (W + 3) / 4;                  // runs of 4 floats per input row
-constexpr int NLD = (C * SPAN * RUNS + THREADS - 1) / THREADS; // runs per thread, at most
-// 2 KB after the staging, as conv_wgs: compute-sanitizer checks a wgmma
+// The producer's copies: LPR threads per input row, RPP rows per pass,
+// KPR runs per thread and row, NLD staging chunks per thread (the most a
+// fresh window needs).
+constexpr int LPR = 8;
+constexpr int RPP = PTHREADS / LPR;
+constexpr int KPR = (RUNS + LPR - 1) / LPR;
+constexpr int NLD = (C * SPAN + RPP - 1) / RPP * KPR;
+constexpr int PF = 2; // rows between a copy and the L2 prefetch issued with it
+// 2 KB before the mbarriers, as conv_wgs: compute-sanitizer checks a wgmma
 // operand as contiguous bytes from its start address.
 constexpr int SLACK = 512;
-constexpr int OSP = NPX + 4; // output slab pitch: a row and 16-byte alignment
-constexpr int SMEM_BYTES = (BAND + NLD * THREADS * 4 + 8 * 16 * OSP + SLACK) * 4;
+// Output slab pitch: 8 or 24 mod 32, so that a half-warp's 64-bit stores
+// (rows g = 0..3, columns 2t) hit 32 banks.
+constexpr int OSP = NPX + (NPX % 16 == 0 ? 8 : 0);
+constexpr int SLAB = 64 * OSP;                     // one warpgroup's unit
+constexpr int NBAR = 4 + 2 * 4;                    // mbarriers: ready[4], done[2][4]
+// Floats: band, staging, slabs, both consumers' A in shared memory, the
+// CTA's biases, the units' B addresses (4), padding to 8 bytes; SLACK; then
+// the mbarriers.
+constexpr int ASM = 2 * KS_SM * 512;
+constexpr int SMEM_FLOATS = (BAND + NLD * PTHREADS * 4 + 2 * SLAB + ASM + BN + 4 + 1) / 2 * 2;
+constexpr int SMEM_BYTES = (SMEM_FLOATS + SLACK) * 4 + NBAR * 8;
 constexpr int ROWS = N * P;
 constexpr int KBLOCKS = (K + BN - 1) / BN;
 constexpr int NTILES = ROWS; // grid.x: at most one CTA per output row
@@ -126,9 +157,10 @@ constexpr bool CLIP = PW + W > BCP;
 CT_PROBLEM_CHECKS
 static_assert(SW == 4 && DW == 1, "wgr: stride 4 along the width, no dilation there");
 static_assert(U >= 1 && NPX >= 8 && NPX <= 64, "NPX: 8 .. 64 pixels per unit");
-static_assert(EP == 0 || EP == 1, "EP: 0 or 1");
 static_assert(U * NPX >= Q && (U - 1) * NPX < Q, "every unit holds pixels");
-static_assert(4 * KSTEPS + NACC <= 228, "weights and accumulators beyond the registers");
+static_assert(KR >= 1, "no k-step fits the registers");
+static_assert(2 * 128 * CONSUMER_REGS + 128 * PRODUCER_REGS <= THREADS * ((65536 / THREADS) & ~7),
+              "setmaxnreg: more registers than the CTA holds");
 static_assert(4 * (U * NPX - 1) + 4 * SG <= BCP, "band row too short");
 static_assert(SMEM_BYTES <= 232448, "shared memory above any device's 227 KB");
 static_assert(SMEM_BYTES < (1 << 18), "beyond the descriptors' reach");
@@ -172,20 +204,44 @@ WGR_MMA(48, CT_WGMMA_D24, CT_WGMMA_OUT24, "24", "25", "26", "27", "28", "29")
 WGR_MMA(56, CT_WGMMA_D28, CT_WGMMA_OUT28, "28", "29", "30", "31", "32", "33")
 WGR_MMA(64, CT_WGMMA_D32, CT_WGMMA_OUT32, "32", "33", "34", "35", "36", "37")
 #undef WGR_MMA
+// The same with A (64 x 8, K-major core matrices: LBO 128, SBO 256) read
+// from shared memory by descriptor da.
+template <int NN> struct MmaS;
+#define WGR_MMAS(NN, DL, OL, DA, DB, SC)                                                   \
+  template <> struct MmaS<NN> {                                                         \
+    static __device__ __forceinline__ void run(float (&d)[NN / 2], u64 da, u64 db, int scale_d) { \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" SC ", 0;\n"                       \
+                   "wgmma.mma_async.sync.aligned.m64n" #NN "k8.f32.tf32.tf32 " DL ", "     \
+                   "%" DA ", %" DB ", p, 1, 1;\n}\n"                                        \
+                   : OL                                                                   \
+                   : "l"(da), "l"(db), "r"(scale_d));                                    \
+    }                                                                                     \
+  };
+WGR_MMAS(8, CT_WGMMA_D4, CT_WGMMA_OUT4, "4", "5", "6")
+WGR_MMAS(16, CT_WGMMA_D8, CT_WGMMA_OUT8, "8", "9", "10")
+WGR_MMAS(24, CT_WGMMA_D12, CT_WGMMA_OUT12, "12", "13", "14")
+WGR_MMAS(32, CT_WGMMA_D16, CT_WGMMA_OUT16, "16", "17", "18")
+WGR_MMAS(40, CT_WGMMA_D20, CT_WGMMA_OUT20, "20", "21", "22")
+WGR_MMAS(48, CT_WGMMA_D24, CT_WGMMA_OUT24, "24", "25", "26")
+WGR_MMAS(56, CT_WGMMA_D28, CT_WGMMA_OUT28, "28", "29", "30")
+WGR_MMAS(64, CT_WGMMA_D32, CT_WGMMA_OUT32, "32", "33", "34")
+#undef WGR_MMAS
 
 // The wgmma of one warpgroup over one unit: KSTEPS steps issued back to
 // back as one group; d0 is B's descriptor at the window's quad 0 (SBO 128,
 // LBO filled per step).
+// (k-steps KR on: A from shared memory at descriptor a0 + (KS-KR)*128.)
 template <int KS>
-__device__ __forceinline__ void issue(float (&acc)[NACC], const unsigned (&wr)[KSTEPS][4],
-                                      u64 d0) {
+__device__ __forceinline__ void issue(float (&acc)[NACC], const unsigned (&wr)[KR][4], u64 d0,
+                                      u64 a0) {
   if constexpr (KS < KSTEPS) {
     constexpr int o0 = quad_off(2 * KS), o1 = quad_off(2 * KS + 1);
     constexpr int lo = o1 >= o0 ? o1 - o0 : o0 - o1;
     constexpr int first = o1 >= o0 ? o0 : o1;
     constexpr u64 dstep = ((u64)(first * 4 >> 4)) | ((u64)((lo * 4 >> 4) & 0x3FFF) << 16);
-    Mma<NPX>::run(acc, wr[KS], d0 + dstep, KS != 0);
-    issue<KS + 1>(acc, wr, d0);
+    if constexpr (KS < KR) Mma<NPX>::run(acc, wr[KS], d0 + dstep, KS != 0);
+    else MmaS<NPX>::run(acc, a0 + (u64)((KS - KR) * 128), d0 + dstep, KS != 0);
+    issue<KS + 1>(acc, wr, d0, a0);
   }
 }
 
@@ -196,30 +252,37 @@ struct RowLoad {
   int img, oh, nnew, pos0; // pos0: ring position of the window's first row
 };
 
-// This thread's runs of row rl's NNEW new rows: run u = tid + THREADS*j of
-// C x NNEW rows x RUNS, copied by cp.async into its staging slots (rows
+// This producer thread's runs of row rl's NNEW new rows: groups of LPR
+// threads take input rows (group lr: rows lr, lr+RPP, ... of the C x NNEW),
+// the group's threads runs lk, lk+LPR, ... of a row; run k of pass m goes
+// to staging chunk (m*KPR + k) of the thread.  Copied by cp.async (rows
 // outside the image as zeros) ...
 template <int NNEW>
 __device__ __forceinline__ void rows_copy_n(float4 *stg, const float *__restrict__ x,
                                             const RowLoad &rl, int tid, bool vec) {
+  const int lr = tid / LPR, lk = tid % LPR;
 #pragma unroll 1
-  for (int j = 0; j < NLD; ++j) {
-    const int u = tid + THREADS * j;
-    if (u >= C * NNEW * RUNS) break;
-    const int c = u / (NNEW * RUNS), rem = u - c * (NNEW * RUNS);
-    const int i = rem / RUNS, run = rem - i * RUNS;
+  for (int m = 0; m < (C * NNEW + RPP - 1) / RPP; ++m) {
+    const int row = lr + RPP * m;
+    if (row >= C * NNEW) break;
+    const int c = row / NNEW, i = row - c * NNEW;
     const int ih = rl.oh * SH - PH + (SPAN - NNEW) + i;
     const bool in = (unsigned)ih < (unsigned)H;
-    const float *src = x + ((rl.img * C + c) * H + (in ? ih : 0)) * W + 4 * run;
-    float *dst = reinterpret_cast<float *>(stg + THREADS * j + tid);
-    if (vec) {
-      const unsigned saddr = (unsigned)__cvta_generic_to_shared(dst);
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr), "l"(src),
-                   "r"(in ? 16u : 0u)
-                   : "memory");
-    } else {
+    const float *src = x + ((rl.img * C + c) * H + (in ? ih : 0)) * W;
+#pragma unroll 2
+    for (int k = 0; k < KPR; ++k) {
+      const int run = lk + LPR * k;
+      if (run >= RUNS) break;
+      float *dst = reinterpret_cast<float *>(stg + PTHREADS * (m * KPR + k) + tid);
+      if (vec) {
+        const unsigned saddr = (unsigned)__cvta_generic_to_shared(dst);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr),
+                     "l"(src + 4 * run), "r"(in ? 16u : 0u)
+                     : "memory");
+      } else {
 #pragma unroll
-      for (int k = 0; k < 4; ++k) cp_async4(dst + k, src + k, in && 4 * run + k < W);
+        for (int e = 0; e < 4; ++e) cp_async4(dst + e, src + 4 * run + e, in && 4 * run + e < W);
+      }
     }
   }
 }
@@ -229,24 +292,55 @@ __device__ __forceinline__ void rows_copy_n(float4 *stg, const float *__restrict
 template <int NNEW>
 __device__ __forceinline__ void rows_store_n(float *band, const float4 *stg, const RowLoad &rl,
                                              int tid) {
+  const int lr = tid / LPR, lk = tid % LPR;
 #pragma unroll 1
-  for (int j = 0; j < NLD; ++j) {
-    const int u = tid + THREADS * j;
-    if (u >= C * NNEW * RUNS) break;
-    const int c = u / (NNEW * RUNS), rem = u - c * (NNEW * RUNS);
-    const int i = rem / RUNS, run = rem - i * RUNS;
+  for (int m = 0; m < (C * NNEW + RPP - 1) / RPP; ++m) {
+    const int row = lr + RPP * m;
+    if (row >= C * NNEW) break;
+    const int c = row / NNEW, i = row - c * NNEW;
     const int slot = (rl.pos0 + (SPAN - NNEW) + i) % RB;
-    const float4 v = stg[THREADS * j + tid];
-    const float e[4] = {round_tf32(v.x), round_tf32(v.y), round_tf32(v.z), round_tf32(v.w)};
-    float *d = band + (c * CROWS + slot) * BCP + PW + 4 * run;
+    float *const drow = band + (c * CROWS + slot) * BCP + PW;
     const bool mirror = slot < SPAN - 1;
+#pragma unroll 2
+    for (int k = 0; k < KPR; ++k) {
+      const int run = lk + LPR * k;
+      if (run >= RUNS) break;
+      const float4 v = stg[PTHREADS * (m * KPR + k) + tid];
+      const float e[4] = {round_tf32(v.x), round_tf32(v.y), round_tf32(v.z), round_tf32(v.w)};
+      float *d = drow + 4 * run;
+      if (PW % 2 == 0 && 4 * run + 3 < W && (!CLIP || PW + 4 * run + 3 < BCP)) {
+        // The whole run, 8-byte aligned (rows are 16-byte aligned, PW even).
+        const float2 lo = make_float2(e[0], e[1]), hi = make_float2(e[2], e[3]);
+        *reinterpret_cast<float2 *>(d) = lo;
+        *reinterpret_cast<float2 *>(d + 2) = hi;
+        if (mirror) {
+          *reinterpret_cast<float2 *>(d + RB * BCP) = lo;
+          *reinterpret_cast<float2 *>(d + RB * BCP + 2) = hi;
+        }
+      } else {
 #pragma unroll
-    for (int k = 0; k < 4; ++k)
-      if (4 * run + k < W && (!CLIP || PW + 4 * run + k < BCP)) {
-        d[k] = e[k];
-        if (mirror) d[k + RB * BCP] = e[k];
+        for (int q = 0; q < 4; ++q)
+          if (4 * run + q < W && (!CLIP || PW + 4 * run + q < BCP)) {
+            d[q] = e[q];
+            if (mirror) d[q + RB * BCP] = e[q];
+          }
       }
+    }
   }
+}
+
+// Hints the L2 to fetch the first RPP of row rl's NNEW new rows (a row's
+// 128-byte lines by its group's threads), so that their copy, some units
+// later, finds them there.
+template <int NNEW>
+__device__ __forceinline__ void rows_prefetch_n(const float *__restrict__ x, const RowLoad &rl,
+                                                int tid) {
+  const int lr = tid / LPR, lk = tid % LPR;
+  const int c = lr / NNEW, i = lr - c * NNEW;
+  const int ih = rl.oh * SH - PH + (SPAN - NNEW) + i;
+  if (lr < C * NNEW && (unsigned)ih < (unsigned)H)
+    for (int l = lk; l * 32 < W; l += LPR)
+      asm volatile("prefetch.global.L2 [%0];\n" ::"l"(x + ((rl.img * C + c) * H + ih) * W + 32 * l));
 }
 
 // Both, for the row's count of new rows (SPAN when fresh, else NEWR).
@@ -255,85 +349,76 @@ __device__ __forceinline__ void rows_copy(float4 *stg, const float *__restrict__
   if (rl.nnew == SPAN) rows_copy_n<SPAN>(stg, x, rl, tid, vec);
   else rows_copy_n<NEWR>(stg, x, rl, tid, vec);
 }
+__device__ __forceinline__ void rows_prefetch(const float *__restrict__ x, const RowLoad &rl,
+                                              int tid) {
+  if (rl.nnew == SPAN) rows_prefetch_n<SPAN>(x, rl, tid);
+  else rows_prefetch_n<NEWR>(x, rl, tid);
+}
 __device__ __forceinline__ void rows_store(float *band, const float4 *stg, const RowLoad &rl,
                                            int tid) {
   if (rl.nnew == SPAN) rows_store_n<SPAN>(band, stg, rl, tid);
   else rows_store_n<NEWR>(band, stg, rl, tid);
 }
 
-// A unit's outputs (+ bias) go through the warp's slab of shared memory,
-// in two halves around the proxy fence that also publishes the band.
-// slab_put: lane (g, t) puts d[4j+2h+e] (channel cl = g+8h of the warp's
-// 16, pixel 8j+2t+e) at ost[cl*OSP + ph(cl) + 8j+2t+e], where ph(cl) = the
-// float offset mod 4 of the channel's output row in y (EP 1; 0 with EP 0),
-// so that a slab row and its output row agree mod 16 bytes.  yc: the output
-// row of the warp's first channel.
-__device__ __forceinline__ void slab_put(const float (&acc)[NACC], const float (&bias)[2],
-                                         float *ost, const float *yc, int g, int t) {
-  if constexpr (EP == 1) // the slab's previous bulk copies have read it
-    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-  __syncwarp();
+// mbarriers (PTX ISA, "Parallel Synchronization and Communication
+// Instructions: mbarrier"): init with the expected arrival count; arrive
+// (release); wait for the completion of the phase with the given parity
+// (acquire).
+__device__ __forceinline__ void mbar_init(unsigned long long *bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(
+                   (unsigned)__cvta_generic_to_shared(bar)),
+               "r"(count)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long *bar) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(
+                   (unsigned)__cvta_generic_to_shared(bar))
+               : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned parity) {
+  asm volatile("{\n.reg .pred p;\nWAIT:\n"
+               "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%0], %1;\n"
+               "@!p bra WAIT;\n}\n" ::"r"((unsigned)__cvta_generic_to_shared(bar)),
+               "r"(parity)
+               : "memory");
+}
+
+// A consumer warpgroup's outputs of one unit into its slab: d[4j+2h+e]
+// (channel 16wq+g+8h of the warpgroup, pixel 8j+2t+e) at
+// slab[(16wq+g+8h)*OSP + 8j+2t+e].
+__device__ __forceinline__ void slab_put(const float (&acc)[NACC], float *slab, int wq, int g,
+                                         int t) {
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
-    const int cl = g + 8 * hh;
-    const int ph = EP == 1 ? (int)((unsigned long long)(yc + cl * PQ) >> 2) & 3 : 0;
-    float *o = ost + cl * OSP + ph + 2 * t;
+    float *o = slab + (16 * wq + g + 8 * hh) * OSP + 2 * t;
 #pragma unroll
-    for (int j = 0; j < NPX / 8; ++j) {
-      o[8 * j] = acc[4 * j + 2 * hh] + bias[hh];
-      o[8 * j + 1] = acc[4 * j + 2 * hh + 1] + bias[hh];
-    }
+    for (int j = 0; j < NPX / 8; ++j)
+      *reinterpret_cast<float2 *>(o + 8 * j) = make_float2(acc[4 * j + 2 * hh], acc[4 * j + 2 * hh + 1]);
   }
 }
 
-// slab_write (after the fence and a __syncwarp): the nch channels of the
-// warp below K, pixels 0 .. nq-1 of the unit.  EP 1: lane cl < 16 writes
-// channel cl's 16-byte-aligned middle with one bulk copy (cp.async.bulk,
-// shared -> global) and lane 16+cl the up to 3 floats before and after it.
-// EP 0: the lanes store each channel's pixels, consecutive lanes,
-// consecutive pixels.
-__device__ __forceinline__ void slab_write(const float *ost, float *__restrict__ yc, int nch,
-                                           int nq, int lane) {
-  if constexpr (EP == 1) {
-    const int cl = lane & 15;
-    if (cl < nch) {
-      float *__restrict__ row = yc + cl * PQ;
-      const int ph = (int)((unsigned long long)row >> 2) & 3;
-      const int head = min((4 - ph) & 3, nq);
-      const int body = (nq - head) & ~3;
-      const float *o = ost + cl * OSP + ph;
-      if (lane < 16) {
-        if (body > 0) {
-          const unsigned sa = (unsigned)__cvta_generic_to_shared(o + head);
-          asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(
-                           row + head),
-                       "r"(sa), "r"(body * 4)
-                       : "memory");
-        }
-      } else {
-#pragma unroll
-        for (int k = 0; k < 3; ++k) {
-          if (k < head) __stcs(row + k, o[k]);
-          if (head + body + k < nq) __stcs(row + head + body + k, o[head + body + k]);
-        }
-      }
-    }
-    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-  } else {
+// A consumer warp's writes of its rows of the slab, channels 16wq ..
+// 16wq+15 of the warpgroup (+ the biases bs of the warpgroup's channels),
+// those below nch: its lanes take pixels 0 .. nq-1 along the output row
+// (consecutive lanes, consecutive pixels).  yc: the output row of the
+// warpgroup's first channel.
+__device__ __forceinline__ void slab_write(const float *slab, const float *bs,
+                                           float *__restrict__ yc, int nch, int nq, int wq,
+                                           int lane) {
 #pragma unroll 4
-    for (int cl = 0; cl < 16; ++cl) {
-      if (cl >= nch) break;
+  for (int cl = 16 * wq; cl < 16 * wq + 16; ++cl) {
+    if (cl >= nch) break;
+    const float bc = bs[cl];
 #pragma unroll
-      for (int q = lane; q < NPX; q += 32)
-        if (q < nq) __stcs(yc + cl * PQ + q, ost[cl * OSP + q]);
-    }
+    for (int q = lane; q < NPX; q += 32)
+      if (q < nq) __stcs(yc + cl * PQ + q, slab[cl * OSP + q] + bc);
   }
 }
 
 } // namespace wgr
 
 // ----------------------------------------------------------------------------
-// The kernel.  Launch: grid (CT_PLAN_GRID_X, ceil(K/128)), block 256,
+// The kernel.  Launch: grid (CT_PLAN_GRID_X, ceil(K/128)), block 384,
 // CT_PLAN_SMEM bytes of dynamic shared memory.  Any grid.x in 1 .. N*P is
 // correct.  ws is unused.
 
@@ -345,61 +430,40 @@ conv_wgr(const float *__restrict__ x, const float *__restrict__ w,
   float *const band = reinterpret_cast<float *>(smem4);
   float4 *const stg = smem4 + BAND / 4;
   static_assert(BAND % 4 == 0, "staging 16-byte aligned");
-  float *const ost0 = reinterpret_cast<float *>(stg + NLD * THREADS); // output slabs
-  static_assert(OSP % 4 == 0, "output slab rows 16-byte aligned");
+  float *const slabs = reinterpret_cast<float *>(stg + NLD * PTHREADS); // [2 wg][SLAB]
+  float *const asm_ = slabs + 2 * SLAB;                                  // [2 wg][KS_SM][512]
+  float *const bsm = asm_ + ASM;                                         // [BN] biases
+  unsigned *const uaddr = reinterpret_cast<unsigned *>(bsm + BN);        // [4] unit u's B address
+  unsigned long long *const bars =
+      reinterpret_cast<unsigned long long *>(smem4) + (SMEM_FLOATS + SLACK) / 2;
+  unsigned long long *const ready = bars;      // [4]: unit u's band, u % 4
+  unsigned long long *const done = bars + 4;   // [2 wg][4]: unit u's wgmma retired, u % 4
   (void)ws;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wgi = warp >> 2, wq = warp & 3;
-  const int g = lane >> 2, t = lane & 3;
-  const int nw = blockIdx.y * BN + 64 * wgi; // the warpgroup's first channel
   const int rb = (int)((long long)blockIdx.x * ROWS / gridDim.x);
   const int re = (int)((long long)(blockIdx.x + 1) * ROWS / gridDim.x);
   if ((int)blockIdx.x >= NTILES || rb >= re) return; // never with a planned grid
+  const int T = (re - rb) * U;
 
-  // The warpgroup's weights as A fragments: a0 = A[16wq+g][t], a1 = row +8,
-  // a2 = A[16wq+g][t+4], a3 = row +8 (conv_wg.cu's "Register fragments").
-  unsigned wr[KSTEPS][4];
-#pragma unroll
-  for (int ks = 0; ks < KSTEPS; ++ks)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int h = i >> 1;
-      const int qd = 2 * ks + (step_swapped(ks) ? 1 - h : h);
-      const int c = qd / (R * SG), r = (qd / SG) % R, s = (qd % SG) * 4 + t;
-      const int ch = nw + 16 * wq + g + 8 * (i & 1);
-      const float v = (qd < NQ && s < S && ch < K) ? __ldg(w + ((ch * C + c) * R + r) * S + s) : 0.0f;
-      wr[ks][i] = to_tf32(v);
-    }
-  float bias[2];
-#pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const int ch = nw + 16 * wq + g + 8 * hh;
-#if CT_BIAS
-    bias[hh] = ch < K ? __ldg(b + ch) : 0.0f;
-#else
-    bias[hh] = 0.0f;
-    (void)b;
-    (void)ch;
-#endif
-  }
-
-  // The band zero (columns outside the input stay so), then the windows of
-  // the first two units' rows stored and the third's copy in flight.  The
-  // rows a CTA loads are its rows rb, rb+1, ... in order, each copied into
-  // the staging one unit before it is stored.
+  // The band zero (columns outside the input stay so); the biases; the
+  // mbarriers.
   for (int e = tid; e < BAND; e += THREADS) band[e] = 0.0f;
+  stage_bias(bsm, b, blockIdx.y * BN, BN, K, tid, THREADS);
+  if (tid == 0) {
+    for (int i = 0; i < 4; ++i) mbar_init(ready + i, PTHREADS);
+    for (int i = 0; i < 8; ++i) mbar_init(done + i, 128);
+  }
   __syncthreads();
-  const bool vec = W % 4 == 0 && ((unsigned long long)x & 15) == 0;
-  // Ring state: cur = the row of the unit being issued, cp = the last row
-  // copied, st = the last row stored.
+
+  // The window of the CTA's first row; advance: the next output row's, SH
+  // rows on, or a fresh one in the next image.
   RowLoad cur;
   cur.img = rb / P;
   cur.oh = rb - cur.img * P;
   cur.nnew = SPAN;
   cur.pos0 = 0;
-  // The next output row's window: SH rows on, or a fresh one in the next
-  // image.
   const auto advance = [](RowLoad &rl) {
     ++rl.oh;
     const bool fresh = rl.oh == P;
@@ -410,73 +474,128 @@ conv_wgr(const float *__restrict__ x, const float *__restrict__ w,
     rl.pos0 += fresh ? SPAN : NEWR;
     rl.nnew = fresh ? SPAN : NEWR;
   };
-  const int T = (re - rb) * U;
-  RowLoad cp = cur, st = cur;
-  rows_copy(stg, x, cur, tid, vec);
-  cp_async_commit();
-  cp_async_wait<0>();
-  rows_store(band, stg, cur, tid);
-  if (U == 1 && T > 1) { // unit 1's row
-    advance(cp);
-    rows_copy(stg, x, cp, tid, vec);
+
+  if (wgi == 2) {
+    // The producer (see "Work decomposition"): the windows of units 0 and
+    // 1, then per unit t the window of unit t+2 and the copy of the row
+    // after it.
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
+    const int ptid = tid - 256;
+    const bool vec = W % 4 == 0 && ((unsigned long long)x & 15) == 0;
+    RowLoad cp = cur, st = cur;
+    rows_copy(stg, x, cur, ptid, vec);
     cp_async_commit();
     cp_async_wait<0>();
-    advance(st);
-    rows_store(band, stg, st, tid);
+    rows_store(band, stg, cur, ptid);
+    if (U == 1 && T > 1) { // unit 1's row
+      advance(cp);
+      rows_copy(stg, x, cp, ptid, vec);
+      cp_async_commit();
+      cp_async_wait<0>();
+      advance(st);
+      rows_store(band, stg, st, ptid);
+    }
+    fence_proxy_async(); // the band's stores -> the wgmma (async proxy)
+    // Unit u's B address: its row's window, its pixel tile.
+    const unsigned band_sa = (unsigned)__cvta_generic_to_shared(band);
+    const auto unit_addr = [&](const RowLoad &rl, int pt) {
+      return band_sa + (unsigned)(((rl.pos0 % RB) * BCP + pt * NPX * 4) * 4);
+    };
+    if (ptid == 0) {
+      uaddr[0] = unit_addr(cur, 0);
+      if (T > 1) uaddr[1] = unit_addr(U == 1 ? st : cur, U == 1 ? 0 : 1);
+    }
+    mbar_arrive(ready + 0);
+    if (T > 1) mbar_arrive(ready + 1);
+    if (T > 2 && 2 % U == 0) { // unit 2's row
+      advance(cp);
+      rows_copy(stg, x, cp, ptid, vec);
+      cp_async_commit();
+    }
+    // Prefetched into the L2 with each copy: the row PF rows after it.
+    RowLoad pf = cp;
+    for (int k = 0; k < PF; ++k) advance(pf);
+#pragma unroll 1
+    for (int un = 0; un < T; ++un) {
+      // Both consumers' wgmma of unit un-1 retired: the rows of unit un+2
+      // may overwrite what units before un read.
+      if (un >= 1)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) mbar_wait(done + 4 * c + (un - 1) % 4, ((un - 1) >> 2) & 1);
+      if (un + 2 < T) {
+        if ((un + 2) % U == 0) {
+          cp_async_wait<0>();
+          advance(st);
+          rows_store(band, stg, st, ptid);
+          fence_proxy_async();
+        }
+        if (ptid == 0) uaddr[(un + 2) % 4] = unit_addr(st, (un + 2) % U);
+        mbar_arrive(ready + (un + 2) % 4);
+      }
+      if (un + 3 < T && (un + 3) % U == 0) {
+        advance(cp);
+        rows_copy(stg, x, cp, ptid, vec);
+        cp_async_commit();
+        if (PF > 0) { // the new rows of the row PF after it, into the L2
+          advance(pf);
+          if (pf.img < N) rows_prefetch(x, pf, ptid);
+        }
+      }
+    }
+    return;
   }
-  if (T > 2 && 2 % U == 0) { // unit 2's row: copied, stored in the loop
-    advance(cp);
-    rows_copy(stg, x, cp, tid, vec);
-    cp_async_commit();
-  }
-  fence_proxy_async(); // the band's stores -> the wgmma (async proxy)
-  __syncthreads();
 
-  const unsigned band_sa = (unsigned)__cvta_generic_to_shared(band);
-  float *const ost = ost0 + warp * (16 * OSP); // the warp's output slab
-  // The plane of the warp's first channel; its channels below K.
-  float *__restrict__ const yw = y + (long long)(nw + 16 * wq) * PQ;
-  const int nch = K - (nw + 16 * wq) < 16 ? K - (nw + 16 * wq) : 16;
+  // The consumers: warpgroup wgi's channels nw .. nw+63.
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+  const int g = lane >> 2, t = lane & 3;
+  const int nw = blockIdx.y * BN + 64 * wgi;
+  // The warpgroup's weights as A fragments: a0 = A[16wq+g][t], a1 = row +8,
+  // a2 = A[16wq+g][t+4], a3 = row +8 (conv_wg.cu's "Register fragments").
+  // Steps KR on: the same values at A[m][k] = asm_[(ks-KR)*512 + (m/8)*64 +
+  // (k/4)*32 + (m%8)*4 + k%4] of the warpgroup's part (8 x 16-byte core
+  // matrices, K-adjacent 128 bytes apart, M-adjacent 256).
+  unsigned wr[KR][4];
+  float *const aw = asm_ + wgi * (KS_SM * 512);
+#pragma unroll
+  for (int ks = 0; ks < KSTEPS; ++ks)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int h = i >> 1;
+      const int qd = 2 * ks + (step_swapped(ks) ? 1 - h : h);
+      const int c = qd / (R * SG), r = (qd / SG) % R, s = (qd % SG) * 4 + t;
+      const int m = 16 * wq + g + 8 * (i & 1), ch = nw + m;
+      const float v = (qd < NQ && s < S && ch < K) ? __ldg(w + ((ch * C + c) * R + r) * S + s) : 0.0f;
+      if (ks < KR) wr[ks < KR ? ks : 0][i] = to_tf32(v);
+      else aw[(ks - KR) * 512 + (m >> 3) * 64 + h * 32 + (m & 7) * 4 + t] = __uint_as_float(to_tf32(v));
+    }
+  fence_proxy_async(); // the weights' stores -> the wgmma (async proxy)
+  wg_sync(wgi);
+  const u64 a0 = wgmma_desc((unsigned)__cvta_generic_to_shared(aw), 128, 256);
+  float *const slab = slabs + wgi * SLAB;
   float acc[NACC];
+  RowLoad out = cur; // the row of the unit
 #pragma unroll 1
   for (int un = 0; un < T; ++un) {
     const int pt = U == 1 ? 0 : un % U;
-    if (un > 0 && pt == 0) advance(cur);
+    if (un > 0 && pt == 0) advance(out);
+    mbar_wait(ready + un % 4, (un >> 2) & 1);
+    const unsigned wsa = uaddr[un % 4];
     if (wgi == 1 || un != 0) turn_wait(wgi);
 #pragma unroll
     for (int e = 0; e < NACC; ++e) reg_fence(acc[e]);
     wgmma_fence();
-    const unsigned wsa = band_sa + (unsigned)(((cur.pos0 % RB) * BCP + pt * NPX * 4) * 4);
-    issue<0>(acc, wr, wgmma_desc(wsa, 0, 128));
+    issue<0>(acc, wr, wgmma_desc(wsa, 0, 128), a0);
     wgmma_commit();
     if (wgi == 0 || un + 1 < T) turn_pass(wgi ^ 1);
     wgmma_wait<0>();
 #pragma unroll
     for (int e = 0; e < NACC; ++e) reg_fence(acc[e]);
-    // The shared-memory stores first (outputs into the slab; the new input
-    // rows of the unit two ahead, if it starts a row, into the band), one
-    // proxy fence for both while no global access of this thread is in
-    // flight (it would wait for them), then the global traffic: the outputs
-    // written, the new rows of the unit three ahead copied.
-    float *__restrict__ const yc = yw + ((long long)cur.img * K) * PQ + cur.oh * Q + NPX * pt;
-    slab_put(acc, bias, ost, yc, g, t);
-    const bool store = un + 2 < T && (un + 2) % U == 0;
-    if (store) {
-      cp_async_wait<0>();
-      advance(st);
-      rows_store(band, stg, st, tid);
-    }
-    // The band -> both warpgroups' wgmma after the turns; the slab -> the
-    // bulk copies (EP 1).
-    if (EP == 1 || store) fence_proxy_async();
+    mbar_arrive(done + 4 * wgi + un % 4);
+    // The outputs through the warp's rows of the slab.
+    slab_put(acc, slab, wq, g, t);
     __syncwarp();
-    slab_write(ost, yc, nch, Q - NPX * pt < NPX ? Q - NPX * pt : NPX, lane);
-    if (un + 3 < T && (un + 3) % U == 0) {
-      advance(cp);
-      rows_copy(stg, x, cp, tid, vec);
-      cp_async_commit();
-    }
+    slab_write(slab, bsm + 64 * wgi, y + ((long long)out.img * K + nw) * PQ + out.oh * Q + NPX * pt,
+               K - nw, Q - NPX * pt < NPX ? Q - NPX * pt : NPX, wq, lane);
+    __syncwarp(); // the slab rows free for the next unit
   }
-  if constexpr (EP == 1) // the outputs written before the CTA's shared memory goes
-    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }

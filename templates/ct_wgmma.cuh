@@ -1,8 +1,8 @@
 // ct_wgmma.cuh — helpers shared by the Hopper templates (conv_wg.cu,
-// conv_wgs.cu): warpgroup barriers, the ping-pong turn, proxy fences,
-// wgmma ordering, the shared-memory matrix descriptor, the accumulator
-// operand lists, the CTA's biases in shared memory and the epilogue's
-// per-pixel stores.  sm_90a only.
+// conv_wgs.cu, conv_wgr.cu): warpgroup barriers, the ping-pong turn, proxy
+// fences, wgmma ordering, the shared-memory matrix descriptor, the
+// accumulator operand lists, the CTA's biases in shared memory and the
+// epilogue's per-pixel stores.  sm_90a only.
 // The generator expands this #include in place.
 
 // A barrier for warpgroup wgi's 128 threads only (named barrier 1 + wgi;

@@ -257,15 +257,17 @@ static void test_small_k_and_q_prune(void) {
 /* Strides and paddings up to INT32_MAX are valid.  The families must
 ** decline (not overflow) where their sizes leave 32-bit range: the
 ** space-to-depth families fold C*SH*SW channels; wg and wgs stage bands of
-** C * BR * BCP floats (here ~6.4e9 rows by ~2.1e9 columns).  A modest
+** C * BR * BCP floats (here ~6.4e9 rows by ~2.1e9 columns), wgr rows of
+** ~2e7 floats (the fourth problem, stride 4 along the width).  A modest
 ** stride still gets s2d variants, and whatever is offered fits. */
 static void test_huge_strides(void) {
   ct_gen_limits lim = h200();
   const char *specs[] = {"n=12,c=1,h=1,w=1,k=1,r=1,s=1,stride=999999999",
                          "n=1,c=2147483647,h=1,w=1,k=1,r=1,s=1,stride=2147483647",
                          "n=1,c=1000,h=1,w=1,k=1,r=1,s=1,stride=2147483647x1,pad=0x1073741823",
+                         "n=1,c=1000,h=1,w=1,k=100,r=1,s=1,stride=2147483647x4,pad=0x10000000",
                          "n=1,c=3,h=40,w=40,k=8,r=5,s=5,stride=2"};
-  for (size_t i = 0; i < 4; i++) {
+  for (size_t i = 0; i < 5; i++) {
     ct_problem p;
     ASSERT_EQ_INT(parse(specs[i], CT_PREC_TF32, &p), 0);
     ct_gen_variant *v = NULL;
@@ -277,9 +279,9 @@ static void test_huge_strides(void) {
       ASSERT_TRUE(launches_fit(&v[j], &lim));
     }
     free(v);
-    if (i < 3) ASSERT_EQ_INT(n_s2d, 0);
-    if (i == 2) ASSERT_EQ_INT(n_wg, 0);
-    if (i == 3) ASSERT_TRUE(n_s2d > 0);
+    if (i < 4) ASSERT_EQ_INT(n_s2d, 0);
+    if (i == 2 || i == 3) ASSERT_EQ_INT(n_wg, 0); /* wg, wg3, wgs, wgr */
+    if (i == 4) ASSERT_TRUE(n_s2d > 0);
   }
 }
 
