@@ -15,7 +15,7 @@ mkdir -p "$out"
 ct=build/tuner/convtune
 export CONVTUNE_DB="$out/tuning.db"
 export PYTHONUNBUFFERED=1
-small="n=2,c=3,h=45,w=47,k=20,r=11,s=11,stride=4,pad=2"
+small="n=2,c=3,h=45,w=47,k=70,r=11,s=11,stride=4,pad=2"
 log() { echo "== $*"; }
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 {
