@@ -48,7 +48,8 @@ typedef struct wgr_shape {
 #define WGR_KR_SPARE 32
 
 /* Fills *sh; returns 0 (then *sh is partial) when a factor of the band
-** passes 2^24 (before multiplying them: every field is <= INT32_MAX). */
+** passes 2^24 (before multiplying them: every field is <= INT32_MAX) or
+** the band passes INT32_MAX floats. */
 static int wgr_shape_of(const ct_problem *p, const int *v, wgr_shape *sh) {
   int64_t u = v[WGR_U];
   ct_problem_output(p, &sh->P, &sh->Q);
@@ -70,10 +71,11 @@ static int wgr_shape_of(const ct_problem *p, const int *v, wgr_shape *sh) {
   /* The producer's staging chunks per thread: passes of 16 input rows,
   ** ceil(runs/8) runs per thread and row (the template's NLD). */
   sh->nld = (p->c * sh->span + 15) / 16 * (((p->w + 3) / 4 + 7) / 8);
-  /* Floats: the band; the staging, nld float4 per producer thread; four
-  ** output slabs...  the weights of the k-steps past KR
-  ** (2 x 512 floats each); 128 biases; 4 unit addresses; rounded up to 8
-  ** bytes; the template's SLACK; then 12 mbarriers of 8 bytes. */
+  /* Floats: the band; the staging, nld float4 per producer thread; two
+  ** output slabs of 64 channels x OSP (NPX, + 8 when NPX is a multiple of
+  ** 16); the weights of the k-steps past KR (2 x 512 floats each); 128
+  ** biases; 4 unit addresses; rounded up to 8 bytes; the template's SLACK;
+  ** then 12 mbarriers of 8 bytes. */
   int64_t osp = sh->npx + (sh->npx % 16 == 0 ? 8 : 0);
   int64_t fl = sh->band + sh->nld * 128 * 4 + 2 * 64 * osp + 2 * (sh->ksteps - sh->kr) * 512 +
                128 + 4;
@@ -95,7 +97,7 @@ static int wgr_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   if (!wgr_shape_of(p, v, &sh)) return 0;
   if (sh.npx > 64 || (u - 1) * sh.npx >= sh.Q) return 0;
   if (sh.kr < 1) return 0; /* registers */
-  if (p->k <= 64) return 0;                        /* an idle warpgroup */
+  if (p->k <= 64) return 0; /* an idle consumer */
   const int64_t lim32 = INT32_MAX;
   if (p->n * p->c * p->h * p->w > lim32 || p->k * p->c * p->r * p->s > lim32 ||
       p->n * p->k * sh.P * sh.Q > lim32 || sh.kblocks > 65535)
