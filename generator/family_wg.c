@@ -79,7 +79,7 @@ typedef struct wg_shape {
   int64_t grid_x;
 } wg_shape;
 
-/* 1 if the template has a wgmma wrapper for N = bn. */
+/* 1 if the template accepts N = bn (its static_assert on BN). */
 static int wg_bn_supported(int64_t bn) {
   return bn == 16 || bn == 32 || bn == 48 || bn == 64 || bn == 96;
 }

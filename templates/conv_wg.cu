@@ -239,7 +239,7 @@ constexpr int CS_LAST = SPLIT ? ((KSTEPS - 1) / KCHUNK) & 1 : 0;
 
 CT_PROBLEM_CHECKS
 static_assert(BN == 16 || BN == 32 || BN == 48 || BN == 64 || BN == 96,
-              "BN: 16, 32, 48, 64 or 96 (the wgmma N wrappers below)");
+              "BN: 16, 32, 48, 64 or 96");
 static_assert((WG == 1 || WG == 2) && (PP || MT % WG == 0), "WG: 1 or 2, dividing the m64 tiles");
 static_assert(PP == 0 || (PP == 1 && WG == 2 && STAGES == 1),
               "PP: 0, or 1 with two warpgroups and one band each");
@@ -282,60 +282,7 @@ __device__ __forceinline__ unsigned long long make_desc(unsigned saddr) {
   return wgmma_desc(saddr, LBO, SBO);
 }
 
-// D (64 x N) += A (64 x 8, this thread's a[0..3] of it) * B (8 x N at desc);
-// with scale_d == 0, D = A * B.  N = BN; one wrapper per N supported.
 typedef unsigned long long u64;
-template <int NN> struct Mma;
-template <> struct Mma<16> {
-  static __device__ __forceinline__ void run(float (&d)[8], const unsigned (&a)[4],
-                                             u64 desc, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 " CT_WGMMA_D8 ", "
-                 "{%8,%9,%10,%11}, %12, p, 1, 1;\n}\n"
-                 : CT_WGMMA_OUT8
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
-  }
-};
-template <> struct Mma<32> {
-  static __device__ __forceinline__ void run(float (&d)[16], const unsigned (&a)[4],
-                                             u64 desc, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 " CT_WGMMA_D16 ", "
-                 "{%16,%17,%18,%19}, %20, p, 1, 1;\n}\n"
-                 : CT_WGMMA_OUT16
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
-  }
-};
-template <> struct Mma<48> {
-  static __device__ __forceinline__ void run(float (&d)[24], const unsigned (&a)[4],
-                                             u64 desc, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %29, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n48k8.f32.tf32.tf32 " CT_WGMMA_D24 ", "
-                 "{%24,%25,%26,%27}, %28, p, 1, 1;\n}\n"
-                 : CT_WGMMA_OUT24
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
-  }
-};
-template <> struct Mma<64> {
-  static __device__ __forceinline__ void run(float (&d)[32], const unsigned (&a)[4],
-                                             u64 desc, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 " CT_WGMMA_D32 ", "
-                 "{%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
-                 : CT_WGMMA_OUT32
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
-  }
-};
-template <> struct Mma<96> {
-  static __device__ __forceinline__ void run(float (&d)[48], const unsigned (&a)[4],
-                                             u64 desc, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n96k8.f32.tf32.tf32 " CT_WGMMA_D48 ", "
-                 "{%48,%49,%50,%51}, %52, p, 1, 1;\n}\n"
-                 : CT_WGMMA_OUT48
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
-  }
-};
 
 // ----------------------------------------------------------------------------
 // Staging
@@ -503,11 +450,11 @@ struct Mainloop {
     const u64 dh = desc0 + (u64)(ks * (int)(SLAB_BYTES >> 4));
     const u64 dl = dh + (u64)(W_FLOATS * 4 >> 4);
 #pragma unroll
-    for (int i = 0; i < MW; ++i) Mma<BN>::run(acc[CS][i], fr[SET][0].lo[i], dh, FIRST ? 0 : 1);
+    for (int i = 0; i < MW; ++i) CtWgmmaRS<BN>::run(acc[CS][i], fr[SET][0].lo[i], dh, FIRST ? 0 : 1);
 #pragma unroll
-    for (int i = 0; i < MW; ++i) Mma<BN>::run(acc[CS][i], fr[SET][0].hi[i], dl, 1);
+    for (int i = 0; i < MW; ++i) CtWgmmaRS<BN>::run(acc[CS][i], fr[SET][0].hi[i], dl, 1);
 #pragma unroll
-    for (int i = 0; i < MW; ++i) Mma<BN>::run(acc[CS][i], fr[SET][0].hi[i], dh, 1);
+    for (int i = 0; i < MW; ++i) CtWgmmaRS<BN>::run(acc[CS][i], fr[SET][0].hi[i], dh, 1);
     wgmma_commit();
     wgmma_wait<1>(); // step ks-1 retired: A set SET^1 free
     gather<SET ^ 1>(ks + 1);
@@ -545,7 +492,7 @@ struct Mainloop {
     for (int j = 0; j < NK; ++j) {
       const u64 dh = desc0 + (u64)((ks + j) * (int)(SLAB_BYTES >> 4));
 #pragma unroll
-      for (int i = 0; i < MW; ++i) Mma<BN>::run(acc[0][i], fr[SET][j].hi[i], dh, ks + j != 0);
+      for (int i = 0; i < MW; ++i) CtWgmmaRS<BN>::run(acc[0][i], fr[SET][j].hi[i], dh, ks + j != 0);
     }
     wgmma_commit();
   }

@@ -179,53 +179,7 @@ __host__ __device__ constexpr bool step_swapped(int ks) {
   return quad_off(2 * ks + 1) < quad_off(2 * ks);
 }
 
-// D (64 x NN) += A (64 x 8, this thread's a[0..3]) * B (8 x NN at desc);
-// with scale_d == 0, D = A * B.  The operand numbers follow the NN/2
-// accumulators.
 typedef unsigned long long u64;
-template <int NN> struct Mma;
-#define WGR_MMA(NN, DL, OL, A0, A1, A2, A3, DS, SC)                                    \
-  template <> struct Mma<NN> {                                                       \
-    static __device__ __forceinline__ void run(float (&d)[NN / 2], const unsigned (&a)[4], \
-                                               u64 desc, int scale_d) {              \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" SC ", 0;\n"                    \
-                   "wgmma.mma_async.sync.aligned.m64n" #NN "k8.f32.tf32.tf32 " DL ", "  \
-                   "{%" A0 ",%" A1 ",%" A2 ",%" A3 "}, %" DS ", p, 1, 1;\n}\n"          \
-                   : OL                                                                \
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d)); \
-    }                                                                                  \
-  };
-WGR_MMA(8, CT_WGMMA_D4, CT_WGMMA_OUT4, "4", "5", "6", "7", "8", "9")
-WGR_MMA(16, CT_WGMMA_D8, CT_WGMMA_OUT8, "8", "9", "10", "11", "12", "13")
-WGR_MMA(24, CT_WGMMA_D12, CT_WGMMA_OUT12, "12", "13", "14", "15", "16", "17")
-WGR_MMA(32, CT_WGMMA_D16, CT_WGMMA_OUT16, "16", "17", "18", "19", "20", "21")
-WGR_MMA(40, CT_WGMMA_D20, CT_WGMMA_OUT20, "20", "21", "22", "23", "24", "25")
-WGR_MMA(48, CT_WGMMA_D24, CT_WGMMA_OUT24, "24", "25", "26", "27", "28", "29")
-WGR_MMA(56, CT_WGMMA_D28, CT_WGMMA_OUT28, "28", "29", "30", "31", "32", "33")
-WGR_MMA(64, CT_WGMMA_D32, CT_WGMMA_OUT32, "32", "33", "34", "35", "36", "37")
-#undef WGR_MMA
-// The same with A (64 x 8, K-major core matrices: LBO 128, SBO 256) read
-// from shared memory by descriptor da.
-template <int NN> struct MmaS;
-#define WGR_MMAS(NN, DL, OL, DA, DB, SC)                                                   \
-  template <> struct MmaS<NN> {                                                         \
-    static __device__ __forceinline__ void run(float (&d)[NN / 2], u64 da, u64 db, int scale_d) { \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" SC ", 0;\n"                       \
-                   "wgmma.mma_async.sync.aligned.m64n" #NN "k8.f32.tf32.tf32 " DL ", "     \
-                   "%" DA ", %" DB ", p, 1, 1;\n}\n"                                        \
-                   : OL                                                                   \
-                   : "l"(da), "l"(db), "r"(scale_d));                                    \
-    }                                                                                     \
-  };
-WGR_MMAS(8, CT_WGMMA_D4, CT_WGMMA_OUT4, "4", "5", "6")
-WGR_MMAS(16, CT_WGMMA_D8, CT_WGMMA_OUT8, "8", "9", "10")
-WGR_MMAS(24, CT_WGMMA_D12, CT_WGMMA_OUT12, "12", "13", "14")
-WGR_MMAS(32, CT_WGMMA_D16, CT_WGMMA_OUT16, "16", "17", "18")
-WGR_MMAS(40, CT_WGMMA_D20, CT_WGMMA_OUT20, "20", "21", "22")
-WGR_MMAS(48, CT_WGMMA_D24, CT_WGMMA_OUT24, "24", "25", "26")
-WGR_MMAS(56, CT_WGMMA_D28, CT_WGMMA_OUT28, "28", "29", "30")
-WGR_MMAS(64, CT_WGMMA_D32, CT_WGMMA_OUT32, "32", "33", "34")
-#undef WGR_MMAS
 
 // The wgmma of one warpgroup over one unit: KSTEPS steps issued back to
 // back as one group; d0 is B's descriptor at the window's quad 0 (SBO 128,
@@ -239,8 +193,8 @@ __device__ __forceinline__ void issue(float (&acc)[NACC], const unsigned (&wr)[K
     constexpr int lo = o1 >= o0 ? o1 - o0 : o0 - o1;
     constexpr int first = o1 >= o0 ? o0 : o1;
     constexpr u64 dstep = ((u64)(first * 4 >> 4)) | ((u64)((lo * 4 >> 4) & 0x3FFF) << 16);
-    if constexpr (KS < KR) Mma<NPX>::run(acc, wr[KS], d0 + dstep, KS != 0);
-    else MmaS<NPX>::run(acc, a0 + (u64)((KS - KR) * 128), d0 + dstep, KS != 0);
+    if constexpr (KS < KR) CtWgmmaRS<NPX>::run(acc, wr[KS], d0 + dstep, KS != 0);
+    else CtWgmmaSS<NPX>::run(acc, a0 + (u64)((KS - KR) * 128), d0 + dstep, KS != 0);
     issue<KS + 1>(acc, wr, d0, a0);
   }
 }

@@ -108,7 +108,7 @@ constexpr bool CLIP = PW + W > BCP;
 
 CT_PROBLEM_CHECKS
 static_assert(SW == 4 && DW == 1, "wgs: stride 4 along the width, no dilation there");
-static_assert(BN == 48 || BN == 96, "BN: 48 or 96 (the wgmma N wrappers below)");
+static_assert(BN == 48 || BN == 96, "BN: 48 or 96");
 static_assert(TP >= 1 && MW * NACC <= 96, "accumulators: at most 96 per thread");
 // Every float a pixel row of an m64 tile reads lies in its band row; the
 // input's columns that matter (up to 4(Q-1)+S-1-PW) too.
@@ -126,28 +126,7 @@ __host__ __device__ constexpr int quad_off(int qd) {
   return qd >= NQ ? 0 : ((qd / (R * SG)) * BR + ((qd / SG) % R) * DH) * BCP + (qd % SG) * 4;
 }
 
-// D (64 x N) += A (64 x 8 at descriptor da) * B (8 x N at descriptor db);
-// with scale_d == 0, D = A * B.
 typedef unsigned long long u64;
-template <int NN> struct MmaSS;
-template <> struct MmaSS<48> {
-  static __device__ __forceinline__ void run(float (&d)[24], u64 da, u64 db, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n48k8.f32.tf32.tf32 " CT_WGMMA_D24 ", "
-                 "%24, %25, p, 1, 1;\n}\n"
-                 : CT_WGMMA_OUT24
-                 : "l"(da), "l"(db), "r"(scale_d));
-  }
-};
-template <> struct MmaSS<96> {
-  static __device__ __forceinline__ void run(float (&d)[48], u64 da, u64 db, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n96k8.f32.tf32.tf32 " CT_WGMMA_D48 ", "
-                 "%48, %49, p, 1, 1;\n}\n"
-                 : CT_WGMMA_OUT48
-                 : "l"(da), "l"(db), "r"(scale_d));
-  }
-};
 
 // The wgmma of one warpgroup over one tile: KSTEPS steps x MW m64 tiles,
 // issued back to back (nothing else competes for the registers) as one
@@ -164,7 +143,7 @@ template <int KS> __device__ __forceinline__ void issue(float (&acc)[MW][NACC],
     constexpr u64 dstep = ((u64)(first * 4 >> 4)) | ((u64)((lo * 4 >> 4) & 0x3FFF) << 16);
     const u64 db = db0 + (u64)(KS * (int)(SLAB_BYTES >> 4));
 #pragma unroll
-    for (int i = 0; i < MW; ++i) MmaSS<BN>::run(acc[i], a0[i] + dstep, db, KS != 0);
+    for (int i = 0; i < MW; ++i) CtWgmmaSS<BN>::run(acc[i], a0[i] + dstep, db, KS != 0);
     issue<KS + 1>(acc, a0, db0);
   }
 }

@@ -1,8 +1,9 @@
 // ct_wgmma.cuh — helpers shared by the Hopper templates (conv_wg.cu,
 // conv_wgs.cu, conv_wgr.cu): warpgroup barriers, the ping-pong turn, proxy
 // fences, wgmma ordering, the shared-memory matrix descriptor, the
-// accumulator operand lists, the CTA's biases in shared memory and the
-// epilogue's per-pixel stores.  sm_90a only.
+// accumulator operand lists, the wgmma instructions themselves, the CTA's
+// biases in shared memory and the epilogue's per-pixel stores.  sm_90a
+// only.
 // The generator expands this #include in place.
 
 // A barrier for warpgroup wgi's 128 threads only (named barrier 1 + wgi;
@@ -120,6 +121,57 @@ __device__ __forceinline__ unsigned long long wgmma_desc(unsigned saddr, unsigne
   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), \
   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), \
   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+
+// One wgmma, D (64 x NN) += A (64 x 8) * B (8 x NN at descriptor db); with
+// scale_d == 0, D = A * B (tf32 operands, fp32 accumulators, no
+// transpose).  CtWgmmaRS<NN>: A as this thread's four registers of the
+// fragment; CtWgmmaSS<NN>: A from shared memory at descriptor da.  One
+// specialisation per N a template uses; the operand numbers follow the
+// NN/2 accumulators.
+template <int NN> struct CtWgmmaRS;
+template <int NN> struct CtWgmmaSS;
+#define CT_WGMMA_RS(NN, DL, OL, A0, A1, A2, A3, DB, SC)                                   \
+  template <> struct CtWgmmaRS<NN> {                                                     \
+    static __device__ __forceinline__ void run(float (&d)[NN / 2], const unsigned (&a)[4], \
+                                               unsigned long long db, int scale_d) {     \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" SC ", 0;\n"                        \
+                   "wgmma.mma_async.sync.aligned.m64n" #NN "k8.f32.tf32.tf32 " DL ", "      \
+                   "{%" A0 ",%" A1 ",%" A2 ",%" A3 "}, %" DB ", p, 1, 1;\n}\n"              \
+                   : OL                                                                    \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));  \
+    }                                                                                      \
+  };
+#define CT_WGMMA_SS(NN, DL, OL, DA, DB, SC)                                               \
+  template <> struct CtWgmmaSS<NN> {                                                     \
+    static __device__ __forceinline__ void run(float (&d)[NN / 2], unsigned long long da, \
+                                               unsigned long long db, int scale_d) {     \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" SC ", 0;\n"                        \
+                   "wgmma.mma_async.sync.aligned.m64n" #NN "k8.f32.tf32.tf32 " DL ", "      \
+                   "%" DA ", %" DB ", p, 1, 1;\n}\n"                                        \
+                   : OL                                                                    \
+                   : "l"(da), "l"(db), "r"(scale_d));                                     \
+    }                                                                                      \
+  };
+CT_WGMMA_RS(8, CT_WGMMA_D4, CT_WGMMA_OUT4, "4", "5", "6", "7", "8", "9")
+CT_WGMMA_RS(16, CT_WGMMA_D8, CT_WGMMA_OUT8, "8", "9", "10", "11", "12", "13")
+CT_WGMMA_RS(24, CT_WGMMA_D12, CT_WGMMA_OUT12, "12", "13", "14", "15", "16", "17")
+CT_WGMMA_RS(32, CT_WGMMA_D16, CT_WGMMA_OUT16, "16", "17", "18", "19", "20", "21")
+CT_WGMMA_RS(40, CT_WGMMA_D20, CT_WGMMA_OUT20, "20", "21", "22", "23", "24", "25")
+CT_WGMMA_RS(48, CT_WGMMA_D24, CT_WGMMA_OUT24, "24", "25", "26", "27", "28", "29")
+CT_WGMMA_RS(56, CT_WGMMA_D28, CT_WGMMA_OUT28, "28", "29", "30", "31", "32", "33")
+CT_WGMMA_RS(64, CT_WGMMA_D32, CT_WGMMA_OUT32, "32", "33", "34", "35", "36", "37")
+CT_WGMMA_RS(96, CT_WGMMA_D48, CT_WGMMA_OUT48, "48", "49", "50", "51", "52", "53")
+CT_WGMMA_SS(8, CT_WGMMA_D4, CT_WGMMA_OUT4, "4", "5", "6")
+CT_WGMMA_SS(16, CT_WGMMA_D8, CT_WGMMA_OUT8, "8", "9", "10")
+CT_WGMMA_SS(24, CT_WGMMA_D12, CT_WGMMA_OUT12, "12", "13", "14")
+CT_WGMMA_SS(32, CT_WGMMA_D16, CT_WGMMA_OUT16, "16", "17", "18")
+CT_WGMMA_SS(40, CT_WGMMA_D20, CT_WGMMA_OUT20, "20", "21", "22")
+CT_WGMMA_SS(48, CT_WGMMA_D24, CT_WGMMA_OUT24, "24", "25", "26")
+CT_WGMMA_SS(56, CT_WGMMA_D28, CT_WGMMA_OUT28, "28", "29", "30")
+CT_WGMMA_SS(64, CT_WGMMA_D32, CT_WGMMA_OUT32, "32", "33", "34")
+CT_WGMMA_SS(96, CT_WGMMA_D48, CT_WGMMA_OUT48, "48", "49", "50")
+#undef CT_WGMMA_RS
+#undef CT_WGMMA_SS
 
 // The biases of output channels n0 .. n0+bn-1 into bsm (0 past channel k,
 // and all 0 without a bias: CT_BIAS 0), by the block's threads from tid.
