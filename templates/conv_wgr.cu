@@ -206,112 +206,114 @@ struct RowLoad {
   int img, oh, nnew, pos0; // pos0: ring position of the window's first row
 };
 
-// This producer thread's runs of row rl's NNEW new rows: groups of LPR
-// threads take input rows (group lr: rows lr, lr+RPP, ... of the C x NNEW),
-// the group's threads runs lk, lk+LPR, ... of a row; run k of pass m goes
-// to staging chunk (m*KPR + k) of the thread.  Copied by cp.async (rows
-// outside the image as zeros) ...
-template <int NNEW>
-__device__ __forceinline__ void rows_copy_n(float4 *stg, const float *__restrict__ x,
-                                            const RowLoad &rl, int tid, bool vec) {
-  const int lr = tid / LPR, lk = tid % LPR;
+// Calls f(m, c, i, ih) for this producer thread's rows of rl's NNEW new
+// rows: groups of LPR threads take input rows (group lr: rows lr, lr+RPP,
+// ... of the C x NNEW, in at most NPASS passes), m the pass, c the
+// channel, i the row's place among the new rows, ih its input row.
+template <int NNEW, int NPASS, class F>
+__device__ __forceinline__ void for_new_rows(const RowLoad &rl, int tid, F &&f) {
+  constexpr int PASSES = (C * NNEW + RPP - 1) / RPP < NPASS ? (C * NNEW + RPP - 1) / RPP : NPASS;
+  const int lr = tid / LPR;
 #pragma unroll 1
-  for (int m = 0; m < (C * NNEW + RPP - 1) / RPP; ++m) {
+  for (int m = 0; m < PASSES; ++m) {
     const int row = lr + RPP * m;
     if (row >= C * NNEW) break;
     const int c = row / NNEW, i = row - c * NNEW;
-    const int ih = rl.oh * SH - PH + (SPAN - NNEW) + i;
-    const bool in = (unsigned)ih < (unsigned)H;
-    const float *src = x + ((rl.img * C + c) * H + (in ? ih : 0)) * W;
-#pragma unroll 2
-    for (int k = 0; k < KPR; ++k) {
-      const int run = lk + LPR * k;
-      if (run >= RUNS) break;
-      float *dst = reinterpret_cast<float *>(stg + PTHREADS * (m * KPR + k) + tid);
-      if (vec) {
-        const unsigned saddr = (unsigned)__cvta_generic_to_shared(dst);
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr),
-                     "l"(src + 4 * run), "r"(in ? 16u : 0u)
-                     : "memory");
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) cp_async4(dst + e, src + 4 * run + e, in && 4 * run + e < W);
-      }
-    }
+    f(m, c, i, rl.oh * SH - PH + (SPAN - NNEW) + i);
   }
 }
-
-// ... and, once they have landed, stored TF32-rounded into their ring slots
-// (and mirror slots).
-template <int NNEW>
-__device__ __forceinline__ void rows_store_n(float *band, const float4 *stg, const RowLoad &rl,
-                                             int tid) {
-  const int lr = tid / LPR, lk = tid % LPR;
-#pragma unroll 1
-  for (int m = 0; m < (C * NNEW + RPP - 1) / RPP; ++m) {
-    const int row = lr + RPP * m;
-    if (row >= C * NNEW) break;
-    const int c = row / NNEW, i = row - c * NNEW;
-    const int slot = (rl.pos0 + (SPAN - NNEW) + i) % RB;
-    float *const drow = band + (c * CROWS + slot) * BCP + PW;
-    const bool mirror = slot < SPAN - 1;
-#pragma unroll 2
-    for (int k = 0; k < KPR; ++k) {
-      const int run = lk + LPR * k;
-      if (run >= RUNS) break;
-      const float4 v = stg[PTHREADS * (m * KPR + k) + tid];
-      const float e[4] = {round_tf32(v.x), round_tf32(v.y), round_tf32(v.z), round_tf32(v.w)};
-      float *d = drow + 4 * run;
-      if (PW % 2 == 0 && 4 * run + 3 < W && (!CLIP || PW + 4 * run + 3 < BCP)) {
-        // The whole run, 8-byte aligned (rows are 16-byte aligned, PW even).
-        const float2 lo = make_float2(e[0], e[1]), hi = make_float2(e[2], e[3]);
-        *reinterpret_cast<float2 *>(d) = lo;
-        *reinterpret_cast<float2 *>(d + 2) = hi;
-        if (mirror) {
-          *reinterpret_cast<float2 *>(d + RB * BCP) = lo;
-          *reinterpret_cast<float2 *>(d + RB * BCP + 2) = hi;
-        }
-      } else {
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-          if (4 * run + q < W && (!CLIP || PW + 4 * run + q < BCP)) {
-            d[q] = e[q];
-            if (mirror) d[q + RB * BCP] = e[q];
-          }
-      }
-    }
-  }
+// f(IntC<SPAN>) for a fresh window, else f(IntC<NEWR>): the row counts as
+// compile-time constants.
+template <int V> struct IntC {
+  static constexpr int value = V;
+};
+template <class F> __device__ __forceinline__ void with_nnew(const RowLoad &rl, F &&f) {
+  if (rl.nnew == SPAN) f(IntC<SPAN>());
+  else f(IntC<NEWR>());
 }
 
-// Hints the L2 to fetch the first RPP of row rl's NNEW new rows (a row's
-// 128-byte lines by its group's threads), so that their copy, some units
-// later, finds them there.
-template <int NNEW>
-__device__ __forceinline__ void rows_prefetch_n(const float *__restrict__ x, const RowLoad &rl,
-                                                int tid) {
-  const int lr = tid / LPR, lk = tid % LPR;
-  const int c = lr / NNEW, i = lr - c * NNEW;
-  const int ih = rl.oh * SH - PH + (SPAN - NNEW) + i;
-  if (lr < C * NNEW && (unsigned)ih < (unsigned)H)
-    for (int l = lk; l * 32 < W; l += LPR)
-      asm volatile("prefetch.global.L2 [%0];\n" ::"l"(x + ((rl.img * C + c) * H + ih) * W + 32 * l));
-}
-
-// Both, for the row's count of new rows (SPAN when fresh, else NEWR).
+// The group's threads take runs lk, lk+LPR, ... of a row; run k of pass m
+// goes to staging chunk (m*KPR + k) of the thread.  rows_copy: the new
+// rows of rl copied by cp.async (rows outside the image as zeros) ...
 __device__ __forceinline__ void rows_copy(float4 *stg, const float *__restrict__ x,
                                           const RowLoad &rl, int tid, bool vec) {
-  if (rl.nnew == SPAN) rows_copy_n<SPAN>(stg, x, rl, tid, vec);
-  else rows_copy_n<NEWR>(stg, x, rl, tid, vec);
+  const int lk = tid % LPR;
+  with_nnew(rl, [&](auto nn) {
+    for_new_rows<decltype(nn)::value, RPP>(rl, tid, [&](int m, int c, int, int ih) {
+      const bool in = (unsigned)ih < (unsigned)H;
+      const float *src = x + ((rl.img * C + c) * H + (in ? ih : 0)) * W;
+#pragma unroll 2
+      for (int k = 0; k < KPR; ++k) {
+        const int run = lk + LPR * k;
+        if (run >= RUNS) break;
+        float *dst = reinterpret_cast<float *>(stg + PTHREADS * (m * KPR + k) + tid);
+        if (vec) {
+          const unsigned saddr = (unsigned)__cvta_generic_to_shared(dst);
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(saddr),
+                       "l"(src + 4 * run), "r"(in ? 16u : 0u)
+                       : "memory");
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) cp_async4(dst + e, src + 4 * run + e, in && 4 * run + e < W);
+        }
+      }
+    });
+  });
 }
-__device__ __forceinline__ void rows_prefetch(const float *__restrict__ x, const RowLoad &rl,
-                                              int tid) {
-  if (rl.nnew == SPAN) rows_prefetch_n<SPAN>(x, rl, tid);
-  else rows_prefetch_n<NEWR>(x, rl, tid);
-}
+
+// ... rows_store: once they have landed, stored TF32-rounded into their
+// ring slots (and mirror slots) ...
 __device__ __forceinline__ void rows_store(float *band, const float4 *stg, const RowLoad &rl,
                                            int tid) {
-  if (rl.nnew == SPAN) rows_store_n<SPAN>(band, stg, rl, tid);
-  else rows_store_n<NEWR>(band, stg, rl, tid);
+  const int lk = tid % LPR;
+  with_nnew(rl, [&](auto nn) {
+    constexpr int NNEW = decltype(nn)::value;
+    for_new_rows<NNEW, RPP>(rl, tid, [&](int m, int c, int i, int) {
+      const int slot = (rl.pos0 + (SPAN - NNEW) + i) % RB;
+      float *const drow = band + (c * CROWS + slot) * BCP + PW;
+      const bool mirror = slot < SPAN - 1;
+#pragma unroll 2
+      for (int k = 0; k < KPR; ++k) {
+        const int run = lk + LPR * k;
+        if (run >= RUNS) break;
+        const float4 v = stg[PTHREADS * (m * KPR + k) + tid];
+        const float e[4] = {round_tf32(v.x), round_tf32(v.y), round_tf32(v.z), round_tf32(v.w)};
+        float *d = drow + 4 * run;
+        if (PW % 2 == 0 && 4 * run + 3 < W && (!CLIP || PW + 4 * run + 3 < BCP)) {
+          // The whole run, 8-byte aligned (rows are 16-byte aligned, PW even).
+          const float2 lo = make_float2(e[0], e[1]), hi = make_float2(e[2], e[3]);
+          *reinterpret_cast<float2 *>(d) = lo;
+          *reinterpret_cast<float2 *>(d + 2) = hi;
+          if (mirror) {
+            *reinterpret_cast<float2 *>(d + RB * BCP) = lo;
+            *reinterpret_cast<float2 *>(d + RB * BCP + 2) = hi;
+          }
+        } else {
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            if (4 * run + q < W && (!CLIP || PW + 4 * run + q < BCP)) {
+              d[q] = e[q];
+              if (mirror) d[q + RB * BCP] = e[q];
+            }
+        }
+      }
+    });
+  });
+}
+
+// ... and rows_prefetch: the L2 hinted to fetch the first pass of them (a
+// row's 128-byte lines by its group's threads), so that their copy, some
+// units later, finds them there.
+__device__ __forceinline__ void rows_prefetch(const float *__restrict__ x, const RowLoad &rl,
+                                              int tid) {
+  const int lk = tid % LPR;
+  with_nnew(rl, [&](auto nn) {
+    for_new_rows<decltype(nn)::value, 1>(rl, tid, [&](int, int c, int, int ih) {
+      if ((unsigned)ih < (unsigned)H)
+        for (int l = lk; l * 32 < W; l += LPR)
+          asm volatile("prefetch.global.L2 [%0];\n" ::"l"(x + ((rl.img * C + c) * H + ih) * W + 32 * l));
+    });
+  });
 }
 
 // mbarriers (PTX ISA, "Parallel Synchronization and Communication
