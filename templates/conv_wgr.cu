@@ -361,13 +361,28 @@ __device__ __forceinline__ void slab_put(const float (&acc)[NACC], float *slab, 
 __device__ __forceinline__ void slab_write(const float *slab, const float *bs,
                                            float *__restrict__ yc, int nch, int nq, int wq,
                                            int lane) {
-#pragma unroll 4
-  for (int cl = 16 * wq; cl < 16 * wq + 16; ++cl) {
-    if (cl >= nch) break;
-    const float bc = bs[cl];
+  // 8 rows at a time: their values into registers first, then the stores,
+  // predicated, a row's pixels one after another.  The loads overlap, and
+  // no store sits behind a branch of its own (what NVRTC made of a loop
+  // that left at the first row past nch: 0.31 ms for U = 1, 0.25 ms now).
+  constexpr int NQH = (NPX + 31) / 32;
 #pragma unroll
-    for (int q = lane; q < NPX; q += 32)
-      if (q < nq) __stcs(yc + cl * PQ + q, slab[cl * OSP + q] + bc);
+  for (int r0 = 16 * wq; r0 < 16 * wq + 16; r0 += 8) {
+    float v[8][NQH];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const float bc = bs[r0 + i];
+#pragma unroll
+      for (int h = 0; h < NQH; ++h) {
+        const int q = 32 * h + lane;
+        v[i][h] = q < NPX ? slab[(r0 + i) * OSP + q] + bc : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int h = 0; h < NQH; ++h)
+        if (r0 + i < nch && 32 * h + lane < nq) __stcs(yc + (r0 + i) * PQ + 32 * h + lane, v[i][h]);
   }
 }
 
