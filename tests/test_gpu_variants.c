@@ -14,9 +14,9 @@ static ct_tune_gpu g;
 ** W; stride 1 to 5 (and 3 x 2, for the space-to-depth pass; 3 x 4 and
 ** 2 x 4 with 35 and 75 output columns, for wgs; 56, 49 and 46 output
 ** columns with an odd output row count, a 4 x 2 stride, dilation 2 along
-** the height); for wgr, K above 128 and one past 64, one output row per
-** image, widths not a multiple of 4; padding 0 to 3; dilation 2; N = 1; no
-** bias. */
+** the height); for wgr, K above 128, one past 64 and one past 96 (with a
+** bias), one output row per image, widths not a multiple of 4; padding 0
+** to 3; dilation 2; N = 1; no bias. */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
@@ -34,6 +34,7 @@ static const char *shapes[] = {
     "n=3,c=1,h=33,w=90,k=17,r=3,s=2,stride=2,pad=1",
     "n=3,c=2,h=9,w=61,k=130,r=3,s=7,stride=5x4,pad=0x3,dil=2x1,bias=0",
     "n=5,c=1,h=4,w=250,k=65,r=4,s=9,stride=3x4,pad=0,bias=0",
+    "n=2,c=3,h=7,w=45,k=97,r=3,s=5,stride=2x4,pad=1x2",
 };
 
 /* The GPU reference equals the CPU reference to float64 rounding. */
