@@ -11,6 +11,9 @@
 ** Parameters (the list starts with the template's default):
 **   U    pixel tiles per output row: the wgmma N is NPX = 8*ceil(Q/(8U))
 **        pixels (at most 64)
+**   LP   producer threads per input row (128/LP rows per pass, the
+**        threads past those idle; ceil(ceil(W/4)/LP) runs of 4 floats per
+**        thread and row)
 **
 ** A point is declined (valid() == 0), never offered wrong, when: the device
 ** is not cc 9.0 with the arch-specific target "sm_90a"; the stride along
@@ -31,7 +34,7 @@
 #include "convtune.h"
 #include "ct_gen.h"
 
-enum { WGR_U };
+enum { WGR_U, WGR_LP };
 
 /* SMs the persistent grid is sized for (the devices valid() accepts). */
 #define WGR_PERSIST_SMS 132
@@ -68,9 +71,10 @@ static int wgr_shape_of(const ct_problem *p, const int *v, wgr_shape *sh) {
   const int64_t band[] = {p->c, rb + sh->span - 1, sh->bcp};
   sh->band = ct_gen_checked_product(band, 3);
   if (sh->band < 0 || sh->band > INT32_MAX || p->c * sh->span > INT32_MAX) return 0;
-  /* The producer's staging chunks per thread: passes of 16 input rows,
-  ** ceil(runs/8) runs per thread and row (the template's NLD). */
-  sh->nld = (p->c * sh->span + 15) / 16 * (((p->w + 3) / 4 + 7) / 8);
+  /* The producer's staging chunks per thread: passes of 128/LP input rows,
+  ** ceil(runs/LP) runs per thread and row (the template's NLD). */
+  int64_t lp = v[WGR_LP], rpp = 128 / lp;
+  sh->nld = (p->c * sh->span + rpp - 1) / rpp * (((p->w + 3) / 4 + lp - 1) / lp);
   /* Floats: the band; the staging, nld float4 per producer thread; two
   ** output slabs of 64 channels x OSP (NPX, + 8 when NPX is a multiple of
   ** 16); the weights of the k-steps past KR (2 x 512 floats each); 128
@@ -93,6 +97,7 @@ static int wgr_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   if (p->stride_w != 4 || p->dil_w != 1) return 0;
   int64_t u = v[WGR_U];
   if (u < 1 || u > 64) return 0;
+  if (v[WGR_LP] < 1 || v[WGR_LP] > 128) return 0;
   wgr_shape sh;
   if (!wgr_shape_of(p, v, &sh)) return 0;
   if (sh.npx > 64 || (u - 1) * sh.npx >= sh.Q) return 0;
@@ -121,8 +126,8 @@ const ct_gen_family ct_gen_family_wgr = {
   .name = "wgr",
   .template_name = "conv_wgr.cu",
   .precisions = 1u << CT_PREC_TF32,
-  .n_params = 1,
-  .params = {{"U", 4, {1, 2, 3, 4}}},
+  .n_params = 2,
+  .params = {{"U", 4, {1, 2, 3, 4}}, {"LP", 3, {10, 8, 16}}},
   .valid = wgr_valid,
   .plan = wgr_plan,
 };

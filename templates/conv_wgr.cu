@@ -85,6 +85,9 @@
 #ifndef U
 #define U 1 // pixel tiles (units) per output row
 #endif
+#ifndef LP
+#define LP 10 // producer threads per input row
+#endif
 // Registers per thread after the producer warpgroup gives its share to
 // the two consumers (setmaxnreg): the CTA holds 384 x 168 (65536/384 in
 // multiples of 8) = 2*128*232 + 128*40; a consumer asking for more than
@@ -125,10 +128,10 @@ constexpr int CROWS = RB + SPAN - 1;               // slots per channel with the
 constexpr int BCP = 4 * (U * NPX + SG - 1);        // band row pitch, floats
 constexpr int BAND = C * CROWS * BCP;
 constexpr int RUNS = (W + 3) / 4;                  // runs of 4 floats per input row
-// The producer's copies: LPR threads per input row, RPP rows per pass,
-// KPR runs per thread and row, NLD staging chunks per thread (the most a
-// fresh window needs).
-constexpr int LPR = 8;
+// The producer's copies: LPR threads per input row, RPP rows per pass (the
+// producer threads past RPP*LPR idle), KPR runs per thread and row, NLD
+// staging chunks per thread (the most a fresh window needs).
+constexpr int LPR = LP;
 constexpr int RPP = PTHREADS / LPR;
 constexpr int KPR = (RUNS + LPR - 1) / LPR;
 constexpr int NLD = (C * SPAN + RPP - 1) / RPP * KPR;
@@ -159,6 +162,7 @@ static_assert(SW == 4 && DW == 1, "wgr: stride 4 along the width, no dilation th
 static_assert(U >= 1 && NPX >= 8 && NPX <= 64, "NPX: 8 .. 64 pixels per unit");
 static_assert(U * NPX >= Q && (U - 1) * NPX < Q, "every unit holds pixels");
 static_assert(KR >= 1, "no k-step fits the registers");
+static_assert(LP >= 1 && LP <= PTHREADS, "LP: 1 .. 128 producer threads per input row");
 static_assert(2 * 128 * CONSUMER_REGS + 128 * PRODUCER_REGS <= THREADS * ((65536 / THREADS) & ~7),
               "setmaxnreg: more registers than the CTA holds");
 static_assert(4 * (U * NPX - 1) + 4 * SG <= BCP, "band row too short");
@@ -214,6 +218,7 @@ template <int NNEW, int NPASS, class F>
 __device__ __forceinline__ void for_new_rows(const RowLoad &rl, int tid, F &&f) {
   constexpr int PASSES = (C * NNEW + RPP - 1) / RPP < NPASS ? (C * NNEW + RPP - 1) / RPP : NPASS;
   const int lr = tid / LPR;
+  if (lr >= RPP) return;
 #pragma unroll 1
   for (int m = 0; m < PASSES; ++m) {
     const int row = lr + RPP * m;
@@ -386,6 +391,18 @@ __device__ __forceinline__ void slab_write(const float *slab, const float *bs,
   }
 }
 
+// The CTA's units, (re - rb) * U: computed by each warpgroup after its
+// setmaxnreg from the special registers read afresh, so that the count
+// does not live across the register reallocation (a spill there, for some
+// points, otherwise).
+__device__ __forceinline__ int cta_units() {
+  unsigned bx, gx;
+  asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(bx));
+  asm volatile("mov.u32 %0, %%nctaid.x;\n" : "=r"(gx));
+  const int rb = (int)((long long)bx * ROWS / gx), re = (int)((long long)(bx + 1) * ROWS / gx);
+  return (re - rb) * U;
+}
+
 } // namespace wgr
 
 // ----------------------------------------------------------------------------
@@ -416,7 +433,6 @@ conv_wgr(const float *__restrict__ x, const float *__restrict__ w,
   const int rb = (int)((long long)blockIdx.x * ROWS / gridDim.x);
   const int re = (int)((long long)(blockIdx.x + 1) * ROWS / gridDim.x);
   if ((int)blockIdx.x >= NTILES || rb >= re) return; // never with a planned grid
-  const int T = (re - rb) * U;
 
   // The band zero (columns outside the input stay so); the biases; the
   // mbarriers.
@@ -451,6 +467,7 @@ conv_wgr(const float *__restrict__ x, const float *__restrict__ w,
     // 1, then per unit t the window of unit t+2 and the copy of the row
     // after it.
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
+    const int T = cta_units();
     const int ptid = tid - 256;
     const bool vec = W % 4 == 0 && ((unsigned long long)x & 15) == 0;
     RowLoad cp = cur, st = cur;
@@ -518,6 +535,7 @@ conv_wgr(const float *__restrict__ x, const float *__restrict__ w,
 
   // The consumers: warpgroup wgi's channels nw .. nw+63.
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+  const int T = cta_units();
   const int g = lane >> 2, t = lane & 3;
   const int nw = blockIdx.y * BN + 64 * wgi;
   // The warpgroup's weights as A fragments: a0 = A[16wq+g][t], a1 = row +8,
