@@ -321,29 +321,6 @@ __device__ __forceinline__ void rows_prefetch(const float *__restrict__ x, const
   });
 }
 
-// mbarriers (PTX ISA, "Parallel Synchronization and Communication
-// Instructions: mbarrier"): init with the expected arrival count; arrive
-// (release); wait for the completion of the phase with the given parity
-// (acquire).
-__device__ __forceinline__ void mbar_init(unsigned long long *bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(
-                   (unsigned)__cvta_generic_to_shared(bar)),
-               "r"(count)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(unsigned long long *bar) {
-  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(
-                   (unsigned)__cvta_generic_to_shared(bar))
-               : "memory");
-}
-__device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned parity) {
-  asm volatile("{\n.reg .pred p;\nWAIT:\n"
-               "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%0], %1;\n"
-               "@!p bra WAIT;\n}\n" ::"r"((unsigned)__cvta_generic_to_shared(bar)),
-               "r"(parity)
-               : "memory");
-}
-
 // A consumer warpgroup's outputs of one unit into its slab: d[4j+2h+e]
 // (channel 16wq+g+8h of the warpgroup, pixel 8j+2t+e) at
 // slab[(16wq+g+8h)*OSP + 8j+2t+e].

@@ -1,6 +1,7 @@
 // ct_wgmma.cuh — helpers shared by the Hopper templates (conv_wg.cu,
-// conv_wgs.cu, conv_wgr.cu): warpgroup barriers, the ping-pong turn, proxy
-// fences, wgmma ordering, the shared-memory matrix descriptor, the
+// conv_wgs.cu, conv_wgr.cu): warpgroup barriers, the ping-pong turn,
+// mbarriers (in the CTA and across a cluster), proxy fences, wgmma
+// ordering, the shared-memory matrix descriptor, the
 // accumulator operand lists, the wgmma instructions themselves, the CTA's
 // biases in shared memory and the epilogue's per-pixel stores.  sm_90a
 // only.
@@ -20,6 +21,73 @@ __device__ __forceinline__ void turn_wait(int to) {
 }
 __device__ __forceinline__ void turn_pass(int to) {
   asm volatile("bar.arrive %0, 256;\n" ::"r"(3 + to) : "memory");
+}
+
+// mbarriers (PTX ISA, "Parallel Synchronization and Communication
+// Instructions: mbarrier"): init with the expected arrival count; arrive
+// (release); wait for the completion of the phase with the given parity
+// (acquire).
+__device__ __forceinline__ void mbar_init(unsigned long long *bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(
+                   (unsigned)__cvta_generic_to_shared(bar)),
+               "r"(count)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long *bar) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(
+                   (unsigned)__cvta_generic_to_shared(bar))
+               : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned parity) {
+  asm volatile("{\n.reg .pred p;\nWAIT:\n"
+               "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%0], %1;\n"
+               "@!p bra WAIT;\n}\n" ::"r"((unsigned)__cvta_generic_to_shared(bar)),
+               "r"(parity)
+               : "memory");
+}
+
+// The same across a cluster (conv_wg.cu with KS 2): the address of the
+// variable at local shared address sa in CTA `rank`'s shared memory; an
+// arrive on a barrier there, with no ordering of this thread's memory
+// accesses (relaxed: no fence waits for its stores in flight); an arrive
+// on a local barrier that also expects `bytes` of asynchronous stores; a
+// 16-byte asynchronous store into another CTA's shared memory that counts
+// its bytes on a barrier there (st.async ... complete_tx); the cluster's
+// barrier (every thread of every CTA); and the fence that makes mbarrier
+// inits visible to the other CTAs' arrives.
+__device__ __forceinline__ unsigned cluster_addr(unsigned sa, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(sa), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void mbar_arrive_remote_relaxed(unsigned cluster_sa) {
+  asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_sa)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned long long *bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                   (unsigned)__cvta_generic_to_shared(bar)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void st_async4(unsigned cluster_sa, float4 v, unsigned cluster_bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
+               "[%5];\n" ::"r"(cluster_sa),
+               "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
+               "r"(__float_as_uint(v.w)), "r"(cluster_bar)
+               : "memory");
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n"
+               "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void fence_mbar_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
 }
 
 // Generic-proxy shared-memory writes -> visible to the async proxy (wgmma).
