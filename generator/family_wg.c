@@ -25,12 +25,18 @@
 **   KG       wg: k8 steps per wgmma group; the gather of the next group
 **            overlaps the running one
 **   KC       wg3: k8 steps per accumulator chunk (the flush period into the
-**            fp32 masters)
+**            fp32 masters; 8 doubles the headline's error against 4, to
+**            4.5e-7 relative, within the contract's 1e-6)
 **   PP       1: ping-pong, each of the two warpgroups works its own tiles
 **            with its own band (STAGES 1), so one's band load and epilogue
 **            overlap the other's wgmma; 0: both on one tile
 **   AS       wg: A register sets; the gathers run AS-1 groups ahead of the
 **            wgmma that use them (wg3, s2d_wg, s2d_wg3: 2)
+**   KS       wg3: CTAs of a cluster that share out the k-steps of each tile
+**            (2: each holds the weights of half of them, so BN = 96 fits
+**            with its hi and lo arrays; the two add their sums through
+**            distributed shared memory).  With PP 1, BN a multiple of 16
+**            and room for the other CTA's sums in the band buffer only.
 **
 ** A point is declined (valid() == 0), never offered wrong, when: the device
 ** is not cc 9.0 with the arch-specific target "sm_90a" (wgmma); BN is not
@@ -54,7 +60,7 @@
 #include "ct_gen.h"
 
 enum { WG_TP, WG_BN, WG_WG, WG_STAGES, WG_CTAS, WG_KGC /* KG (wg) or KC (wg3) */, WG_PP,
-       WG_AS /* wg only */ };
+       WG_ASKS /* AS (wg) or KS (wg3) */ };
 
 /* SMs a persistent grid is sized for.  plan() does not see the device; 132
 ** is the H100 / H200 SXM count (the only devices valid() accepts).  Any grid
@@ -76,7 +82,8 @@ typedef struct wg_shape {
   int64_t smem;          /* dynamic shared memory, bytes */
   int64_t tiles;         /* N * ceil(P/TP) */
   int64_t kblocks;       /* ceil(K/BN) = grid.y */
-  int64_t grid_x;
+  int64_t grid_x;        /* KS * clusters with KS 2 */
+  int64_t ks;            /* CTAs per cluster sharing out the k-steps */
 } wg_shape;
 
 /* 1 if the template accepts N = bn (its static_assert on BN). */
@@ -86,7 +93,7 @@ static int wg_bn_supported(int64_t bn) {
 
 /* Fills *sh; returns 0 if the point's tiling is malformed (then *sh is
 ** partial). */
-static int wg_shape_of(const ct_problem *p, const int *v, int split,
+static int wg_shape_of(const ct_problem *p, const int *v, int split, int ks,
                        wg_shape *sh) {
   int64_t tp = v[WG_TP], bn = v[WG_BN], nwg = v[WG_WG];
   int64_t stages = v[WG_STAGES], ctas = v[WG_CTAS];
@@ -96,6 +103,7 @@ static int wg_shape_of(const ct_problem *p, const int *v, int split,
     return 0;
   int pp = v[WG_PP];
   if (pp && (nwg != 2 || stages != 1)) return 0; /* the template's PP shape */
+  if (ks != 1 && (ks != 2 || !split || pp != 1 || bn % 16 != 0)) return 0;
   ct_problem_output(p, &sh->P, &sh->Q);
   sh->threads = 128 * nwg;
   sh->nacc = bn / 2;
@@ -104,7 +112,7 @@ static int wg_shape_of(const ct_problem *p, const int *v, int split,
   if (!pp && sh->mt % nwg != 0) return 0; /* a warpgroup would lack an m64 tile */
   sh->mw = pp ? sh->mt : sh->mt / nwg;
   sh->crs = p->c * p->r * p->s;
-  sh->ksteps = (sh->crs + 7) / 8;
+  sh->ksteps = ((sh->crs + 7) / 8 + ks - 1) / ks; /* this CTA's */
   sh->kp = sh->ksteps * 8;
   sh->br = (tp - 1) * p->stride_h + (p->r - 1) * p->dil_h + 1;
   sh->bc = (sh->Q - 1) * p->stride_w + (p->s - 1) * p->dil_w + 1;
@@ -114,17 +122,37 @@ static int wg_shape_of(const ct_problem *p, const int *v, int split,
   /* Every field is <= INT32_MAX (validation); bound the band's factors
   ** before multiplying them (the template needs band <= 2^24 anyway). */
   if (sh->br > (1 << 24) || bcp > (1 << 24) || p->c * sh->br > (1 << 24)) return 0;
-  sh->band = p->c * sh->br * bcp;
+  /* the band's channels: C, or with KS 2 the most either half of the
+  ** k-steps touches (the template's CB) */
+  int64_t cb = p->c;
+  if (ks == 2) {
+    int64_t rs = p->r * p->s, c0 = p->c, c1 = 1; /* rank 0's, rank 1's */
+    if (sh->kp < sh->crs) {
+      c0 = (sh->kp - 1) / rs + 1;
+      c1 = p->c - sh->kp / rs;
+    }
+    cb = c0 > c1 ? c0 : c1;
+  }
+  sh->band = cb * sh->br * bcp;
   sh->band_pad = (sh->band + 3) / 4 * 4;
   /* weights, offset table (KSTEPS rows plus those gathered past the end:
-  ** KG for wg, 1 for wg3), biases, bands */
-  sh->smem = ((split ? 2 : 1) * bn * sh->kp + (sh->ksteps + (split ? 1 : v[WG_KGC])) * 8 +
-              bn /* biases */ + (pp ? nwg : 1) * stages * sh->band_pad) * 4;
+  ** KG for wg, 2 for wg3), biases, bands */
+  sh->smem = ((split ? 2 : 1) * bn * sh->kp + (sh->ksteps + (split ? 2 : v[WG_KGC])) * 8 +
+              bn /* biases */ + (pp ? nwg : 1) * stages * sh->band_pad) * 4 +
+             (ks == 2 ? 32 : 0) /* the exchange's mbarriers */;
+  /* KS 2: the other CTA's sums arrive at the end of the band buffer, the
+  ** staged epilogue (8 channels or more per pass) uses the part before. */
+  sh->ks = ks;
+  if (ks == 2) {
+    int64_t recv = sh->mw * 128 * (bn / 4), spitch = sh->mt * 64 + 4;
+    if (recv > sh->band_pad || (sh->band_pad - recv) / spitch < 8) return 0;
+  }
   sh->tiles = p->n * ((sh->P + tp - 1) / tp);
   sh->kblocks = (p->k + bn - 1) / bn;
-  int64_t ctas_total = (int64_t)WG_PERSIST_SMS * ctas / sh->kblocks;
+  /* KS 2: clusters of two CTAs, each cluster on tiles of its own. */
+  int64_t ctas_total = (int64_t)WG_PERSIST_SMS * ctas / sh->kblocks / ks;
   if (ctas_total < 1) ctas_total = 1;
-  sh->grid_x = ctas_total < sh->tiles ? ctas_total : sh->tiles;
+  sh->grid_x = ks * (ctas_total < sh->tiles ? ctas_total : sh->tiles);
   return 1;
 }
 
@@ -136,18 +164,19 @@ static int wg_shape_of(const ct_problem *p, const int *v, int split,
 static int64_t wg_regs_estimate(const wg_shape *sh, const int *v, int split, int as) {
   int64_t acc = sh->mw * sh->nacc * (split ? 3 : 1);
   int64_t a = as * 4 * sh->mw * (split ? 2 : v[WG_KGC]);
+  if (split) a += 2 * 4 * sh->mw; /* the raw values loaded ahead */
   return acc + a + 2 * sh->mw + 40;
 }
 
 /* The hard checks: the template compiles, keeps its accumulators in
 ** registers, fits the device, and is right. */
 static int wg_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                   int split, int as) {
+                   int split, int as, int ks) {
   const int64_t lim32 = INT32_MAX;
   if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0)
     return 0;
   wg_shape sh;
-  if (!wg_shape_of(p, v, split, &sh)) return 0;
+  if (!wg_shape_of(p, v, split, ks, &sh)) return 0;
   int64_t ctas = v[WG_CTAS];
   if (sh.threads > lim->max_threads_per_block) return 0;
   /* 32-bit tensors (the problem's validation guarantees them; checked here
@@ -201,10 +230,10 @@ static int wg_bn_waste_ok(int64_t k, int64_t bn) {
 **  - STAGES 1 with CTAS 1 when the same point fits double-buffered or with
 **    two CTAs per SM (either hides the band load; this one cannot). */
 static int wg_valid_common(const ct_problem *p, const ct_gen_limits *lim,
-                           const int *v, int split, int as) {
-  if (!wg_fits(p, lim, v, split, as)) return 0;
+                           const int *v, int split, int as, int ks) {
+  if (!wg_fits(p, lim, v, split, as, ks)) return 0;
   wg_shape sh;
-  wg_shape_of(p, v, split, &sh);
+  wg_shape_of(p, v, split, ks, &sh);
   if (!wg_bn_waste_ok(p->k, v[WG_BN])) return 0;
   if (v[WG_BN] < 48) {
     const ct_gen_param *bns = &ct_gen_family_wg.params[WG_BN];
@@ -216,29 +245,29 @@ static int wg_valid_common(const ct_problem *p, const ct_gen_limits *lim,
     int alt[CT_GEN_MAX_PARAMS];
     for (int i = 0; i < CT_GEN_MAX_PARAMS; i++) alt[i] = v[i];
     alt[WG_STAGES] = 2;
-    if (wg_fits(p, lim, alt, split, as)) return 0;
+    if (wg_fits(p, lim, alt, split, as, ks)) return 0;
     alt[WG_STAGES] = 1;
     alt[WG_CTAS] = 2;
-    if (wg_fits(p, lim, alt, split, as)) return 0;
+    if (wg_fits(p, lim, alt, split, as, ks)) return 0;
   }
   return 1;
 }
 
 static int wg_valid(const ct_problem *p, const ct_gen_limits *lim,
                     const int *v) {
-  return wg_valid_common(p, lim, v, 0, v[WG_AS]);
+  return wg_valid_common(p, lim, v, 0, v[WG_ASKS], 1);
 }
 
 static int wg3_valid(const ct_problem *p, const ct_gen_limits *lim,
                      const int *v) {
-  return wg_valid_common(p, lim, v, 1, 2);
+  return wg_valid_common(p, lim, v, 1, 2, v[WG_ASKS]);
 }
 
 static void wg_plan_common(const ct_problem *p, const int *v,
                            ct_gen_variant *out, char *defines, size_t len,
-                           int split) {
+                           int split, int ks) {
   wg_shape sh;
-  wg_shape_of(p, v, split, &sh);
+  wg_shape_of(p, v, split, ks, &sh);
   ct_gen_plan_one(out, "conv_wg", (unsigned)sh.grid_x, (unsigned)sh.kblocks,
                   (unsigned)sh.threads, (unsigned)sh.smem, "CT_WG_SPLIT", split, defines,
                   len);
@@ -246,12 +275,12 @@ static void wg_plan_common(const ct_problem *p, const int *v,
 
 static void wg_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
                     char *defines, size_t len) {
-  wg_plan_common(p, v, out, defines, len, 0);
+  wg_plan_common(p, v, out, defines, len, 0, 1);
 }
 
 static void wg3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
                      char *defines, size_t len) {
-  wg_plan_common(p, v, out, defines, len, 1);
+  wg_plan_common(p, v, out, defines, len, 1, v[WG_ASKS]);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -297,7 +326,7 @@ static int s2d_valid_common(const ct_problem *p, const ct_gen_limits *lim,
   int64_t nx, nw;
   s2d_sizes(&t, &nx, &nw);
   if (nx < 0 || nw < 0 || nx + nw > INT32_MAX) return 0;
-  return wg_valid_common(&t, lim, v, split, 2);
+  return wg_valid_common(&t, lim, v, split, 2, 1);
 }
 
 static int s2d_wg_valid(const ct_problem *p, const ct_gen_limits *lim,
@@ -324,7 +353,7 @@ static void s2d_plan_common(const ct_problem *p, const int *v,
   s2d_problem(p, &t);
   int64_t nx, nw;
   s2d_sizes(&t, &nx, &nw);
-  wg_plan_common(&t, v, out, defines, len, split); /* launch 0: conv_wg */
+  wg_plan_common(&t, v, out, defines, len, split, 1); /* launch 0: conv_wg */
   out->kernels[2] = out->kernels[0];
   ct_gen_launch *lx = &out->kernels[0], *lw = &out->kernels[1];
   memset(lx, 0, sizeof *lx);
@@ -378,8 +407,8 @@ const ct_gen_family ct_gen_family_wg3 = {
   .name = "wg3",
   .template_name = "conv_wg.cu",
   .precisions = 1u << CT_PREC_FP32,
-  .n_params = 7,
-  .params = {WG_HEAD_PARAMS, {"KC", 2, {2, 4}}, {"PP", 2, {0, 1}}},
+  .n_params = 8,
+  .params = {WG_HEAD_PARAMS, {"KC", 3, {2, 4, 8}}, {"PP", 2, {0, 1}}, {"KS", 2, {1, 2}}},
   .valid = wg3_valid,
   .plan = wg3_plan,
 };

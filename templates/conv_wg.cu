@@ -45,6 +45,16 @@
 //   warpgroups: WG of them (128 threads each); warpgroup v owns m64 tiles
 //           v, v+WG, ... (MW = MT/WG each; WG divides MT).  Warp q (0..3) of a
 //           warpgroup holds rows 16q .. 16q+15 of each of its m64 tiles.
+//   KS 2 (wg3 with PP): a cluster of two CTAs takes each tile, CTA r of it
+//           the k-steps of its half (rank 0 the first ceil(KSTEPS/2)), so
+//           that the hi and lo weights of BN = 96 channels fit beside the
+//           bands (each CTA holds half the reduction's weights, and its
+//           band only the channels its half touches).  The two exchange
+//           half their sums through distributed shared memory and each
+//           writes half the channels (see exchange).  H200, fp32 headline:
+//           wg3:TP=1,BN=96,...,KC=8,PP=1,KS=2 0.68 ms against 0.92 for the
+//           best KS 1 point (BN = 48: each CTA gathers A for half the
+//           channels).
 //
 // Shared memory (every part 16-byte aligned)
 //   wsm   [NWARR][KSTEPS][BN/8][2][8][4] float — the CTA's BN x KP weights
@@ -55,7 +65,7 @@
 //         (ks*BN/8 + j)*256 + h*128.  So within one k8 step the K-adjacent
 //         core matrices are 128 bytes apart and the N-adjacent ones 256.
 //         Zero for channels >= K and k >= C*R*S.
-//   koff  [KSTEPS+KG (wg) or +1 (wg3)][4 t] int2 — (koff(8ks+t), koff(8ks+t+4)) in bytes with
+//   koff  [KSTEPS+KG (wg) or +2 (wg3)][4 t] int2 — (koff(8ks+t), koff(8ks+t+4)) in bytes with
 //         koff(k) = (c*BR*BCP + r*DH*BCP + s*DW)*4, 0 for padded k (weight 0)
 //         and for the extra rows from KSTEPS on, which the pipeline's gathers
 //         past the last step read (harmless, never used).
@@ -113,7 +123,10 @@
 //   other warpgroup's copies); the longer lead hides part of the gathers'
 //   latency (H200, KG 4: 0.317 -> 0.310 and 0.321 -> 0.318 ms, two runs).
 //   wg3: as wg with KG 1, plus the chunked accumulators described above
-//   (KC k-steps per chunk).
+//   (KC k-steps per chunk); a step's gather is split in two: its band
+//   values are loaded two steps ahead, right after a step's wgmma are
+//   issued, and rounded into hi and lo one step ahead, so no wgmma waits
+//   on a shared-memory load (H200, fp32: 0.714 -> 0.681 ms).
 //   After the last group, wait_group 0, then the epilogue: the biases come
 //   from shared memory, each pixel's outputs go out from one base pointer at
 //   constant channel offsets (wg3 with PP stages them in the band buffer
@@ -170,6 +183,9 @@
 #ifndef AS
 #define AS 2 // wg: A register sets; the gathers run AS-1 groups ahead
 #endif
+#ifndef KS
+#define KS 1 // wg3 with PP 1: CTAs of a cluster that share out the k-steps (1 or 2)
+#endif
 
 // Set by the plan of family wg3: 1 = 3xTF32 (fp32 accuracy), 0 = TF32.
 #ifndef CT_WG_SPLIT
@@ -196,8 +212,10 @@ constexpr int MW = PP ? MT : MT / WG;   // m64 tiles per warpgroup
 constexpr int MSTEP = PP ? 1 : WG;      // a warpgroup's m64 tiles: base + i*MSTEP
 constexpr int NBANDS = PP ? WG * STAGES : STAGES; // band buffers
 constexpr int CRS = C * R * S;
-constexpr int KSTEPS = (CRS + 7) / 8;   // k8 steps
-constexpr int KP = KSTEPS * 8;          // padded reduction length
+// k8 steps of this CTA: all, or with KS 2 (a cluster of two CTAs on the same
+// tiles) the first or the second half, by the CTA's rank in the cluster.
+constexpr int KSTEPS = ((CRS + 7) / 8 + KS - 1) / KS;
+constexpr int KP = KSTEPS * 8;          // padded reduction length of this CTA
 constexpr int KU = 2 * KCHUNK;          // wg3: k-steps per unrolled loop body
 constexpr int KMAIN = KSTEPS / KU * KU; // k-steps in whole loop bodies
 constexpr int NSETS = SPLIT ? 2 : 1;    // accumulator sets
@@ -209,7 +227,16 @@ constexpr int BC = (Q - 1) * SW + (S - 1) * DW + 1;  // band columns
 // are BCP floats apart (a multiple of 4).
 constexpr int SHIFT = (4 - PW % 4) % 4;
 constexpr int BCP = (SHIFT + BC + 3) / 4 * 4;
-constexpr int BAND = C * BR * BCP;
+// Channels of a band: all C, or with KS 2 those the CTA's half of the
+// k-steps touches (channels CLO(rank) .. CLO(rank)+CB-1, those past C
+// zero).
+__host__ __device__ constexpr int k_chan(int k) { return k / (R * S) < C ? k / (R * S) : C - 1; }
+__host__ __device__ constexpr int rank_chans(int r) {
+  return (r + 1) * KP < CRS ? k_chan((r + 1) * KP - 1) - k_chan(r * KP) + 1
+                            : (r * KP < CRS ? C - k_chan(r * KP) : 1);
+}
+constexpr int CB = KS == 1 ? C : rank_chans(0) > rank_chans(1) ? rank_chans(0) : rank_chans(1);
+constexpr int BAND = CB * BR * BCP;
 constexpr int BAND_PAD = (BAND + 3) / 4 * 4;
 constexpr int W_FLOATS = BN * KP;       // one weight array
 // wg3 with PP: the epilogue goes through the warpgroup's band buffer (free
@@ -221,12 +248,20 @@ constexpr int W_FLOATS = BN * KP;       // one weight array
 // 0.909 ms); wg's short one cannot hide it (0.318 -> 0.385 ms), so wg
 // stores its fragments directly while the copy runs.  Without room for 8
 // channels, wg3 stores directly too.
+// KS 2: a CTA writes NBO = BN/2 of the channels, after adding the other
+// CTA's sums for them, which arrive at the end of its band buffer (RECV
+// floats: [MW][NACC/8][128 threads] float4, half a fragment per thread and
+// m64 tile); the staged epilogue uses the part before.
+constexpr int NBO = BN / KS;
+constexpr int RECV = KS == 2 ? MW * 128 * (NACC / 2) : 0;
+constexpr unsigned XBYTES = RECV * 4; // bytes one exchange brings
 constexpr int SPITCH = MT * 64 + 4;
-constexpr int SCH_FIT = BAND_PAD / SPITCH / 8 * 8;
-constexpr int SCH = SCH_FIT < BN ? SCH_FIT : BN;
+constexpr int SCH_FIT = (BAND_PAD - RECV) / SPITCH / 8 * 8;
+constexpr int SCH = SCH_FIT < NBO ? SCH_FIT : NBO;
 constexpr bool STAGED = SPLIT && PP && SCH >= 8;
-constexpr int KOFF_INTS = (KSTEPS + (SPLIT ? 1 : KG)) * 8; // + the rows gathered past the end
-constexpr int SMEM_BYTES = (NWARR * W_FLOATS + KOFF_INTS + BN + NBANDS * BAND_PAD) * 4;
+constexpr int KOFF_INTS = (KSTEPS + (SPLIT ? 2 : KG)) * 8; // + the rows gathered past the end
+// KS 2: then four mbarriers, each warpgroup's xfree and xfull (see exchange).
+constexpr int SMEM_BYTES = (NWARR * W_FLOATS + KOFF_INTS + BN + NBANDS * BAND_PAD) * 4 + (KS == 2 ? 32 : 0);
 constexpr unsigned SLAB_BYTES = BN * 32; // one k8 step of one weight array
 constexpr unsigned LBO = 128; // see "Matrix descriptor"
 constexpr unsigned SBO = 256;
@@ -248,6 +283,8 @@ static_assert(TP >= 1 && (STAGES == 1 || STAGES == 2) && CTAS >= 1,
 static_assert(KG >= 1 && KG <= 8, "KG: 1 .. 8");
 static_assert(KCHUNK >= 1 && KCHUNK <= 8, "KC: 1 .. 8");
 static_assert(AS == 2 || (AS >= 3 && AS <= 5 && !SPLIT), "AS: 2, or 3 .. 5 for wg");
+static_assert(KS == 1 || (KS == 2 && SPLIT && PP == 1 && STAGED && BN % 16 == 0 && RECV <= BAND_PAD),
+              "KS: 1, or 2 for wg3 with PP 1, a staged epilogue and room for the other CTA's sums");
 static_assert(SMEM_BYTES <= 232448, "shared memory above any device's 227 KB");
 // Descriptor fields: 14 bits of (byte offset >> 4), so every weight byte
 // below 256 KB (it is: SMEM_BYTES is checked above).
@@ -261,7 +298,15 @@ static_assert((long long)C * BR * BCP <= (1LL << 24) && (long long)BN * KP <= (1
 // Accumulators (and with SPLIT their second set and masters) stay in registers.
 static_assert(MW * NACC * (SPLIT ? 3 : 1) <= (SPLIT ? 160 : 128), "too many accumulators");
 
-CT_PLAN_CHECKS_TILED
+// The plan's launch (ct_problem.cuh's CT_PLAN_CHECKS_TILED, with KS CTAs
+// per tile: grid.x a multiple of KS, at most KS * NTILES).
+static_assert(CT_PLAN_HAS_BLOCK_X(THREADS), "plan: block size differs");
+static_assert(CT_PLAN_HAS_GRID_Y(KBLOCKS), "plan: grid.y != ceil(K/BN)");
+static_assert(CT_PLAN_GRID_X_IN(KS, KS * NTILES), "plan: grid.x must be KS..KS*NTILES");
+static_assert(CT_PLAN_HAS_SMEM(SMEM_BYTES), "plan: shared memory size differs");
+#ifdef CT_PLAN_GRID_X
+static_assert(CT_PLAN_GRID_X % KS == 0, "plan: grid.x a multiple of the cluster size");
+#endif
 
 // ----------------------------------------------------------------------------
 // PTX helpers (and those of ct_ptx.cuh)
@@ -287,14 +332,15 @@ typedef unsigned long long u64;
 // ----------------------------------------------------------------------------
 // Staging
 
-// The band of tile (img, p0) into band[C][BR][BCP]: warps take rows, lanes
-// columns (coalesced).  ASYNC: cp.async, raw fp32 (wg rounds it afterwards
-// with band_round); else loaded and stored, TF32-rounded for wg.
-// Offsets are 32-bit element indices from x (every tensor is below 2^31
-// elements); an element outside the image reads x[0] with 0 bytes copied.
+// The band of tile (img, p0) into band[CB][BR][BCP] (channels c0 ..
+// c0+CB-1, those past C zero): warps take rows, lanes columns (coalesced).
+// ASYNC: cp.async, raw fp32 (wg rounds it afterwards with band_round);
+// else loaded and stored, TF32-rounded for wg.  Offsets are 32-bit element
+// indices from x (every tensor is below 2^31 elements); an element outside
+// the image reads x[0] with 0 bytes copied.
 template <bool ASYNC, int NWARPS = THREADS / 32>
 __device__ __forceinline__ void band_fill(float *band, const float *__restrict__ x,
-                                          int img, int p0, int warp, int lane) {
+                                          int img, int p0, int warp, int lane, int c0 = 0) {
   constexpr int RUNS = BCP / 4;                 // 4-float runs per band row
   constexpr int RPL = (RUNS + 31) / 32;         // runs per lane
   const int ih0 = p0 * SH - PH;
@@ -310,11 +356,11 @@ __device__ __forceinline__ void band_fill(float *band, const float *__restrict__
       col[u] = 4 * j - SHIFT - PW;
       col_in[u] = j < RUNS && col[u] >= 0 && col[u] < W;
     }
-    int c = warp / BR, r = warp % BR; // row = c*BR + r, stepped by NWARPS
+    int c = c0 + warp / BR, r = warp % BR; // row = (c-c0)*BR + r, stepped by NWARPS
 #pragma unroll 1
-    for (int row = warp; row < C * BR; row += NWARPS) {
+    for (int row = warp; row < CB * BR; row += NWARPS) {
       const int ih = ih0 + r;
-      const bool row_in = (unsigned)ih < (unsigned)H;
+      const bool row_in = (unsigned)ih < (unsigned)H && c < C;
       const int xrow = (img * C + c) * (H * W) + ih * W;
       float *drow = band + row * BCP;
 #pragma unroll
@@ -331,10 +377,10 @@ __device__ __forceinline__ void band_fill(float *band, const float *__restrict__
     return;
   }
 #pragma unroll 1
-  for (int row = warp; row < C * BR; row += NWARPS) {
-    const int c = row / BR;
-    const int ih = ih0 + (row - c * BR);
-    const bool row_in = (unsigned)ih < (unsigned)H;
+  for (int row = warp; row < CB * BR; row += NWARPS) {
+    const int cb = row / BR, c = c0 + cb;
+    const int ih = ih0 + (row - cb * BR);
+    const bool row_in = (unsigned)ih < (unsigned)H && c < C;
     const int xrow = (img * C + c) * (H * W) + (row_in ? ih : 0) * W;
     float *drow = band + row * BCP;
 #pragma unroll 4
@@ -456,8 +502,29 @@ struct Mainloop {
 #pragma unroll
     for (int i = 0; i < MW; ++i) CtWgmmaRS<BN>::run(acc[CS][i], fr[SET][0].hi[i], dh, 1);
     wgmma_commit();
-    wgmma_wait<1>(); // step ks-1 retired: A set SET^1 free
-    gather<SET ^ 1>(ks + 1);
+    load<SET>(ks + 2); // raw values two steps ahead (raw[SET] held step ks's)
+    wgmma_wait<1>();   // step ks-1 retired: A set SET^1 free
+    convert<SET ^ 1>(); // step ks+1's, loaded a step ago
+  }
+
+  // wg3: the gathers run in two halves, so that a step's wgmma wait on no
+  // shared-memory load: step ks+2's raw band values are loaded after step
+  // ks's wgmma are issued, and split into A set (ks+2)&1 one step later.
+  // raw[R]: the values of the steps of parity R.
+  float raw[2][MW][4];
+  template <int R> __device__ __forceinline__ void load(int ks) {
+    const int2 kb = kq[ks * 4];
+#pragma unroll
+    for (int i = 0; i < MW; ++i) {
+      raw[R][i][0] = lds_at(bandb, pb[i][0] + kb.x); // a0 = A[g][t]
+      raw[R][i][1] = lds_at(bandb, pb[i][1] + kb.x); // a1 = A[g+8][t]
+      raw[R][i][2] = lds_at(bandb, pb[i][0] + kb.y); // a2 = A[g][t+4]
+      raw[R][i][3] = lds_at(bandb, pb[i][1] + kb.y); // a3 = A[g+8][t+4]
+    }
+  }
+  template <int R> __device__ __forceinline__ void convert() {
+#pragma unroll
+    for (int i = 0; i < MW; ++i) put<R, 0>(i, raw[R][i]);
   }
 
   // Steps ks0+KK .. ks0+KN-1, unrolled.  ks0 is a multiple of KU, so the A set
@@ -528,7 +595,9 @@ struct Mainloop {
       for (int i = 0; i < MW; ++i)
 #pragma unroll
         for (int e = 0; e < NACC; ++e) master[i][e] = acc[NSETS - 1][i][e] = 0.0f;
-      gather<0>(0);
+      load<0>(0);
+      convert<0>();
+      load<1>(1);
     } else {
       gather_group<0>(0);
       gather_ahead<1>();
@@ -608,8 +677,11 @@ __device__ __forceinline__ void epilogue(const float (&res)[MW][NACC], const flo
 // st: per pass, the fragments of SCH channels into st[channel][pixel]; then
 // warp wq takes channels wq, wq+4, ... and its lanes store consecutive
 // pixels of one channel (the tile's TM pixels are contiguous in each NCHW
-// plane).  Ends with st free again (warpgroup barrier).
-__device__ __forceinline__ void epilogue_staged(const float (&res)[MW][NACC],
+// plane).  Ends with st free again (warpgroup barrier).  NB channels from
+// n0 (BN, or with KS 2 the CTA's half), fragments as the accumulators' of
+// an m64nNB tile.
+template <int NB>
+__device__ __forceinline__ void epilogue_staged(const float (&res)[MW][NB / 2],
                                                 const float *bsm, float *st,
                                                 float *__restrict__ y, int img, int p0,
                                                 int n0, int wgi, int wq, int lane, int g,
@@ -618,9 +690,9 @@ __device__ __forceinline__ void epilogue_staged(const float (&res)[MW][NACC],
   const int mlim = TM < (P - p0) * Q ? TM : (P - p0) * Q;
   float *__restrict__ yt = y + ((long long)img * K + n0) * PQ + p0 * Q;
 #pragma unroll
-  for (int cb = 0; cb < BN; cb += SCH) {
+  for (int cb = 0; cb < NB; cb += SCH) {
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
+    for (int j = 0; j < NB / 8; ++j) {
       if (8 * j < cb || 8 * j >= cb + SCH) continue;
 #pragma unroll
       for (int i = 0; i < MW; ++i)
@@ -632,7 +704,7 @@ __device__ __forceinline__ void epilogue_staged(const float (&res)[MW][NACC],
                 res[i][4 * j + 2 * hh + e];
     }
     wg_sync(wgi);
-    const int nch = BN - cb < SCH ? BN - cb : SCH;
+    const int nch = NB - cb < SCH ? NB - cb : SCH;
 #pragma unroll 2
     for (int c = wq; c < nch; c += 4) {
       const int kc = cb + c; // channel n0 + kc
@@ -649,6 +721,64 @@ __device__ __forceinline__ void epilogue_staged(const float (&res)[MW][NACC],
   }
 }
 
+// KS 2: the two CTAs of a cluster computed the same tile over the two
+// halves of the k-steps.  Each keeps the sums of half the channels (rank
+// 0 the first NBO, rank 1 the rest: fragment elements [0, NACC/2) or
+// [NACC/2, NACC), as j < BN/16 or not), sends the other half to the same
+// thread of the other CTA's same warpgroup, and adds what it receives:
+// m[i][e] + the other's, one fp32 addition per output, the same result in
+// either order.  The receive area is the end of the band buffer, free once
+// the warpgroup's main loop has read the band:
+//   xfree (in the sender): arrived by the receiver's 128 threads when
+//         their band is read (relaxed: their band loads have returned);
+//         the sender waits for it, then stores (st.async);
+//   xfull (in the receiver): one arrival, by the receiver's thread 0,
+//         which also expects XBYTES; the sender's asynchronous stores
+//         count their bytes on it.  The receiver waits, reads, adds,
+//         and arms it for the next exchange.  (The waits acquire at CTA
+//         scope: the bytes of a completed transaction are visible to the
+//         threads that observe the phase, and the band reads an xfree
+//         arrival stands for have returned their values.)
+// (Release fences here would wait for the warpgroup's output stores and
+// band copies in flight.)
+// ph: the parity of the warpgroup's exchanges so far.  Returns the kept
+// half in kept.
+__device__ __forceinline__ void exchange(float (&m)[MW][NACC], float (&kept)[MW][NBO / 2],
+                                         float *band, unsigned long long *xbar, int wgi,
+                                         unsigned rank, int ltid, unsigned ph) {
+  constexpr int HF = NACC / 2;
+  unsigned long long *const xfree = xbar + wgi, *const xfull = xbar + 2 + wgi;
+  const unsigned peer = rank ^ 1;
+  float4 *const recv = reinterpret_cast<float4 *>(band + BAND_PAD - RECV);
+  mbar_arrive_remote_relaxed(cluster_addr((unsigned)__cvta_generic_to_shared(xfree), peer));
+  mbar_wait(xfree, ph);
+  const unsigned rdst = cluster_addr((unsigned)__cvta_generic_to_shared(recv), peer);
+  const unsigned rbar = cluster_addr((unsigned)__cvta_generic_to_shared(xfull), peer);
+#pragma unroll
+  for (int i = 0; i < MW; ++i)
+#pragma unroll
+    for (int q = 0; q < HF / 4; ++q) {
+      float4 v;
+      v.x = rank == 0 ? m[i][HF + 4 * q] : m[i][4 * q];
+      v.y = rank == 0 ? m[i][HF + 4 * q + 1] : m[i][4 * q + 1];
+      v.z = rank == 0 ? m[i][HF + 4 * q + 2] : m[i][4 * q + 2];
+      v.w = rank == 0 ? m[i][HF + 4 * q + 3] : m[i][4 * q + 3];
+      st_async4(rdst + (unsigned)(((i * (HF / 4) + q) * 128 + ltid) * 16), v, rbar);
+    }
+  mbar_wait(xfull, ph);
+#pragma unroll
+  for (int i = 0; i < MW; ++i)
+#pragma unroll
+    for (int q = 0; q < HF / 4; ++q) {
+      const float4 v = recv[(i * (HF / 4) + q) * 128 + ltid];
+      const float r[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        kept[i][4 * q + e] = (rank == 0 ? m[i][4 * q + e] : m[i][HF + 4 * q + e]) + r[e];
+    }
+  if (ltid == 0) mbar_arrive_expect_tx(xfull, XBYTES); // the next exchange
+}
+
 } // namespace wg
 
 // ----------------------------------------------------------------------------
@@ -657,7 +787,12 @@ __device__ __forceinline__ void epilogue_staged(const float (&res)[MW][NACC],
 // correct.  ws is unused, except with CT_XW_WS (set by conv_s2d.cu): then x
 // and w are read from it.
 
-extern "C" __global__ void __launch_bounds__(wg::THREADS, CTAS)
+#if KS == 2
+#define CT_WG_CLUSTER __cluster_dims__(2, 1, 1)
+#else
+#define CT_WG_CLUSTER
+#endif
+extern "C" __global__ void CT_WG_CLUSTER __launch_bounds__(wg::THREADS, CTAS)
 conv_wg(const float *__restrict__ x, const float *__restrict__ w,
         const float *__restrict__ b, float *__restrict__ y, float *ws) {
   using namespace wg;
@@ -679,8 +814,12 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
   const int wgi = warp >> 2, wq = warp & 3; // warpgroup, warp in it
   const int g = lane >> 2, t = lane & 3;
   const int n0 = blockIdx.y * BN;
-  const int tile0 = blockIdx.x;
-  if (tile0 >= NTILES) return; // never with a planned grid; uniform per CTA
+  // KS 2: the CTA's rank in its cluster (its half of the k-steps); the two
+  // take the same tiles.
+  const unsigned rank = KS == 2 ? cluster_rank() : 0u;
+  const int clo = KS == 2 ? k_chan((int)rank * KP) : 0; // the band's first channel
+  const int tile0 = blockIdx.x / KS;
+  if (tile0 >= NTILES) return; // never with a planned grid; uniform per cluster
 
   // The first band's copy overlaps the weight staging.
   if constexpr (STAGES == 2 && !PP) {
@@ -693,8 +832,8 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
 #pragma unroll 4
   for (int u = tid; u < BN * KP; u += THREADS) {
     const int nl = u / KP, k = u - nl * KP;
-    const int kg = n0 + nl;
-    const float v = (k < CRS && kg < K) ? __ldg(w + kg * CRS + k) : 0.0f;
+    const int kg = n0 + nl, kk = (int)rank * KP + k;
+    const float v = (kk < CRS && kg < K) ? __ldg(w + kg * CRS + kk) : 0.0f;
     // core matrix (ks, j, h) = (k>>3, nl>>3, (k>>2)&1); row nl&7; column k&3
     const int e = (k >> 3) * (BN * 8) + (nl >> 3) * 64 + ((k >> 2) & 1) * 32 +
                   (nl & 7) * 4 + (k & 3);
@@ -705,12 +844,12 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
   // k -> band offset in bytes, as int2 pairs (k = 8ks+t, 8ks+t+4) at [ks][t];
   // row KSTEPS all 0.
   for (int e = tid; e < KOFF_INTS; e += THREADS) {
-    const int k = (e >> 3) * 8 + ((e >> 1) & 3) + 4 * (e & 1);
+    const int kl = (e >> 3) * 8 + ((e >> 1) & 3) + 4 * (e & 1), k = (int)rank * KP + kl;
     int off = 0;
-    if (k < CRS) {
+    if (kl < KP && k < CRS) {
       const int c = k / (R * S), rs = k - c * (R * S);
       const int r = rs / S, s = rs - r * S;
-      off = c * BR * BCP + r * DH * BCP + s * DW;
+      off = (c - clo) * BR * BCP + r * DH * BCP + s * DW;
     }
     koff[e] = off * 4; // bytes
   }
@@ -741,13 +880,27 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
     // band (cp.async, during its epilogue).  Each turn handed over is taken:
     // warpgroup 0 passes after its k-th tile only if warpgroup 1 has a k-th
     // (first + 1 + k*step), warpgroup 1 only if warpgroup 0 has a k+1-th.
+    unsigned long long *const xbar =
+        reinterpret_cast<unsigned long long *>(band0 + NBANDS * BAND_PAD); // KS 2
+    if constexpr (KS == 2) {
+      if (tid == 0) {
+        for (int i = 0; i < 2; ++i) {
+          mbar_init(xbar + i, 128);   // xfree
+          mbar_init(xbar + 2 + i, 1); // xfull, armed for the first exchange
+          mbar_arrive_expect_tx(xbar + 2 + i, XBYTES);
+        }
+        fence_mbar_init();
+      }
+      cluster_sync(); // both CTAs' barriers initialized before any arrive
+    }
     __syncthreads(); // weights and koff visible to every warpgroup
     float *const band = band0 + wgi * BAND_PAD;
     ml.bandb = reinterpret_cast<const char *>(band);
-    const int first = blockIdx.x * WG + wgi, step = gridDim.x * WG;
+    const int first = tile0 * WG + wgi, step = (gridDim.x / KS) * WG;
+    unsigned ph = 0; // KS 2: parity of the exchanges
     if (first < NTILES) {
       const int img = first / TILES_PER_IMG;
-      band_fill<true, 4>(band, x, img, (first - img * TILES_PER_IMG) * TP, wq, lane);
+      band_fill<true, 4>(band, x, img, (first - img * TILES_PER_IMG) * TP, wq, lane, clo);
     }
     cp_async_commit();
 #pragma unroll 1
@@ -769,11 +922,19 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
       wg_sync(wgi); // the warpgroup is done reading the band
       // STAGED: the outputs leave through the band buffer before the next
       // band comes in; else the copy overlaps the direct stores.
-      if constexpr (STAGED) epilogue_staged(ml.master, bsm, band, y, img, p0, n0, wgi, wq, lane, g, t);
+      if constexpr (KS == 2) {
+        float kept[MW][NBO / 2];
+        exchange(ml.master, kept, band, xbar, wgi, rank, tid & 127, ph);
+        ph ^= 1;
+        epilogue_staged<NBO>(kept, bsm + rank * NBO, band, y, img, p0, n0 + (int)rank * NBO, wgi, wq,
+                             lane, g, t);
+      } else if constexpr (STAGED) {
+        epilogue_staged<BN>(ml.master, bsm, band, y, img, p0, n0, wgi, wq, lane, g, t);
+      }
       const int next = tile + step;
       if (next < NTILES) {
         const int nimg = next / TILES_PER_IMG;
-        band_fill<true, 4>(band, x, nimg, (next - nimg * TILES_PER_IMG) * TP, wq, lane);
+        band_fill<true, 4>(band, x, nimg, (next - nimg * TILES_PER_IMG) * TP, wq, lane, clo);
       }
       cp_async_commit();
       if constexpr (!STAGED) {
@@ -783,6 +944,8 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
           epilogue(ml.acc[0], bsm, y, img, p0, n0, 0, wq, g, t);
       }
     }
+    // KS 2: no CTA leaves while the other may still write its shared memory.
+    if constexpr (KS == 2) cluster_sync();
     return;
   }
 
