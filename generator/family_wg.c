@@ -83,7 +83,6 @@ typedef struct wg_shape {
   int64_t tiles;         /* N * ceil(P/TP) */
   int64_t kblocks;       /* ceil(K/BN) = grid.y */
   int64_t grid_x;        /* KS * clusters with KS 2 */
-  int64_t ks;            /* CTAs per cluster sharing out the k-steps */
 } wg_shape;
 
 /* 1 if the template accepts N = bn (its static_assert on BN). */
@@ -142,7 +141,6 @@ static int wg_shape_of(const ct_problem *p, const int *v, int split, int ks,
              (ks == 2 ? 32 : 0) /* the exchange's mbarriers */;
   /* KS 2: the other CTA's sums arrive at the end of the band buffer, the
   ** staged epilogue (8 channels or more per pass) uses the part before. */
-  sh->ks = ks;
   if (ks == 2) {
     int64_t recv = sh->mw * 128 * (bn / 4), spitch = sh->mt * 64 + 4;
     if (recv > sh->band_pad || (sh->band_pad - recv) / spitch < 8) return 0;

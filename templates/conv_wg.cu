@@ -140,7 +140,8 @@
 //   stores, before the barrier that publishes them.
 //
 // The generator prepends the problem (CT_*), the parameters (TP BN WG STAGES
-// CTAS, and KG for wg or KC for wg3) and the plan's lines (CT_PLAN_*, CT_WG_SPLIT).  Without them
+// CTAS PP, and KG AS for wg or KC KS for wg3) and the plan's lines
+// (CT_PLAN_*, CT_WG_SPLIT).  Without them
 // the file compiles on its own (sm_90a): the headline problem, wg, default
 // point.
 
