@@ -874,8 +874,9 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
 
   if constexpr (PP) {
     // Ping-pong: warpgroup wgi takes tiles first + k*step (first =
-    // WG*blockIdx.x + wgi) with its own band and its own named barrier, and
-    // the two take turns on the tensor cores: warpgroup 0's main loop of its
+    // WG*tile0 + wgi: tile0 is the CTA's index, with KS 2 its cluster's)
+    // with its own band and its own named barrier, and the two take turns
+    // on the tensor cores: warpgroup 0's main loop of its
     // k-th tile, then warpgroup 1's of its k-th, then warpgroup 0's k+1-th...
     // While one computes, the other writes its outputs and loads its next
     // band (cp.async, during its epilogue).  Each turn handed over is taken:
