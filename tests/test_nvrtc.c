@@ -220,6 +220,52 @@ static void test_odd_problems(void) {
   ASSERT_EQ_INT(failures, 0);
 }
 
+/* Every wg3 point that splits the k-steps across a cluster (KS=2) of
+** problems where the two halves touch different channel ranges, the
+** k-steps do not halve evenly, or K takes several CTAs along N: the
+** generator's band, shared-memory and grid arithmetic against the
+** template's static_asserts. */
+static void test_cluster_split_points(void) {
+  static const char *const specs[] = {
+    "n=1,c=5,h=37,w=139,k=40,r=7,s=6,stride=3x4,pad=1x3,dil=2x1,prec=fp32",
+    "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2,prec=fp32",
+    "n=2,c=7,h=30,w=250,k=200,r=3,s=3,stride=1x4,pad=1,prec=fp32",
+  };
+  const size_t n_specs = sizeof specs / sizeof specs[0];
+  ct_gen_limits lim;
+  ASSERT_EQ_INT(ct_gen_limits_for_arch(ARCH, &lim), CT_OK);
+  size_t cap = 64, n = 0;
+  job *jobs = calloc(cap, sizeof *jobs);
+  ASSERT_TRUE(jobs != NULL);
+  int ok = 1;
+  for (size_t i = 0; i < n_specs && ok; i++) {
+    ct_problem p;
+    char err[256], tag[96];
+    ok = ct_problem_parse(specs[i], &p, err, sizeof err) == CT_OK;
+    if (!ok) break;
+    snprintf(tag, sizeof tag, "%.60s ", specs[i]);
+    ct_gen_variant *v = NULL;
+    size_t nv = 0, found = 0;
+    ok = ct_gen_enumerate(&p, &lim, &v, &nv) == CT_OK;
+    for (size_t k = 0; ok && k < nv; k++) {
+      if (strncmp(v[k].name, "wg3:", 4) != 0 || strstr(v[k].name, ",KS=2") == NULL) continue;
+      ok = n < cap && add_variant_job(jobs, &n, &p, &v[k], tag) == 0;
+      found++;
+    }
+    free(v);
+    if (ok && found == 0) {
+      fprintf(stderr, "%s: no wg3 point with KS=2\n", specs[i]);
+      ok = 0;
+    }
+  }
+  if (!ok) jobs_free(jobs, n);
+  ASSERT_TRUE(ok);
+  compile_all(jobs, n);
+  int failures = report(jobs, n);
+  jobs_free(jobs, n);
+  ASSERT_EQ_INT(failures, 0);
+}
+
 static void test_broken_source(void) {
   ct_rt_compiled out;
   ct_status rc = ct_rt_compile("extern \"C\" __global__ void k(float *y) { y[0] = nope; }\n",
@@ -273,5 +319,6 @@ int main(void) {
   RUN_TEST(test_templates_alone);
   RUN_TEST(test_headline_search_space);
   RUN_TEST(test_odd_problems);
+  RUN_TEST(test_cluster_split_points);
   TEST_EXIT();
 }
