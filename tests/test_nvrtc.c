@@ -96,6 +96,26 @@ static int add_variant_job(job *jobs, size_t *n, const ct_problem *p,
   return 0;
 }
 
+/* Compiles and reports n jobs, frees them; returns the failures. */
+static int compile_report_free(job *jobs, size_t n) {
+  compile_all(jobs, n);
+  int failures = report(jobs, n);
+  jobs_free(jobs, n);
+  return failures;
+}
+
+/* Parses spec into *p and the report's tag for it (its first 60
+** characters); 0 on success. */
+static int parse_spec(const char *spec, ct_problem *p, char *tag, size_t len) {
+  char err[256];
+  if (ct_problem_parse(spec, p, err, sizeof err) != CT_OK) {
+    fprintf(stderr, "%s: %s\n", spec, err);
+    return -1;
+  }
+  snprintf(tag, len, "%.60s ", spec);
+  return 0;
+}
+
 /* ---------------------------------------------------------------------- */
 
 static void test_headline_search_space(void) {
@@ -139,9 +159,7 @@ static void test_headline_search_space(void) {
   if (!ok) jobs_free(jobs, n);
   ASSERT_TRUE(ok);
   fprintf(stderr, "  headline problem, %zu variants + reference, %s:\n", n - 1, ARCH);
-  compile_all(jobs, n);
-  int failures = report(jobs, n);
-  jobs_free(jobs, n);
+  int failures = compile_report_free(jobs, n);
   ASSERT_EQ_INT(failures, 0);
 }
 
@@ -161,9 +179,7 @@ static void test_templates_alone(void) {
     if (ct_gen_template_source(name, &jobs[n].src) == CT_OK) n++;
   }
   int all_there = want >= 2 && n == want;
-  compile_all(jobs, n);
-  int failures = report(jobs, n);
-  jobs_free(jobs, n);
+  int failures = compile_report_free(jobs, n);
   ASSERT_TRUE(all_there);
   ASSERT_EQ_INT(failures, 0);
 }
@@ -193,10 +209,9 @@ static void test_odd_problems(void) {
   int ok = 1;
   for (size_t i = 0; i < n_specs && ok; i++) {
     ct_problem p;
-    char err[256], tag[96];
-    ok = ct_problem_parse(specs[i], &p, err, sizeof err) == CT_OK;
+    char tag[96];
+    ok = parse_spec(specs[i], &p, tag, sizeof tag) == 0;
     if (!ok) break;
-    snprintf(tag, sizeof tag, "%.60s ", specs[i]);
     ct_gen_variant d, *v = NULL;
     size_t nv = 0;
     ok = ct_gen_default_variant(&p, &lim, &d) == CT_OK &&
@@ -214,9 +229,7 @@ static void test_odd_problems(void) {
   }
   if (!ok) jobs_free(jobs, n);
   ASSERT_TRUE(ok);
-  compile_all(jobs, n);
-  int failures = report(jobs, n);
-  jobs_free(jobs, n);
+  int failures = compile_report_free(jobs, n);
   ASSERT_EQ_INT(failures, 0);
 }
 
@@ -240,10 +253,9 @@ static void test_cluster_split_points(void) {
   int ok = 1;
   for (size_t i = 0; i < n_specs && ok; i++) {
     ct_problem p;
-    char err[256], tag[96];
-    ok = ct_problem_parse(specs[i], &p, err, sizeof err) == CT_OK;
+    char tag[96];
+    ok = parse_spec(specs[i], &p, tag, sizeof tag) == 0;
     if (!ok) break;
-    snprintf(tag, sizeof tag, "%.60s ", specs[i]);
     ct_gen_variant *v = NULL;
     size_t nv = 0, found = 0;
     ok = ct_gen_enumerate(&p, &lim, &v, &nv) == CT_OK;
@@ -260,9 +272,7 @@ static void test_cluster_split_points(void) {
   }
   if (!ok) jobs_free(jobs, n);
   ASSERT_TRUE(ok);
-  compile_all(jobs, n);
-  int failures = report(jobs, n);
-  jobs_free(jobs, n);
+  int failures = compile_report_free(jobs, n);
   ASSERT_EQ_INT(failures, 0);
 }
 
