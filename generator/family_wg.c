@@ -35,8 +35,9 @@
 **   KS       wg3: CTAs of a cluster that share out the k-steps of each tile
 **            (2: each holds the weights of half of them, so BN = 96 fits
 **            with its hi and lo arrays; the two add their sums through
-**            distributed shared memory).  With PP 1, BN a multiple of 16
-**            and room for the other CTA's sums in the band buffer only.
+**            distributed shared memory; a producer warp copies the bands
+**            and stores the outputs).  With PP 1 and BN a multiple of 16
+**            only.
 **
 ** A point is declined (valid() == 0), never offered wrong, when: the device
 ** is not cc 9.0 with the arch-specific target "sm_90a" (wgmma); BN is not
@@ -104,7 +105,7 @@ static int wg_shape_of(const ct_problem *p, const int *v, int split, int ks,
   if (pp && (nwg != 2 || stages != 1)) return 0; /* the template's PP shape */
   if (ks != 1 && (ks != 2 || !split || pp != 1 || bn % 16 != 0)) return 0;
   ct_problem_output(p, &sh->P, &sh->Q);
-  sh->threads = 128 * nwg;
+  sh->threads = 128 * nwg + (ks == 2 ? 128 : 0); /* KS 2: and the producer */
   sh->nacc = bn / 2;
   sh->tm = tp * sh->Q;
   sh->mt = (sh->tm + 63) / 64;
@@ -137,13 +138,13 @@ static int wg_shape_of(const ct_problem *p, const int *v, int split, int ks,
   /* weights, offset table (KSTEPS rows plus those gathered past the end:
   ** KG for wg, 2 for wg3), biases, bands */
   sh->smem = ((split ? 2 : 1) * bn * sh->kp + (sh->ksteps + (split ? 2 : v[WG_KGC])) * 8 +
-              bn /* biases */ + (pp ? nwg : 1) * stages * sh->band_pad) * 4 +
-             (ks == 2 ? 32 : 0) /* the exchange's mbarriers */;
-  /* KS 2: the other CTA's sums arrive at the end of the band buffer, the
-  ** staged epilogue (8 channels or more per pass) uses the part before. */
+              bn /* biases */ + (pp ? nwg : 1) * stages * sh->band_pad) * 4;
+  /* KS 2: each warpgroup's output area (the other CTA's sums, then its
+  ** staged outputs: the template's OUTF) and ten mbarriers. */
   if (ks == 2) {
-    int64_t recv = sh->mw * 128 * (bn / 4), spitch = sh->mt * 64 + 4;
-    if (recv > sh->band_pad || (sh->band_pad - recv) / spitch < 8) return 0;
+    int64_t recv = sh->mw * 128 * (bn / 4), staged = (bn / 2) * (sh->mt * 64 + 4);
+    int64_t outf = ((recv > staged ? recv : staged) + 3) / 4 * 4;
+    sh->smem += nwg * outf * 4 + 10 * 8;
   }
   sh->tiles = p->n * ((sh->P + tp - 1) / tp);
   sh->kblocks = (p->k + bn - 1) / bn;
@@ -190,6 +191,12 @@ static int wg_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   int64_t cap = lim->regs_per_sm / (ctas * sh.threads);
   cap = cap / 8 * 8;
   if (cap > 255) cap = 255;
+  /* KS 2: the template's setmaxnreg gives each consumer thread 232 of the
+  ** 384 x 168 (2*128*232 + 128*40), with one CTA per SM. */
+  if (ks == 2) {
+    if (ctas != 1 || lim->regs_per_sm < 65536) return 0;
+    cap = 232;
+  }
   if (as < 2 || as > 3 || (split && as != 2)) return 0;
   if (wg_regs_estimate(&sh, v, split, as) > cap) return 0;
   /* Shared memory: the block (the template asserts 227 KB; the weights'

@@ -1,6 +1,6 @@
 // ct_wgmma.cuh — helpers shared by the Hopper templates (conv_wg.cu,
 // conv_wgs.cu, conv_wgr.cu): warpgroup barriers, the ping-pong turn,
-// mbarriers (in the CTA and across a cluster), proxy fences, wgmma
+// mbarriers (in the CTA and across a cluster), bulk copies, proxy fences, wgmma
 // ordering, the shared-memory matrix descriptor, the
 // accumulator operand lists, the wgmma instructions themselves, the CTA's
 // biases in shared memory and the epilogue's per-pixel stores.  sm_90a
@@ -75,6 +75,31 @@ __device__ __forceinline__ void st_async4(unsigned cluster_sa, float4 v, unsigne
                "[%5];\n" ::"r"(cluster_sa),
                "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
                "r"(__float_as_uint(v.w)), "r"(cluster_bar)
+               : "memory");
+}
+// Bulk copies (conv_wg.cu with KS 2): `bytes` more to come on a local
+// barrier's current phase, without an arrival; a copy of `bytes` (a
+// multiple of 16, both addresses 16-byte aligned) from global to this CTA's
+// shared memory by the tensor memory accelerator, counted on `bar`
+// (cp.async.bulk ... complete_tx); and an arrival on `bar` once this
+// thread's cp.async copies issued so far have landed (noinc: the arrival
+// is one of those the barrier was initialized with).
+__device__ __forceinline__ void mbar_expect_tx(unsigned long long *bar, unsigned bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(
+                   (unsigned)__cvta_generic_to_shared(bar)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_copy_g2s(void *dst, const void *src, unsigned bytes,
+                                              unsigned long long *bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+               "[%3];\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+               "l"(src), "r"(bytes), "r"((unsigned)__cvta_generic_to_shared(bar))
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_mbar_arrive(unsigned long long *bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(
+                   (unsigned)__cvta_generic_to_shared(bar))
                : "memory");
 }
 __device__ __forceinline__ void cluster_sync() {
