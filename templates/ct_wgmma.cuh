@@ -77,25 +77,21 @@ __device__ __forceinline__ void st_async4(unsigned cluster_sa, float4 v, unsigne
                "r"(__float_as_uint(v.w)), "r"(cluster_bar)
                : "memory");
 }
-// Bulk copies (conv_wg.cu with KS 2): `bytes` more to come on a local
-// barrier's current phase, without an arrival; a copy of `bytes` (a
-// multiple of 16, both addresses 16-byte aligned) from global to this CTA's
-// shared memory by the tensor memory accelerator, counted on `bar`
-// (cp.async.bulk ... complete_tx); and an arrival on `bar` once this
-// thread's cp.async copies issued so far have landed (noinc: the arrival
-// is one of those the barrier was initialized with).
-__device__ __forceinline__ void mbar_expect_tx(unsigned long long *bar, unsigned bytes) {
-  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(
-                   (unsigned)__cvta_generic_to_shared(bar)),
-               "r"(bytes)
-               : "memory");
-}
+// Bulk copies (conv_wg.cu with KS 2): a copy of `bytes` (a multiple of 16,
+// both addresses 16-byte aligned) from global to this CTA's shared memory
+// by the tensor memory accelerator, counted on `bar` (cp.async.bulk ...
+// complete_tx); a hint to bring such a range into the L2; and an arrival
+// on `bar` once this thread's cp.async copies issued so far have landed
+// (noinc: the arrival is one of those the barrier was initialized with).
 __device__ __forceinline__ void bulk_copy_g2s(void *dst, const void *src, unsigned bytes,
                                               unsigned long long *bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
                "[%3];\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
                "l"(src), "r"(bytes), "r"((unsigned)__cvta_generic_to_shared(bar))
                : "memory");
+}
+__device__ __forceinline__ void bulk_prefetch_l2(const void *src, unsigned bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void cp_async_mbar_arrive(unsigned long long *bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(
