@@ -752,11 +752,11 @@ __device__ __forceinline__ void epilogue_staged(const float (&res)[MW][NACC],
 // [NACC/2, NACC), as j < BN/16 or not), sends the other half to the same
 // thread of the other CTA's same warpgroup, and adds what it receives:
 // m[i][e] + the other's, one fp32 addition per output, the same result in
-// either order.  They arrive in the warpgroup's output area `recv`:
+// either order.  They arrive in the warpgroup's output area (recvf):
 //   xfree (in the sender): the other CTA's output area is free (its
-//         producer has stored what it held: one relaxed arrival, after
-//         its loads of it have returned); the sender waits, then stores
-//         (st.async);
+//         producer has stored what it held: relaxed arrivals, one per
+//         warp, after the warp's loads of it have returned); the sender
+//         waits, then stores (st.async);
 //   xfull (in the receiver): one arrival, by the receiver's thread 0,
 //         which also expects XBYTES (armed by the kernel for the next
 //         exchange); the sender's asynchronous stores count their bytes on
