@@ -701,6 +701,26 @@ __device__ __forceinline__ void epilogue(const float (&res)[MW][NACC], const flo
   }
 }
 
+// The fragments of channels c0 .. c0+nc-1 (c0, nc multiples of 8) of an
+// m64nNB tile per m64 tile i into st[channel - c0][pixel], rows SPITCH
+// apart (SPITCH = 4 mod 32: the fragment stores hit 32 banks).
+template <int NB>
+__device__ __forceinline__ void stage_frags(const float (&res)[MW][NB / 2], float *st, int c0,
+                                            int nc, int wq, int g, int t) {
+#pragma unroll
+  for (int j = 0; j < NB / 8; ++j) {
+    if (8 * j < c0 || 8 * j >= c0 + nc) continue;
+#pragma unroll
+    for (int i = 0; i < MW; ++i)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          st[(8 * j + 2 * t + e - c0) * SPITCH + i * 64 + 16 * wq + g + 8 * hh] =
+              res[i][4 * j + 2 * hh + e];
+  }
+}
+
 // The epilogue of a ping-pong warpgroup (STAGED), through its band buffer
 // st: per pass, the fragments of SCH channels into st[channel][pixel]; then
 // warp wq takes channels wq, wq+4, ... and its lanes store consecutive
@@ -716,18 +736,7 @@ __device__ __forceinline__ void epilogue_staged(const float (&res)[MW][NACC],
   float *__restrict__ yt = y + ((long long)img * K + n0) * PQ + p0 * Q;
 #pragma unroll
   for (int cb = 0; cb < BN; cb += SCH) {
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      if (8 * j < cb || 8 * j >= cb + SCH) continue;
-#pragma unroll
-      for (int i = 0; i < MW; ++i)
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh)
-#pragma unroll
-          for (int e = 0; e < 2; ++e)
-            st[(8 * j + 2 * t + e - cb) * SPITCH + i * 64 + 16 * wq + g + 8 * hh] =
-                res[i][4 * j + 2 * hh + e];
-    }
+    stage_frags<BN>(res, st, cb, SCH, wq, g, t);
     wg_sync(wgi);
     const int nch = BN - cb < SCH ? BN - cb : SCH;
 #pragma unroll 2
@@ -800,23 +809,6 @@ __device__ __forceinline__ void exchange(const float (&m)[MW][NACC], float (&kep
     }
 }
 
-// KS 2: a consumer's kept sums (fragments of an m64nNBO tile) into its
-// output area as st[channel][pixel], rows SPITCH apart (4 mod 32: the
-// fragment stores hit 32 banks).
-__device__ __forceinline__ void stage_out(const float (&kept)[MW][NBO / 2], float *st, int wq,
-                                          int g, int t) {
-#pragma unroll
-  for (int j = 0; j < NBO / 8; ++j)
-#pragma unroll
-    for (int i = 0; i < MW; ++i)
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh)
-#pragma unroll
-        for (int e = 0; e < 2; ++e)
-          st[(8 * j + 2 * t + e) * SPITCH + i * 64 + 16 * wq + g + 8 * hh] =
-              kept[i][4 * j + 2 * hh + e];
-}
-
 // KS 2, the producer warpgroup (warp pw): the band of tile
 // `tile` (this CTA's channels from clo) into band, completing the current
 // phase of `full` (128 arrivals and the bulk copies' bytes).  Bulk: a
@@ -879,7 +871,7 @@ __device__ __forceinline__ void produce_band(float *band, const float *__restric
 }
 
 // KS 2, the producer warpgroup: a consumer's staged sums of tile `tile`
-// (st, see stage_out) + bias to y, channels nlo .. nlo+NBO-1 (bsm their
+// (st, as stage_frags leaves them) + bias to y, channels nlo .. nlo+NBO-1 (bsm their
 // biases); warp pw takes channels pw, pw+4, ..., its lanes consecutive
 // pixels of one channel (the tile's TM pixels are contiguous in each NCHW
 // plane).
@@ -1111,7 +1103,7 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
         float kept[MW][NBO / 2];
         exchange(ml.master, kept, outb, xfree + wgi, xfull + wgi, rank, tid & 127, ph);
         wg_sync(wgi); // the other CTA's sums are read: the area takes the outputs
-        stage_out(kept, outb, wq, g, t);
+        stage_frags<NBO>(kept, outb, 0, NBO, wq, g, t);
         if ((tid & 127) == 0) mbar_arrive_expect_tx(xfull + wgi, XBYTES); // the next exchange
         mbar_arrive(ofull + wgi);
       }
