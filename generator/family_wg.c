@@ -35,9 +35,9 @@
 **   KS       wg3: CTAs of a cluster that share out the k-steps of each tile
 **            (2: each holds the weights of half of them, so BN = 96 fits
 **            with its hi and lo arrays; the two add their sums through
-**            distributed shared memory; a producer warp copies the bands
-**            and stores the outputs).  With PP 1 and BN a multiple of 16
-**            only.
+**            distributed shared memory; a producer warpgroup copies the
+**            bands and stores the outputs).  With PP 1 and BN a multiple of
+**            16 only.
 **
 ** A point is declined (valid() == 0), never offered wrong, when: the device
 ** is not cc 9.0 with the arch-specific target "sm_90a" (wgmma); BN is not
