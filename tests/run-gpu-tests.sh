@@ -6,7 +6,7 @@
 set -u
 build=${1:?usage: tests/run-gpu-tests.sh BUILD_DIR}
 pass=0 fail=0 skip=0
-for t in test_gpu_variants test_gpu_e2e test_gpu_shapes test_gpu_runtime; do
+for t in test_gpu_variants test_gpu_e2e test_gpu_shapes test_gpu_runtime test_gpu_offsets; do
   exe="$build/tests/$t"
   if [ ! -x "$exe" ]; then
     echo "FAIL $t: $exe not built"

@@ -1,0 +1,188 @@
+/*
+** test_gpu_offsets.c — the kernels on tensors that start 4 bytes past a
+** 16-byte boundary, as ct_forward accepts them (4-byte aligned).  Several
+** templates take 16-byte copy paths (cp.async of 16 bytes, bulk copies)
+** only when x is 16-byte aligned and fall back otherwise; the tuner's own
+** tensors are always aligned, so without this test those fallbacks would
+** run only on problems whose rows are not a multiple of 4 floats.  On
+** problems whose image rows are a multiple of 4 floats, both precisions,
+** the variants of each family that together take every value of every
+** parameter the family offers there (each in order, kept when it brings a
+** value not seen yet): x, w, b and y each one float past an allocation's
+** start, every output checked against the float64 reference under the
+** precision contract.
+*/
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "ct_drv.h"
+#include "ct_nvrtc.h"
+#include "ct_rt.h"
+#include "gpu_common.h"
+
+static ct_tune_gpu g;
+
+/* Rows of 220, 64 and 224 floats; stride 4 along the width (wgs, wgr),
+** K past 64 and not a multiple of 48, C splitting unevenly across a
+** cluster (wg3 KS 2), padding, no bias. */
+static const char *shapes[] = {
+    "n=2,c=3,h=45,w=220,k=90,r=11,s=11,stride=4,pad=2",
+    "n=1,c=4,h=20,w=64,k=20,r=3,s=3,stride=1,pad=1",
+    "n=1,c=3,h=40,w=224,k=70,r=11,s=11,stride=4,pad=2,bias=0",
+};
+
+typedef struct job {
+  const ct_problem *p;
+  ct_gen_variant v;
+  ct_rt_compiled c;
+  ct_status rc;
+} job;
+
+typedef struct pool {
+  job *jobs;
+  size_t n;
+  atomic_size_t next;
+} pool;
+
+static void *compile_worker(void *arg) {
+  pool *pl = arg;
+  for (;;) {
+    size_t i = atomic_fetch_add(&pl->next, 1);
+    if (i >= pl->n) return NULL;
+    job *j = &pl->jobs[i];
+    char *src = NULL;
+    j->rc = ct_gen_source(j->p, &j->v, &src);
+    if (j->rc == CT_OK) j->rc = ct_rt_compile(src, "v.cu", g.limits.arch, &j->c);
+    free(src);
+  }
+}
+
+/* *p = a new allocation of n + 1 floats holding the n floats of d (device;
+** 0: left unwritten) one float in: 4 bytes past the allocation's start,
+** which is 256-byte aligned. */
+static void shifted_copy(CUdeviceptr *p, CUdeviceptr d, size_t n) {
+  ASSERT_EQ_INT(ct_drv.cuMemAlloc(p, (n + 1) * 4), CUDA_SUCCESS);
+  if (n && d) {
+    float *h = malloc(n * 4);
+    ASSERT_TRUE(h != NULL);
+    ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(h, d, n * 4), CUDA_SUCCESS);
+    ASSERT_EQ_INT(ct_drv.cuMemcpyHtoD(*p + 4, h, n * 4), CUDA_SUCCESS);
+    free(h);
+  }
+}
+
+/* Runs k once on the shifted tensors, y poisoned with NaN first, and checks
+** y against d's reference.  Returns CT_OK (then *chk says pass / fail) or
+** the failure (message in err). */
+static ct_status run_shifted(const ct_rt_kernel *k, const ct_tune_data *d, CUdeviceptr x,
+                             CUdeviceptr w, CUdeviceptr b, CUdeviceptr y, float *host,
+                             ct_tune_check *chk, char *err, size_t len) {
+  CUresult cr = ct_drv.cuMemsetD32Async(y + 4, 0x7fc00000u, d->ny, g.stream);
+  if (cr == CUDA_SUCCESS &&
+      ct_rt_kernel_launch(k, x + 4, w + 4, d->nb ? b + 4 : 0, y + 4, g.stream, &cr) != CT_OK) {
+    snprintf(err, len, "launch: CUresult %d", (int)cr);
+    return CT_ERR_CUDA;
+  }
+  if (cr == CUDA_SUCCESS) cr = ct_drv.cuStreamSynchronize(g.stream);
+  if (cr == CUDA_SUCCESS) cr = ct_drv.cuMemcpyDtoH(host, y + 4, d->ny * 4);
+  if (cr != CUDA_SUCCESS) {
+    snprintf(err, len, "CUresult %d", (int)cr);
+    return CT_ERR_CUDA;
+  }
+  ct_tune_contract(&d->p, host, d->ref, d->abs_sum, d->sq_sum, (int64_t)d->ny, chk);
+  return CT_OK;
+}
+
+static void test_shifted_tensors(void) {
+  int checked = 0, bad = 0;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    for (int prec = CT_PREC_TF32; prec <= CT_PREC_FP32; prec++) {
+      ct_problem p;
+      ASSERT_EQ_INT(ct_problem_parse(shapes[si], &p, NULL, 0), CT_OK);
+      p.precision = (ct_precision)prec;
+      ct_gen_variant *all = NULL;
+      size_t n_all = 0;
+      ASSERT_EQ_INT(ct_gen_enumerate(&p, &g.limits, &all, &n_all), CT_OK);
+      /* Per family, the variants that bring a parameter value not seen
+      ** yet in the family. */
+      job *jobs = calloc(n_all + 1, sizeof *jobs);
+      ASSERT_TRUE(jobs != NULL);
+      size_t nj = 0;
+      char seen[CT_GEN_MAX_PARAMS][CT_GEN_MAX_VALUES];
+      for (size_t i = 0; i < n_all; i++) {
+        const ct_gen_family *f = all[i].family;
+        if (i == 0 || all[i - 1].family != f) memset(seen, 0, sizeof seen);
+        int fresh = 0;
+        for (int k = 0; k < f->n_params; k++)
+          for (int e = 0; e < f->params[k].n_values; e++)
+            if (f->params[k].values[e] == all[i].values[k] && !seen[k][e]) {
+              seen[k][e] = 1;
+              fresh = 1;
+            }
+        if (fresh || f->n_params == 0) jobs[nj++] = (job){.p = &p, .v = all[i]};
+      }
+      free(all);
+      pool pl = {.jobs = jobs, .n = nj};
+      atomic_init(&pl.next, 0);
+      pthread_t th[8];
+      for (int t = 0; t < 8; t++)
+        ASSERT_EQ_INT(pthread_create(&th[t], NULL, compile_worker, &pl), 0);
+      for (int t = 0; t < 8; t++) pthread_join(th[t], NULL);
+
+      ct_tune_data d;
+      char err[1024];
+      ASSERT_EQ_INT(ct_tune_data_create(&g, &p, ct_tune_fresh_seed(), &d, err, sizeof err),
+                    CT_OK);
+      CUdeviceptr x = 0, w = 0, b = 0, y = 0;
+      shifted_copy(&x, d.x, d.nx);
+      shifted_copy(&w, d.w, d.nw);
+      shifted_copy(&b, d.b, d.nb);
+      shifted_copy(&y, 0, d.ny);
+      float *host = malloc(d.ny * sizeof *host);
+      ASSERT_TRUE(host != NULL);
+      for (size_t i = 0; i < nj; i++) {
+        job *j = &jobs[i];
+        checked++;
+        ct_tune_check chk = {0};
+        ct_status rc = j->rc;
+        if (rc != CT_OK) {
+          snprintf(err, sizeof err, "compile: %s", j->c.log ? j->c.log : "");
+        } else {
+          ct_rt_kernel k;
+          CUresult cr;
+          rc = ct_rt_kernel_load(&j->v, j->c.cubin, &k, &cr);
+          if (rc != CT_OK) {
+            snprintf(err, sizeof err, "load: CUresult %d", (int)cr);
+          } else {
+            rc = run_shifted(&k, &d, x, w, b, y, host, &chk, err, sizeof err);
+            ct_rt_kernel_unload(&k);
+          }
+        }
+        if (rc != CT_OK || !chk.passes) {
+          bad++;
+          fprintf(stderr, "FAIL %s %s %s: %s\n", shapes[si], ct_precision_name(p.precision),
+                  j->v.name, rc != CT_OK ? err : "outside the precision contract");
+        }
+        ct_rt_compiled_clear(&j->c);
+      }
+      printf("%-60s %s: %zu variants on shifted tensors\n", shapes[si],
+             ct_precision_name(p.precision), nj);
+      ct_drv.cuMemFree(x);
+      ct_drv.cuMemFree(w);
+      ct_drv.cuMemFree(b);
+      ct_drv.cuMemFree(y);
+      free(host);
+      ct_tune_data_destroy(&d);
+      free(jobs);
+    }
+  }
+  printf("%d variant runs on shifted tensors, %d failed\n", checked, bad);
+  ASSERT_EQ_INT(bad, 0);
+}
+
+int main(void) {
+  gpu_open_or_skip(&g);
+  RUN_TEST(test_shifted_tensors);
+  ct_tune_gpu_close(&g);
+  TEST_EXIT();
+}
