@@ -12,11 +12,8 @@
 ** start, every output checked against the float64 reference under the
 ** precision contract.
 */
-#include <pthread.h>
-#include <stdatomic.h>
-
+#include "compile_jobs.h"
 #include "ct_drv.h"
-#include "ct_nvrtc.h"
 #include "ct_rt.h"
 #include "gpu_common.h"
 
@@ -30,32 +27,6 @@ static const char *shapes[] = {
     "n=1,c=4,h=20,w=64,k=20,r=3,s=3,stride=1,pad=1",
     "n=1,c=3,h=40,w=224,k=70,r=11,s=11,stride=4,pad=2,bias=0",
 };
-
-typedef struct job {
-  const ct_problem *p;
-  ct_gen_variant v;
-  ct_rt_compiled c;
-  ct_status rc;
-} job;
-
-typedef struct pool {
-  job *jobs;
-  size_t n;
-  atomic_size_t next;
-} pool;
-
-static void *compile_worker(void *arg) {
-  pool *pl = arg;
-  for (;;) {
-    size_t i = atomic_fetch_add(&pl->next, 1);
-    if (i >= pl->n) return NULL;
-    job *j = &pl->jobs[i];
-    char *src = NULL;
-    j->rc = ct_gen_source(j->p, &j->v, &src);
-    if (j->rc == CT_OK) j->rc = ct_rt_compile(src, "v.cu", g.limits.arch, &j->c);
-    free(src);
-  }
-}
 
 /* *p = a new allocation of n + 1 floats holding the n floats of d (device;
 ** 0: left unwritten) one float in: 4 bytes past the allocation's start,
@@ -104,10 +75,12 @@ static void test_shifted_tensors(void) {
       size_t n_all = 0;
       ASSERT_EQ_INT(ct_gen_enumerate(&p, &g.limits, &all, &n_all), CT_OK);
       /* Per family, the variants that bring a parameter value not seen
-      ** yet in the family. */
+      ** yet in the family (sel[i] is jobs[i]'s). */
       job *jobs = calloc(n_all + 1, sizeof *jobs);
-      ASSERT_TRUE(jobs != NULL);
+      ct_gen_variant *sel = calloc(n_all + 1, sizeof *sel);
+      ASSERT_TRUE(jobs != NULL && sel != NULL);
       size_t nj = 0;
+      int ok = 1;
       char seen[CT_GEN_MAX_PARAMS][CT_GEN_MAX_VALUES];
       for (size_t i = 0; i < n_all; i++) {
         const ct_gen_family *f = all[i].family;
@@ -119,15 +92,15 @@ static void test_shifted_tensors(void) {
               seen[k][e] = 1;
               fresh = 1;
             }
-        if (fresh || f->n_params == 0) jobs[nj++] = (job){.p = &p, .v = all[i]};
+        if ((fresh || f->n_params == 0) && ok) {
+          sel[nj] = all[i];
+          ok = add_variant_job(jobs, &nj, &p, &all[i], "") == 0;
+        }
       }
       free(all);
-      pool pl = {.jobs = jobs, .n = nj};
-      atomic_init(&pl.next, 0);
-      pthread_t th[8];
-      for (int t = 0; t < 8; t++)
-        ASSERT_EQ_INT(pthread_create(&th[t], NULL, compile_worker, &pl), 0);
-      for (int t = 0; t < 8; t++) pthread_join(th[t], NULL);
+      if (!ok) jobs_free(jobs, nj);
+      ASSERT_TRUE(ok);
+      compile_all(jobs, nj, g.limits.arch);
 
       ct_tune_data d;
       char err[1024];
@@ -146,11 +119,11 @@ static void test_shifted_tensors(void) {
         ct_tune_check chk = {0};
         ct_status rc = j->rc;
         if (rc != CT_OK) {
-          snprintf(err, sizeof err, "compile: %s", j->c.log ? j->c.log : "");
+          snprintf(err, sizeof err, "compile: %s", j->out.log ? j->out.log : "");
         } else {
           ct_rt_kernel k;
           CUresult cr;
-          rc = ct_rt_kernel_load(&j->v, j->c.cubin, &k, &cr);
+          rc = ct_rt_kernel_load(&sel[i], j->out.cubin, &k, &cr);
           if (rc != CT_OK) {
             snprintf(err, sizeof err, "load: CUresult %d", (int)cr);
           } else {
@@ -161,9 +134,8 @@ static void test_shifted_tensors(void) {
         if (rc != CT_OK || !chk.passes) {
           bad++;
           fprintf(stderr, "FAIL %s %s %s: %s\n", shapes[si], ct_precision_name(p.precision),
-                  j->v.name, rc != CT_OK ? err : "outside the precision contract");
+                  j->name, rc != CT_OK ? err : "outside the precision contract");
         }
-        ct_rt_compiled_clear(&j->c);
       }
       printf("%-60s %s: %zu variants on shifted tensors\n", shapes[si],
              ct_precision_name(p.precision), nj);
@@ -173,7 +145,8 @@ static void test_shifted_tensors(void) {
       ct_drv.cuMemFree(y);
       free(host);
       ct_tune_data_destroy(&d);
-      free(jobs);
+      jobs_free(jobs, nj);
+      free(sel);
     }
   }
   printf("%d variant runs on shifted tensors, %d failed\n", checked, bad);
