@@ -14,16 +14,21 @@
 **   LP   producer threads per input row (128/LP rows per pass, the
 **        threads past those idle; ceil(ceil(W/4)/LP) runs of 4 floats per
 **        thread and row)
+**   RL   1: an output row's new input rows go through the producer's
+**        registers, loaded one unit ahead (its registers 72, a consumer's
+**        216); 0: through shared memory by cp.async (40 and 232)
 **
 ** A point is declined (valid() == 0), never offered wrong, when: the device
 ** is not cc 9.0 with the arch-specific target "sm_90a"; the stride along
 ** the width is not 4 or the dilation there not 1; NPX is above 64, or a
 ** unit of the row would hold no pixel; not one k-step's weights fit a
-** consumer's registers beside its NPX/2 accumulators (KR < 1); K <= 64 (the
-** second consumer's channels would all lie past K); shared memory (the
-** ring of input rows, the staging, the output slabs, the weights past KR,
-** 2 KB of slack) above the block's or the SM's limit; a size leaves 32-bit
-** range.
+** consumer's registers beside its NPX/2 accumulators (KR < 1); with RL 1,
+** an output row's new input rows (C*min(SH, SPAN)) take more than one pass
+** of 128/LP rows, or a thread more than 6 runs of a row (24 registers);
+** K <= 64 (the second consumer's channels would all lie past K); shared
+** memory (the ring of input rows, the staging, the output slabs, the
+** weights past KR, 2 KB of slack) above the block's or the SM's limit; a
+** size leaves 32-bit range.
 **
 ** The arithmetic mirrors the template's derived quantities; the template
 ** static_asserts that the CT_PLAN_* values agree.
@@ -34,7 +39,7 @@
 #include "convtune.h"
 #include "ct_gen.h"
 
-enum { WGR_U, WGR_LP };
+enum { WGR_U, WGR_LP, WGR_RL };
 
 /* SMs the persistent grid is sized for (the devices valid() accepts). */
 #define WGR_PERSIST_SMS 132
@@ -46,9 +51,11 @@ typedef struct wgr_shape {
   int64_t P, Q, npx, sg, ksteps, kr, span, bcp, band, nld, smem, rows, kblocks, grid_x;
 } wgr_shape;
 
-/* The template's register split (CONSUMER_REGS, KR_SPARE). */
-#define WGR_CONSUMER_REGS 232
+/* The template's register split (CONSUMER_REGS by RL, KR_SPARE), and
+** the most runs per producer thread RL keeps in registers (KPR_REG). */
+#define WGR_CONSUMER_REGS(rl) ((rl) ? 216 : 232)
 #define WGR_KR_SPARE 32
+#define WGR_KPR_REG 6
 
 /* Fills *sh; returns 0 (then *sh is partial) when a factor of the band
 ** passes 2^24 (before multiplying them: every field is <= INT32_MAX) or
@@ -59,7 +66,7 @@ static int wgr_shape_of(const ct_problem *p, const int *v, wgr_shape *sh) {
   sh->npx = 8 * ((sh->Q + 8 * u - 1) / (8 * u));
   sh->sg = (p->s + 3) / 4;
   sh->ksteps = (p->c * p->r * sh->sg + 1) / 2;
-  sh->kr = (WGR_CONSUMER_REGS - sh->npx / 2 - WGR_KR_SPARE) / 4;
+  sh->kr = (WGR_CONSUMER_REGS(v[WGR_RL]) - sh->npx / 2 - WGR_KR_SPARE) / 4;
   if (sh->kr > sh->ksteps) sh->kr = sh->ksteps;
   sh->span = (p->r - 1) * p->dil_h + 1;
   sh->bcp = 4 * (u * sh->npx + sh->sg - 1);
@@ -98,6 +105,13 @@ static int wgr_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   int64_t u = v[WGR_U];
   if (u < 1 || u > 64) return 0;
   if (v[WGR_LP] < 1 || v[WGR_LP] > 128) return 0;
+  if (v[WGR_RL] != 0 && v[WGR_RL] != 1) return 0;
+  if (v[WGR_RL]) {
+    int64_t span = ((int64_t)p->r - 1) * p->dil_h + 1;
+    int64_t newr = p->stride_h < span ? p->stride_h : span;
+    int64_t kpr = (((int64_t)p->w + 3) / 4 + v[WGR_LP] - 1) / v[WGR_LP];
+    if (kpr > WGR_KPR_REG || p->c * newr > 128 / v[WGR_LP]) return 0;
+  }
   wgr_shape sh;
   if (!wgr_shape_of(p, v, &sh)) return 0;
   if (sh.npx > 64 || (u - 1) * sh.npx >= sh.Q) return 0;
@@ -126,8 +140,8 @@ const ct_gen_family ct_gen_family_wgr = {
   .name = "wgr",
   .template_name = "conv_wgr.cu",
   .precisions = 1u << CT_PREC_TF32,
-  .n_params = 2,
-  .params = {{"U", 4, {1, 2, 3, 4}}, {"LP", 3, {10, 8, 16}}},
+  .n_params = 3,
+  .params = {{"U", 4, {1, 2, 3, 4}}, {"LP", 3, {10, 8, 16}}, {"RL", 2, {1, 0}}},
   .valid = wgr_valid,
   .plan = wgr_plan,
 };

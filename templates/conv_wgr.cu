@@ -41,7 +41,8 @@
 //               128-byte core matrix (K-major), the next 8 are 128 bytes on
 //               (SBO 128), the k-step's second quad LBO bytes from its first.
 //   staging     [NLD][128] float4: each producer thread's cp.async targets
-//               (16-byte aligned), rounded into the band by the same thread.
+//               (16-byte aligned), rounded into the band by the same thread
+//               (with RL, only windows of more than one pass use it).
 //   slabs       [2][64][OSP] floats: a consumer's outputs of one unit on
 //               their way to y, each warp its 16 rows (see slab_put).
 //   A           [2][KSTEPS-KR][512] floats: the consumers' weights of the
@@ -66,15 +67,18 @@
 //     outputs (+ bias) through its slab rows, along output rows.
 //   the producer keeps the band two units ahead: for unit t+2 (after both
 //     consumers' done[t-1]: units up to t-1 have read the band) it rounds
-//     the new input rows, copied one unit earlier by cp.async, into the
-//     ring, publishes the unit's B address and signals ready[t+2]; then it
-//     starts the copy of the next row and hints the L2 to fetch the rows PF
-//     rows after that.  The ring has RB slots (see RB), so the rows stored
-//     for unit t+2 overwrite none that units t and t+1 read.
+//     the new input rows, loaded one unit earlier, into the ring, publishes
+//     the unit's B address and signals ready[t+2]; then it starts the loads
+//     of the next row and hints the L2 to fetch the rows PF rows after
+//     that.  The loads: with RL, when a row's new input rows take one pass
+//     of the producer's threads, into its registers (ld.global, KPR float4
+//     per thread); else by cp.async into the staging.  The ring has RB
+//     slots (see RB), so the rows stored for unit t+2 overwrite none that
+//     units t and t+1 read.
 //
-// The generator prepends the problem (CT_*), the parameter U and the plan's
-// lines (CT_PLAN_*).  Without them the file compiles on its own (sm_90a):
-// the headline problem.
+// The generator prepends the problem (CT_*), the parameters U, LP, RL and
+// the plan's lines (CT_PLAN_*).  Without them the file compiles on its own
+// (sm_90a): the headline problem.
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "conv_wgr.cu needs the arch-specific target sm_90a (wgmma)"
@@ -88,12 +92,21 @@
 #ifndef LP
 #define LP 10 // producer threads per input row
 #endif
+#ifndef RL
+#define RL 1 // 1: a window's new rows of one pass through the producer's registers
+#endif
 // Registers per thread after the producer warpgroup gives its share to
 // the two consumers (setmaxnreg): the CTA holds 384 x 168 (65536/384 in
-// multiples of 8) = 2*128*232 + 128*40; a consumer asking for more than
-// the others leave would wait forever.
+// multiples of 8) = 2*128*232 + 128*40, or with RL 2*128*216 + 128*72 (the
+// producer holds a window's runs); a consumer asking for more than the
+// others leave would wait forever.
+#if RL
+#define CONSUMER_REGS 216
+#define PRODUCER_REGS 72
+#else
 #define CONSUMER_REGS 232
 #define PRODUCER_REGS 40
+#endif
 
 #include "ct_ptx.cuh"
 #include "ct_wgmma.cuh"
@@ -135,6 +148,13 @@ constexpr int LPR = LP;
 constexpr int RPP = PTHREADS / LPR;
 constexpr int KPR = (RUNS + LPR - 1) / LPR;
 constexpr int NLD = (C * SPAN + RPP - 1) / RPP * KPR;
+// With RL, a window whose new rows take one pass (C*nnew <= RPP) is loaded
+// into the producer's registers, KPR float4 per thread, one unit ahead
+// (rows_load, rows_put); the others (RL 0: all) go through the staging by
+// cp.async (rows_copy, rows_store), whose loops RL unrolls less (the
+// registers of the runs stay live through them).
+constexpr int KPR_REG = 6; // the most runs per thread RL keeps in registers
+constexpr int STG_UNROLL = RL ? 1 : 2;
 constexpr int PF = 2; // rows between a copy and the L2 prefetch issued with it
 // 2 KB before the mbarriers, as conv_wgs: compute-sanitizer checks a wgmma
 // operand as contiguous bytes from its start address.
@@ -163,6 +183,8 @@ static_assert(U >= 1 && NPX >= 8 && NPX <= 64, "NPX: 8 .. 64 pixels per unit");
 static_assert(U * NPX >= Q && (U - 1) * NPX < Q, "every unit holds pixels");
 static_assert(KR >= 1, "no k-step fits the registers");
 static_assert(LP >= 1 && LP <= PTHREADS, "LP: 1 .. 128 producer threads per input row");
+static_assert(!RL || (KPR <= KPR_REG && C * NEWR <= RPP),
+              "RL: a row's new input rows in one pass, at most KPR_REG runs per thread");
 static_assert(2 * 128 * CONSUMER_REGS + 128 * PRODUCER_REGS <= THREADS * ((65536 / THREADS) & ~7),
               "setmaxnreg: more registers than the CTA holds");
 static_assert(4 * (U * NPX - 1) + 4 * SG <= BCP, "band row too short");
@@ -247,7 +269,7 @@ __device__ __forceinline__ void rows_copy(float4 *stg, const float *__restrict__
     for_new_rows<decltype(nn)::value, RPP>(rl, tid, [&](int m, int c, int, int ih) {
       const bool in = (unsigned)ih < (unsigned)H;
       const float *src = x + ((rl.img * C + c) * H + (in ? ih : 0)) * W;
-#pragma unroll 2
+#pragma unroll STG_UNROLL
       for (int k = 0; k < KPR; ++k) {
         const int run = lk + LPR * k;
         if (run >= RUNS) break;
@@ -266,6 +288,40 @@ __device__ __forceinline__ void rows_copy(float4 *stg, const float *__restrict__
   });
 }
 
+// One run (floats 4run .. 4run+3 of an input row, v) TF32-rounded into
+// the band row drow (input column 0 at drow[0]) and, with mirror, into its
+// mirror slot: the columns below W that the row keeps.
+__device__ __forceinline__ void store_run(float *drow, int run, bool mirror, float4 v) {
+  const float e[4] = {round_tf32(v.x), round_tf32(v.y), round_tf32(v.z), round_tf32(v.w)};
+  float *d = drow + 4 * run;
+  if (PW % 2 == 0 && 4 * run + 3 < W && (!CLIP || PW + 4 * run + 3 < BCP)) {
+    // The whole run, 8-byte aligned (rows are 16-byte aligned, PW even).
+    const float2 lo = make_float2(e[0], e[1]), hi = make_float2(e[2], e[3]);
+    *reinterpret_cast<float2 *>(d) = lo;
+    *reinterpret_cast<float2 *>(d + 2) = hi;
+    if (mirror) {
+      *reinterpret_cast<float2 *>(d + RB * BCP) = lo;
+      *reinterpret_cast<float2 *>(d + RB * BCP + 2) = hi;
+    }
+  } else {
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+      if (4 * run + q < W && (!CLIP || PW + 4 * run + q < BCP)) {
+        d[q] = e[q];
+        if (mirror) d[q + RB * BCP] = e[q];
+      }
+  }
+}
+
+// The band row of new row i of channel c of window rl, and whether its
+// slot has a mirror.
+__device__ __forceinline__ float *new_row_dst(float *band, const RowLoad &rl, int nnew, int c,
+                                              int i, bool &mirror) {
+  const int slot = (rl.pos0 + (SPAN - nnew) + i) % RB;
+  mirror = slot < SPAN - 1;
+  return band + (c * CROWS + slot) * BCP + PW;
+}
+
 // ... rows_store: once they have landed, stored TF32-rounded into their
 // ring slots (and mirror slots) ...
 __device__ __forceinline__ void rows_store(float *band, const float4 *stg, const RowLoad &rl,
@@ -274,34 +330,61 @@ __device__ __forceinline__ void rows_store(float *band, const float4 *stg, const
   with_nnew(rl, [&](auto nn) {
     constexpr int NNEW = decltype(nn)::value;
     for_new_rows<NNEW, RPP>(rl, tid, [&](int m, int c, int i, int) {
-      const int slot = (rl.pos0 + (SPAN - NNEW) + i) % RB;
-      float *const drow = band + (c * CROWS + slot) * BCP + PW;
-      const bool mirror = slot < SPAN - 1;
-#pragma unroll 2
+      bool mirror;
+      float *const drow = new_row_dst(band, rl, NNEW, c, i, mirror);
+#pragma unroll STG_UNROLL
       for (int k = 0; k < KPR; ++k) {
         const int run = lk + LPR * k;
         if (run >= RUNS) break;
-        const float4 v = stg[PTHREADS * (m * KPR + k) + tid];
-        const float e[4] = {round_tf32(v.x), round_tf32(v.y), round_tf32(v.z), round_tf32(v.w)};
-        float *d = drow + 4 * run;
-        if (PW % 2 == 0 && 4 * run + 3 < W && (!CLIP || PW + 4 * run + 3 < BCP)) {
-          // The whole run, 8-byte aligned (rows are 16-byte aligned, PW even).
-          const float2 lo = make_float2(e[0], e[1]), hi = make_float2(e[2], e[3]);
-          *reinterpret_cast<float2 *>(d) = lo;
-          *reinterpret_cast<float2 *>(d + 2) = hi;
-          if (mirror) {
-            *reinterpret_cast<float2 *>(d + RB * BCP) = lo;
-            *reinterpret_cast<float2 *>(d + RB * BCP + 2) = hi;
-          }
-        } else {
+        store_run(drow, run, mirror, stg[PTHREADS * (m * KPR + k) + tid]);
+      }
+    });
+  });
+}
+
+// With RL, a window of one pass: rows_load puts this thread's runs
+// of the new rows into v (zeros for runs past the row and rows outside
+// the image), rows_put stores them as rows_store does.
+struct RegRuns {
+  float4 v[RL ? KPR : 1];
+};
+__device__ __forceinline__ void rows_load(RegRuns &r, const float *__restrict__ x,
+                                          const RowLoad &rl, int tid, bool vec) {
+  const int lk = tid % LPR;
+  with_nnew(rl, [&](auto nn) {
+    for_new_rows<decltype(nn)::value, 1>(rl, tid, [&](int, int c, int, int ih) {
+      const bool in = (unsigned)ih < (unsigned)H;
+      const float *src = x + ((rl.img * C + c) * H + (in ? ih : 0)) * W + 4 * lk;
+      if (vec) {
+#pragma unroll
+        for (int k = 0; k < KPR; ++k)
+          r.v[k] = in && lk + LPR * k < RUNS
+                       ? __ldg(reinterpret_cast<const float4 *>(src + 4 * LPR * k))
+                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      } else {
+#pragma unroll
+        for (int k = 0; k < KPR; ++k) {
+          float e[4];
 #pragma unroll
           for (int q = 0; q < 4; ++q)
-            if (4 * run + q < W && (!CLIP || PW + 4 * run + q < BCP)) {
-              d[q] = e[q];
-              if (mirror) d[q + RB * BCP] = e[q];
-            }
+            e[q] = in && 4 * (lk + LPR * k) + q < W ? __ldg(src + 4 * LPR * k + q) : 0.0f;
+          r.v[k] = make_float4(e[0], e[1], e[2], e[3]);
         }
       }
+    });
+  });
+}
+__device__ __forceinline__ void rows_put(float *band, const RegRuns &r, const RowLoad &rl,
+                                         int tid) {
+  const int lk = tid % LPR;
+  with_nnew(rl, [&](auto nn) {
+    constexpr int NNEW = decltype(nn)::value;
+    for_new_rows<NNEW, 1>(rl, tid, [&](int, int c, int i, int) {
+      bool mirror;
+      float *const drow = new_row_dst(band, rl, NNEW, c, i, mirror);
+#pragma unroll
+      for (int k = 0; k < KPR; ++k)
+        if (lk + LPR * k < RUNS) store_run(drow, lk + LPR * k, mirror, r.v[k]);
     });
   });
 }
@@ -319,6 +402,28 @@ __device__ __forceinline__ void rows_prefetch(const float *__restrict__ x, const
           asm volatile("prefetch.global.L2 [%0];\n" ::"l"(x + ((rl.img * C + c) * H + ih) * W + 32 * l));
     });
   });
+}
+
+// A window's new rows loaded (into registers or the staging), and stored
+// into the band once they have landed.
+__device__ __forceinline__ bool one_pass(const RowLoad &rl) { return RL && C * rl.nnew <= RPP; }
+__device__ __forceinline__ void window_load(RegRuns &r, float4 *stg, const float *__restrict__ x,
+                                            const RowLoad &rl, int tid, bool vec) {
+  if (one_pass(rl)) {
+    rows_load(r, x, rl, tid, vec);
+  } else {
+    rows_copy(stg, x, rl, tid, vec);
+    cp_async_commit();
+  }
+}
+__device__ __forceinline__ void window_store(float *band, const RegRuns &r, const float4 *stg,
+                                             const RowLoad &rl, int tid) {
+  if (one_pass(rl)) {
+    rows_put(band, r, rl, tid);
+  } else {
+    cp_async_wait<0>();
+    rows_store(band, stg, rl, tid);
+  }
 }
 
 // A consumer warpgroup's outputs of one unit into its slab: d[4j+2h+e]
@@ -447,18 +552,15 @@ conv_wgr(const float *__restrict__ x, const float *__restrict__ w,
     const int T = cta_units();
     const int ptid = tid - 256;
     const bool vec = W % 4 == 0 && ((unsigned long long)x & 15) == 0;
+    RegRuns rr;
     RowLoad cp = cur, st = cur;
-    rows_copy(stg, x, cur, ptid, vec);
-    cp_async_commit();
-    cp_async_wait<0>();
-    rows_store(band, stg, cur, ptid);
+    window_load(rr, stg, x, cur, ptid, vec);
+    window_store(band, rr, stg, cur, ptid);
     if (U == 1 && T > 1) { // unit 1's row
       advance(cp);
-      rows_copy(stg, x, cp, ptid, vec);
-      cp_async_commit();
-      cp_async_wait<0>();
+      window_load(rr, stg, x, cp, ptid, vec);
       advance(st);
-      rows_store(band, stg, st, ptid);
+      window_store(band, rr, stg, st, ptid);
     }
     fence_proxy_async(); // the band's stores -> the wgmma (async proxy)
     // Unit u's B address: its row's window, its pixel tile.
@@ -474,8 +576,7 @@ conv_wgr(const float *__restrict__ x, const float *__restrict__ w,
     if (T > 1) mbar_arrive(ready + 1);
     if (T > 2 && 2 % U == 0) { // unit 2's row
       advance(cp);
-      rows_copy(stg, x, cp, ptid, vec);
-      cp_async_commit();
+      window_load(rr, stg, x, cp, ptid, vec);
     }
     // Prefetched into the L2 with each copy: the row PF rows after it.
     RowLoad pf = cp;
@@ -489,9 +590,8 @@ conv_wgr(const float *__restrict__ x, const float *__restrict__ w,
         for (int c = 0; c < 2; ++c) mbar_wait(done + 4 * c + (un - 1) % 4, ((un - 1) >> 2) & 1);
       if (un + 2 < T) {
         if ((un + 2) % U == 0) {
-          cp_async_wait<0>();
           advance(st);
-          rows_store(band, stg, st, ptid);
+          window_store(band, rr, stg, st, ptid);
           fence_proxy_async();
         }
         if (ptid == 0) uaddr[(un + 2) % 4] = unit_addr(st, (un + 2) % U);
@@ -499,8 +599,7 @@ conv_wgr(const float *__restrict__ x, const float *__restrict__ w,
       }
       if (un + 3 < T && (un + 3) % U == 0) {
         advance(cp);
-        rows_copy(stg, x, cp, ptid, vec);
-        cp_async_commit();
+        window_load(rr, stg, x, cp, ptid, vec);
         if (PF > 0) { // the new rows of the row PF after it, into the L2
           advance(pf);
           if (pf.img < N) rows_prefetch(x, pf, ptid);

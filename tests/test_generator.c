@@ -254,6 +254,43 @@ static void test_small_k_and_q_prune(void) {
   ASSERT_EQ_INT(n_direct, 3); /* one per THREADS value */
 }
 
+/* wgr's RL 1 (a row's new input rows in the producer's registers) is
+** offered only where they take one pass of 128/LP rows and at most 6 runs
+** of 4 floats per thread: on the headline (12 new rows of 56 runs) with
+** LP 10 alone; with C = 5 and stride 3 (15 rows of 10 runs) with LP 8
+** alone.  RL 0 is offered with every LP.  (U: 1 .. 4 on the headline; 1
+** and 2 where Q = 10.) */
+static void test_wgr_register_loads(void) {
+  ct_gen_limits lim = h200();
+  const char *specs[] = {"n=256,c=3,h=224,w=224,k=96,r=11,s=11,stride=4,pad=2",
+                         "n=1,c=5,h=30,w=40,k=96,r=5,s=7,stride=3x4,pad=1x3"};
+  const int rl_lp[] = {10, 8}, n_u[] = {4, 2};
+  for (int i = 0; i < 2; i++) {
+    ct_problem p;
+    ASSERT_EQ_INT(parse(specs[i], CT_PREC_TF32, &p), 0);
+    ct_gen_variant *v = NULL;
+    size_t n = 0, n_rl[2] = {0, 0};
+    ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+    for (size_t j = 0; j < n; j++) {
+      if (strcmp(v[j].family->name, "wgr") != 0) continue;
+      const int lp = v[j].values[1], rl = v[j].values[2];
+      ASSERT_TRUE(rl == 0 || rl == 1);
+      n_rl[rl]++;
+      if (rl == 1 && lp != rl_lp[i]) fprintf(stderr, "  %s offered\n", v[j].name);
+      ASSERT_TRUE(rl == 0 || lp == rl_lp[i]);
+    }
+    free(v);
+    ASSERT_EQ_INT(n_rl[0], 3 * n_u[i]); /* U x LP 10, 8, 16 */
+    ASSERT_EQ_INT(n_rl[1], n_u[i]);
+  }
+  ct_problem h;
+  ct_problem_default(&h);
+  ct_gen_variant w;
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&h, &lim, "wgr:U=1,LP=10,RL=1", &w), CT_OK);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&h, &lim, "wgr:U=1,LP=8,RL=1", &w), CT_ERR_UNSUPPORTED);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&h, &lim, "wgr:U=1,LP=16,RL=1", &w), CT_ERR_UNSUPPORTED);
+}
+
 /* Strides and paddings up to INT32_MAX are valid.  The families must
 ** decline (not overflow) where their sizes leave 32-bit range: the
 ** space-to-depth families fold C*SH*SW channels; wg and wgs stage bands of
@@ -439,6 +476,7 @@ int main(void) {
   RUN_TEST(test_plans_fit_limits);
   RUN_TEST(test_default_variant_odd);
   RUN_TEST(test_small_k_and_q_prune);
+  RUN_TEST(test_wgr_register_loads);
   RUN_TEST(test_huge_strides);
   RUN_TEST(test_from_name_errors);
   RUN_TEST(test_invalid_problem);
