@@ -48,7 +48,8 @@ enum { WGR_U, WGR_LP, WGR_RL };
 #define WGR_SMEM_RESERVED 1024
 
 typedef struct wgr_shape {
-  int64_t P, Q, npx, sg, ksteps, kr, span, bcp, band, nld, smem, rows, kblocks, grid_x;
+  int64_t P, Q, npx, sg, ksteps, kr, span, newr, bcp, band, kpr, nld, smem, rows, kblocks,
+      grid_x;
 } wgr_shape;
 
 /* The template's register split (CONSUMER_REGS by RL, KR_SPARE), and
@@ -73,15 +74,16 @@ static int wgr_shape_of(const ct_problem *p, const int *v, wgr_shape *sh) {
   if (sh->span > (1 << 24) || sh->bcp > (1 << 24) || p->c > (1 << 24)) return 0;
   /* The ring: RB slots (2*SPAN + min(SH, SPAN) with P >= 2, else 3*SPAN)
   ** and SPAN-1 mirror slots per channel. */
-  int64_t newr = p->stride_h < sh->span ? p->stride_h : sh->span;
-  int64_t rb = sh->P >= 2 ? 2 * sh->span + newr : 3 * sh->span;
+  sh->newr = p->stride_h < sh->span ? p->stride_h : sh->span;
+  int64_t rb = sh->P >= 2 ? 2 * sh->span + sh->newr : 3 * sh->span;
   const int64_t band[] = {p->c, rb + sh->span - 1, sh->bcp};
   sh->band = ct_gen_checked_product(band, 3);
   if (sh->band < 0 || sh->band > INT32_MAX || p->c * sh->span > INT32_MAX) return 0;
   /* The producer's staging chunks per thread: passes of 128/LP input rows,
-  ** ceil(runs/LP) runs per thread and row (the template's NLD). */
+  ** ceil(runs/LP) runs per thread and row (the template's KPR and NLD). */
   int64_t lp = v[WGR_LP], rpp = 128 / lp;
-  sh->nld = (p->c * sh->span + rpp - 1) / rpp * (((p->w + 3) / 4 + lp - 1) / lp);
+  sh->kpr = ((p->w + 3) / 4 + lp - 1) / lp;
+  sh->nld = (p->c * sh->span + rpp - 1) / rpp * sh->kpr;
   /* Floats: the band; the staging, nld float4 per producer thread; two
   ** output slabs of 64 channels x OSP (NPX, + 8 when NPX is a multiple of
   ** 16); the weights of the k-steps past KR (2 x 512 floats each); 128
@@ -106,14 +108,10 @@ static int wgr_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   if (u < 1 || u > 64) return 0;
   if (v[WGR_LP] < 1 || v[WGR_LP] > 128) return 0;
   if (v[WGR_RL] != 0 && v[WGR_RL] != 1) return 0;
-  if (v[WGR_RL]) {
-    int64_t span = ((int64_t)p->r - 1) * p->dil_h + 1;
-    int64_t newr = p->stride_h < span ? p->stride_h : span;
-    int64_t kpr = (((int64_t)p->w + 3) / 4 + v[WGR_LP] - 1) / v[WGR_LP];
-    if (kpr > WGR_KPR_REG || p->c * newr > 128 / v[WGR_LP]) return 0;
-  }
   wgr_shape sh;
   if (!wgr_shape_of(p, v, &sh)) return 0;
+  /* RL 1: a row's new input rows in one pass, at most KPR_REG runs each. */
+  if (v[WGR_RL] && (sh.kpr > WGR_KPR_REG || p->c * sh.newr > 128 / v[WGR_LP])) return 0;
   if (sh.npx > 64 || (u - 1) * sh.npx >= sh.Q) return 0;
   if (sh.kr < 1) return 0; /* registers */
   if (p->k <= 64) return 0; /* an idle consumer */
