@@ -31,7 +31,8 @@
   X(cuStreamQuery) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)         \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuCtxGetCurrent)               \
   X(cuStreamGetCtx) X(cuCtxGetDevice) X(cuMemPoolCreate) X(cuMemPoolDestroy)   \
-  X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)
+  X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)       \
+  X(cuMemGetInfo)
 
 #define CT_DRV_FIELD(fn) __typeof__(&fn) fn;
 typedef struct ct_drv_api {

@@ -1,31 +1,47 @@
 // ref_f64.cu — the float64 reference convolution the tuner checks every
-// variant against.  Written to be obviously right, not fast: one thread per
-// output element, plain loops over c, r, s, padded taps skipped, 64-bit
-// indices, every product formed in double (a product of two floats is exact
-// in double; only the sums round).
+// variant against, and the check itself.  Written to be obviously right, not
+// fast: one thread per output element, plain loops over c, r, s, padded taps
+// skipped, 64-bit indices, every product formed in double (a product of two
+// floats is exact in double; only the sums round).  The sums are taken in
+// the CPU reference's order (tuner/verify.c) with adds and multiplies that
+// are never fused, so the two agree bit for bit.
 //
-// Besides y it writes, per output element, the two figures the precision
-// contract scales its tolerance with: abs_sum = sum |x*w| (+|b|) and
-// sq_sum = sum (x*w)^2 (+b^2).
+// Besides y the reference gives, per output element, the two figures the
+// precision contract scales its tolerance with: abs_sum = sum |x*w| (+|b|)
+// and sq_sum = sum (x*w)^2 (+b^2).
 //
-// Launch: 256 threads per block, ceil(N*K*P*Q / 256) blocks, no shared memory.
+// Kernels (256 threads per block, no shared memory beyond the static):
+//   ct_ref_f64          ceil(N*K*P*Q / 256) blocks: writes y, abs_sum, sq_sum
+//   ct_check_f64        ceil(N*K*P*Q / CT_CHECK_TILE) blocks: one tile each of
+//                       the contract's scan (ct_check.cuh) of a variant's
+//                       output against the stored reference
+//   ct_check_f64_fused  the same, computing the reference as it goes (for
+//                       problems whose reference does not fit beside them)
 // The generator prepends the problem (CT_*); without it the file compiles for
 // the headline problem.
 
 #include "ct_problem.cuh"
+#include "ct_check.cuh"
 
 #define CT_REF_THREADS 256
 
-extern "C" __global__ void __launch_bounds__(CT_REF_THREADS)
-ct_ref_f64(const float *x, const float *w, const float *b, double *y,
-           double *abs_sum, double *sq_sum) {
-  typedef long long i64;
-  const i64 N = CT_N, C = CT_C, H = CT_H, W = CT_W, K = CT_K, R = CT_R, S = CT_S;
-  const i64 P = CT_P, Q = CT_Q;
-  const i64 idx = (i64)blockIdx.x * CT_REF_THREADS + threadIdx.x;
-  if (idx >= N * K * P * Q) return;
+namespace ref {
 
-  // idx = ((n*K + k)*P + p)*Q + q
+typedef long long i64;
+
+constexpr i64 N = CT_N, C = CT_C, H = CT_H, W = CT_W, K = CT_K, R = CT_R,
+              S = CT_S, P = CT_P, Q = CT_Q;
+constexpr i64 kOutputs = N * K * P * Q;
+
+static_assert(CT_REF_THREADS == CT_CHECK_LANES, "a check tile's lanes are its block");
+
+struct Figures {
+  double y, abs_sum, sq_sum;
+};
+
+// The reference figures of output idx = ((n*K + k)*P + p)*Q + q.
+__device__ __forceinline__ Figures reference_at(const float *x, const float *w,
+                                                const float *b, i64 idx) {
   const i64 q = idx % Q;
   const i64 p = (idx / Q) % P;
   const i64 k = (idx / (Q * P)) % K;
@@ -41,22 +57,79 @@ ct_ref_f64(const float *x, const float *w, const float *b, double *y,
         if (col < 0 || col >= W) continue; // zero padding
         const double xv = (double)x[((n * C + c) * H + h) * W + col];
         const double wv = (double)w[((k * C + c) * R + r) * S + s];
-        const double prod = xv * wv;
-        acc += prod;
-        asum += fabs(prod);
-        ssum += prod * prod;
+        const double prod = __dmul_rn(xv, wv);
+        acc = __dadd_rn(acc, prod);
+        asum = __dadd_rn(asum, fabs(prod));
+        ssum = __dadd_rn(ssum, __dmul_rn(prod, prod));
       }
     }
   }
 #if CT_BIAS
   const double bv = (double)b[k];
-  acc += bv;
-  asum += fabs(bv);
-  ssum += bv * bv;
+  acc = __dadd_rn(acc, bv);
+  asum = __dadd_rn(asum, fabs(bv));
+  ssum = __dadd_rn(ssum, __dmul_rn(bv, bv));
 #else
   (void)b;
 #endif
-  y[idx] = acc;
-  abs_sum[idx] = asum;
-  sq_sum[idx] = ssum;
+  return Figures{acc, asum, ssum};
+}
+
+// One tile of the contract's scan (ct_check.cuh's order) into tiles[tile];
+// FIG(i) gives output i's reference figures.
+template <class Fig>
+__device__ __forceinline__ void check_tile(const float *y, double elem_coef,
+                                           double close_tol, ct_check_tile *tiles,
+                                           Fig fig) {
+  __shared__ ct_check_tile lane[CT_CHECK_LANES];
+  const int t = threadIdx.x;
+  const i64 base = (i64)blockIdx.x * CT_CHECK_TILE;
+  ct_check_tile mine;
+  ct_check_tile_init(&mine);
+  for (int j = 0; j < CT_CHECK_STEPS; ++j) {
+    const i64 i = base + (i64)j * CT_CHECK_LANES + t;
+    if (i < kOutputs) {
+      const Figures f = fig(i);
+      ct_check_tile_add(&mine, i, y[i], f.y, f.abs_sum, f.sq_sum, elem_coef,
+                        close_tol);
+    }
+  }
+  lane[t] = mine;
+  __syncthreads();
+  for (int s = CT_CHECK_LANES / 2; s >= 1; s /= 2) {
+    if (t < s) ct_check_tile_merge(&lane[t], &lane[t + s]);
+    __syncthreads();
+  }
+  if (t == 0) tiles[blockIdx.x] = lane[0];
+}
+
+} // namespace ref
+
+extern "C" __global__ void __launch_bounds__(CT_REF_THREADS)
+ct_ref_f64(const float *x, const float *w, const float *b, double *y,
+           double *abs_sum, double *sq_sum) {
+  const ref::i64 idx = (ref::i64)blockIdx.x * CT_REF_THREADS + threadIdx.x;
+  if (idx >= ref::kOutputs) return;
+  const ref::Figures f = ref::reference_at(x, w, b, idx);
+  y[idx] = f.y;
+  abs_sum[idx] = f.abs_sum;
+  sq_sum[idx] = f.sq_sum;
+}
+
+extern "C" __global__ void __launch_bounds__(CT_REF_THREADS)
+ct_check_f64(const float *y, const double *ref_y, const double *abs_sum,
+             const double *sq_sum, double elem_coef, double close_tol,
+             ct_check_tile *tiles) {
+  ref::check_tile(y, elem_coef, close_tol, tiles, [=](ref::i64 i) {
+    return ref::Figures{ref_y[i], abs_sum[i], sq_sum[i]};
+  });
+}
+
+extern "C" __global__ void __launch_bounds__(CT_REF_THREADS)
+ct_check_f64_fused(const float *x, const float *w, const float *b,
+                   const float *y, double elem_coef, double close_tol,
+                   ct_check_tile *tiles) {
+  ref::check_tile(y, elem_coef, close_tol, tiles, [=](ref::i64 i) {
+    return ref::reference_at(x, w, b, i);
+  });
 }

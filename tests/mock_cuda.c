@@ -354,6 +354,13 @@ CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   return cuMemFree(dptr);
 }
 
+/* A device of 80 GiB, all of it free. */
+CUresult CUDAAPI cuMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
+  if (!free_bytes || !total_bytes) return CUDA_ERROR_INVALID_VALUE;
+  *free_bytes = *total_bytes = (size_t)80 << 30;
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost,
                               size_t ByteCount) {
   memcpy((void *)(uintptr_t)dstDevice, srcHost, ByteCount);

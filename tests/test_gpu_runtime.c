@@ -23,16 +23,15 @@ static char dir[] = "/tmp/convtune-gpurt-XXXXXX";
 #include "gpu_graph.h"
 
 
-/* Copies y (of d's problem) back and applies the precision contract. */
-static int check_y(const ct_tune_data *d, CUdeviceptr y, ct_tune_check *chk) {
-  float *host = malloc(d->ny * sizeof *host);
-  if (!host) return -1;
-  CUresult r = ct_drv.cuMemcpyDtoH(host, y, d->ny * sizeof *host);
-  if (r == CUDA_SUCCESS)
-    ct_tune_contract(&d->p, host, d->ref, d->abs_sum, d->sq_sum,
-                     (int64_t)d->ny, chk);
-  free(host);
-  return r == CUDA_SUCCESS ? 0 : -1;
+/* Applies the precision contract to y (of d's problem) on the GPU.  The
+** check uses d's tile buffers and g's stream: one thread at a time. */
+static pthread_mutex_t check_lock = PTHREAD_MUTEX_INITIALIZER;
+static int check_y(ct_tune_data *d, CUdeviceptr y, ct_tune_check *chk) {
+  char err[256];
+  pthread_mutex_lock(&check_lock);
+  ct_status rc = ct_tune_check_output(&g, d, y, chk, err, sizeof err);
+  pthread_mutex_unlock(&check_lock);
+  return rc == CT_OK ? 0 : -1;
 }
 
 static ct_status forward(ct_context *ctx, const ct_tune_data *d, CUdeviceptr y,

@@ -37,33 +37,63 @@ static const char *shapes[] = {
     "n=2,c=3,h=7,w=45,k=97,r=3,s=5,stride=2x4,pad=1x2",
 };
 
-/* The GPU reference equals the CPU reference to float64 rounding. */
+/* The GPU reference equals the CPU reference bit for bit (the same sums in
+** the same order, nothing fused), and so does the GPU check's verdict on an
+** output that passes, one with an element off and one left unwritten. */
 static void test_reference_matches_cpu(void) {
-  ct_problem p;
-  ASSERT_EQ_INT(ct_problem_parse(shapes[3], &p, NULL, 0), CT_OK);
-  ct_tune_data d;
-  char err[512];
-  ASSERT_EQ_INT(ct_tune_data_create(&g, &p, ct_tune_fresh_seed(), &d, err, sizeof err), CT_OK);
-  float *x = malloc(d.nx * sizeof *x), *w = malloc(d.nw * sizeof *w),
-        *b = malloc((d.nb + 1) * sizeof *b);
-  double *y = malloc(d.ny * sizeof *y), *as = malloc(d.ny * sizeof *as),
-         *sq = malloc(d.ny * sizeof *sq);
-  ASSERT_TRUE(x && w && b && y && as && sq);
-  ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(x, d.x, d.nx * sizeof *x), CUDA_SUCCESS);
-  ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(w, d.w, d.nw * sizeof *w), CUDA_SUCCESS);
-  if (d.nb) ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(b, d.b, d.nb * sizeof *b), CUDA_SUCCESS);
-  ASSERT_EQ_INT(ct_tune_reference_cpu(&p, x, w, d.nb ? b : NULL, y, as, sq), CT_OK);
-  double worst = 0;
-  for (size_t i = 0; i < d.ny; i++) {
-    double e = fabs(y[i] - d.ref[i]) / (as[i] + 1e-300);
-    if (e > worst) worst = e;
-    ASSERT_NEAR(as[i], d.abs_sum[i], 1e-12 * as[i]);
-    ASSERT_NEAR(sq[i], d.sq_sum[i], 1e-12 * sq[i]);
+  for (int si = 3; si <= 4; si++) {
+    ct_problem p;
+    ASSERT_EQ_INT(ct_problem_parse(shapes[si], &p, NULL, 0), CT_OK);
+    ct_tune_data d;
+    char err[512];
+    ASSERT_EQ_INT(ct_tune_data_create(&g, &p, ct_tune_fresh_seed(), &d, err, sizeof err), CT_OK);
+    float *x = malloc(d.nx * sizeof *x), *w = malloc(d.nw * sizeof *w),
+          *b = malloc((d.nb + 1) * sizeof *b), *yf = malloc(d.ny * sizeof *yf);
+    double *y = malloc(d.ny * sizeof *y), *as = malloc(d.ny * sizeof *as),
+           *sq = malloc(d.ny * sizeof *sq);
+    double *gy = NULL, *gas = NULL, *gsq = NULL;
+    ASSERT_TRUE(x && w && b && y && as && sq && yf);
+    ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(x, d.x, d.nx * sizeof *x), CUDA_SUCCESS);
+    ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(w, d.w, d.nw * sizeof *w), CUDA_SUCCESS);
+    if (d.nb) ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(b, d.b, d.nb * sizeof *b), CUDA_SUCCESS);
+    ASSERT_EQ_INT(ct_tune_reference_cpu(&p, x, w, d.nb ? b : NULL, y, as, sq), CT_OK);
+    ASSERT_EQ_INT(ct_tune_data_reference_host(&d, &gy, &gas, &gsq, err, sizeof err), CT_OK);
+    size_t differ = 0;
+    for (size_t i = 0; i < d.ny; i++)
+      differ += memcmp(&y[i], &gy[i], 8) != 0 || memcmp(&as[i], &gas[i], 8) != 0 ||
+                memcmp(&sq[i], &gsq[i], 8) != 0;
+    printf("GPU vs CPU float64 reference on %s: %zu of %zu outputs differ\n",
+           shapes[si], differ, d.ny);
+    ASSERT_EQ_INT((long long)differ, 0);
+
+    /* y = the reference rounded to fp32 (passes), then one element off,
+    ** then one NaN: the GPU check (with the stored reference, and with the
+    ** fused one that recomputes it) and the CPU check agree on each. */
+    ct_tune_data fused;
+    ASSERT_EQ_INT(ct_tune_data_create_mode(&g, &p, d.seed, CT_TUNE_REF_FUSED, &fused, err,
+                                           sizeof err), CT_OK);
+    ASSERT_EQ_INT(fused.fused, 1);
+    ASSERT_EQ_INT(d.fused, 0);
+    for (int round = 0; round < 3; round++) {
+      for (size_t i = 0; i < d.ny; i++) yf[i] = (float)y[i];
+      if (round == 1) yf[d.ny / 3] += (float)(0.01 * as[d.ny / 3]);
+      if (round == 2) yf[d.ny - 1] = NAN;
+      ASSERT_EQ_INT(ct_drv.cuMemcpyHtoD(d.y, yf, d.ny * sizeof *yf), CUDA_SUCCESS);
+      ASSERT_EQ_INT(ct_drv.cuMemcpyHtoD(fused.y, yf, d.ny * sizeof *yf), CUDA_SUCCESS);
+      ct_tune_check on_gpu, on_gpu_fused, on_cpu;
+      ASSERT_EQ_INT(ct_tune_check_output(&g, &d, d.y, &on_gpu, err, sizeof err), CT_OK);
+      ASSERT_EQ_INT(ct_tune_check_output(&g, &fused, fused.y, &on_gpu_fused, err, sizeof err),
+                    CT_OK);
+      ct_tune_contract(&p, yf, y, as, sq, (int64_t)d.ny, &on_cpu);
+      ASSERT_EQ_INT(memcmp(&on_gpu, &on_cpu, sizeof on_gpu), 0);
+      ASSERT_EQ_INT(memcmp(&on_gpu_fused, &on_cpu, sizeof on_gpu), 0);
+      ASSERT_EQ_INT(on_gpu.passes, round == 0);
+    }
+    ct_tune_data_destroy(&fused);
+    free(x); free(w); free(b); free(y); free(as); free(sq); free(yf);
+    free(gy); free(gas); free(gsq);
+    ct_tune_data_destroy(&d);
   }
-  printf("GPU vs CPU float64 reference: worst error %.2e of sum|x*w|\n", worst);
-  ASSERT_TRUE(worst < 1e-13);
-  free(x); free(w); free(b); free(y); free(as); free(sq);
-  ct_tune_data_destroy(&d);
 }
 
 /* Every variant of every shape and precision through the tuning loop

@@ -640,10 +640,40 @@ static void test_contract_args(void) {
   ct_tune_contract(&p, y, ref, as, sq, 4, NULL); /* harmless */
 }
 
-/* The scan runs on parts (threads when there are enough outputs): on 5M
-** outputs it must find what one pass from index 0 finds: the first element
-** of the largest ratio (placed twice, in two parts), the first non-finite
-** output, their count, and the same error figures. */
+/* The sums of the scan in templates/ct_check.cuh's order, written out
+** plainly: per tile, lane l sums elements l, l + LANES, ... of it; the lanes
+** are merged pairwise (l takes in l + s for s = LANES/2 .. 1); the tiles are
+** added in order. */
+static void sums_in_check_order(const float *y, const double *ref, int64_t n,
+                                double *err2, double *ref2) {
+  static double le[CT_CHECK_LANES], lr[CT_CHECK_LANES];
+  *err2 = *ref2 = 0.0;
+  for (int64_t t0 = 0; t0 < n; t0 += CT_CHECK_TILE) {
+    for (int l = 0; l < CT_CHECK_LANES; l++) {
+      le[l] = lr[l] = 0.0;
+      for (int j = 0; j < CT_CHECK_STEPS; j++) {
+        int64_t i = t0 + (int64_t)j * CT_CHECK_LANES + l;
+        if (i >= n || !isfinite(y[i])) continue;
+        double d = fabs((double)y[i] - ref[i]);
+        le[l] += d * d;
+        lr[l] += ref[i] * ref[i];
+      }
+    }
+    for (int s = CT_CHECK_LANES / 2; s >= 1; s /= 2)
+      for (int l = 0; l < s; l++) {
+        le[l] += le[l + s];
+        lr[l] += lr[l + s];
+      }
+    *err2 = t0 == 0 ? le[0] : *err2 + le[0];
+    *ref2 = t0 == 0 ? lr[0] : *ref2 + lr[0];
+  }
+}
+
+/* The scan runs in tiles of CT_CHECK_TILE outputs: on 5M outputs (a last
+** tile cut short) it must find what one pass from index 0 finds: the first
+** element of the largest ratio (placed twice, in two tiles), the first
+** non-finite output, their count; and its sums are those of the documented
+** order, bit for bit. */
 static void test_contract_parts(void) {
   ct_problem p = problem("n=1,c=3,h=2241,w=2241,k=1,r=1,s=1,bias=0");
   const int64_t n = 5000000;
@@ -683,6 +713,9 @@ static void test_contract_parts(void) {
   ASSERT_EQ_INT((int)ck.worst_index, (int)worst);
   ASSERT_NEAR(ck.max_abs_err, fabs((double)y[worst] - ref[worst]), 0);
   ASSERT_NEAR(ck.rel_err, sqrt(err2) / sqrt(ref2), 1e-9 * sqrt(err2) / sqrt(ref2));
+  double oerr2, oref2;
+  sums_in_check_order(y, ref, n, &oerr2, &oref2);
+  ASSERT_TRUE(ck.rel_err == sqrt(oerr2) / sqrt(oref2));
   free(y);
   free(ref);
   free(as);

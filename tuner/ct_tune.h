@@ -49,18 +49,48 @@ typedef struct ct_tune_data {
   uint64_t seed;                   /* the inputs' seed */
   size_t nx, nw, nb, ny;           /* element counts */
   CUdeviceptr x, w, b, y;          /* device tensors; b is 0 without bias */
-  float *y_host;                   /* the last output read back */
-  double *ref, *abs_sum, *sq_sum;  /* float64 reference figures, host */
+  CUdeviceptr ref, abs_sum, sq_sum;/* float64 reference figures (device);
+                                      0 when fused */
+  int fused;                       /* 1: the check recomputes the reference */
+  CUmodule mod;                    /* the reference and check kernels */
+  CUfunction check_fn;             /* ct_check_f64, or ct_check_f64_fused */
+  int64_t n_tiles;                 /* ceil(ny / CT_CHECK_TILE) */
+  CUdeviceptr tiles;               /* the check's figures per tile (device) */
+  ct_check_tile *tiles_host;       /* and on the host: n_tiles of them */
 } ct_tune_data;
 
+/* Where the check finds the float64 reference. */
+typedef enum ct_tune_ref_mode {
+  CT_TUNE_REF_AUTO = 0,  /* stored when it fits beside the tensors, else fused */
+  CT_TUNE_REF_STORED,    /* computed once, 24 bytes an output on the device */
+  CT_TUNE_REF_FUSED      /* recomputed by every check: no storage */
+} ct_tune_ref_mode;
+
 /* Draws inputs like PyTorch's (x uniform [0,1), w and b uniform
-** +-1/sqrt(C*R*S)) from seed, uploads them, and computes the float64
-** reference on the GPU.  Returns CT_OK, CT_ERR_CUDA, CT_ERR_NVRTC,
-** CT_ERR_NOMEM (message in err). */
+** +-1/sqrt(C*R*S)) from seed, uploads them, compiles the reference and
+** check kernels and, unless the mode is fused, computes the float64
+** reference on the GPU.  Host memory stays small whatever the problem's
+** size: inputs are drawn and uploaded 64 MiB at a time, and only the
+** check's per-tile figures (88 bytes per 4096 outputs) live on the host.
+** Returns CT_OK, CT_ERR_CUDA, CT_ERR_NVRTC, CT_ERR_NOMEM (host memory, or a
+** problem whose tensors do not fit in the device's free memory: err says
+** how much each needs) (message in err). */
+ct_status ct_tune_data_create_mode(ct_tune_gpu *g, const ct_problem *p,
+                                   uint64_t seed, ct_tune_ref_mode mode,
+                                   ct_tune_data *d, char *err, size_t len);
+/* ct_tune_data_create_mode with CT_TUNE_REF_AUTO. */
 ct_status ct_tune_data_create(ct_tune_gpu *g, const ct_problem *p,
                               uint64_t seed, ct_tune_data *d, char *err,
                               size_t len);
 void ct_tune_data_destroy(ct_tune_data *d);
+
+/* Copies the stored reference figures to malloc'd host arrays of d->ny
+** doubles each (for tests on small problems; the caller frees them).
+** Returns CT_OK, CT_ERR_UNSUPPORTED (d is fused), CT_ERR_NOMEM or
+** CT_ERR_CUDA (message in err; the pointers are NULL then). */
+ct_status ct_tune_data_reference_host(const ct_tune_data *d, double **ref,
+                                      double **abs_sum, double **sq_sum,
+                                      char *err, size_t len);
 
 /* A seed that differs from run to run (time, pid, a counter). */
 uint64_t ct_tune_fresh_seed(void);
@@ -75,9 +105,18 @@ typedef ct_status (*ct_tune_run_fn)(void *arg, const ct_tune_data *d,
 ct_status ct_tune_run_forward(void *ctx, const ct_tune_data *d, CUstream s,
                               char *err, size_t len);
 
-/* Poisons y with NaN, runs once, waits, reads y back and applies the
-** precision contract.  Returns CT_OK (then check->passes says pass/fail) or
-** the run's / CUDA's failure (message in err). */
+/* Applies the precision contract to an output y of d's problem on the
+** device (d->ny floats), on the GPU: the check kernel scans it against the
+** reference (ct_check.cuh's order) and only its per-tile figures come back;
+** *check is then what ct_tune_contract gives on the same data, bit for bit.
+** Returns CT_OK (then check->passes says pass/fail), CT_ERR_CUDA or
+** CT_ERR_INVALID_PROBLEM (message in err). */
+ct_status ct_tune_check_output(ct_tune_gpu *g, ct_tune_data *d, CUdeviceptr y,
+                               ct_tune_check *check, char *err, size_t len);
+
+/* Poisons y with NaN, runs once, waits and applies the precision contract
+** (ct_tune_check_output).  Returns CT_OK (then check->passes says
+** pass/fail) or the run's / CUDA's failure (message in err). */
 ct_status ct_tune_verify(ct_tune_gpu *g, ct_tune_data *d, ct_tune_run_fn run,
                          void *arg, ct_tune_check *check, char *err,
                          size_t len);

@@ -96,18 +96,40 @@ uint64_t ct_tune_fresh_seed(void) {
   return splitmix64(&s);
 }
 
-static ct_status upload(CUdeviceptr *d, const float *h, size_t n, char *err,
-                        size_t len) {
+/* Host memory for drawing inputs: one chunk at a time, whatever the size. */
+#define CT_TUNE_FILL_CHUNK ((size_t)1 << 24) /* floats (64 MiB) */
+
+/* Allocates n floats on the device and fills them uniform in [lo, hi) from
+** the generator state *s, CT_TUNE_FILL_CHUNK at a time through host (a
+** chunk buffer of at least min(n, CT_TUNE_FILL_CHUNK) floats): the values
+** are those of one fill_uniform over all n. */
+static ct_status upload_uniform(CUdeviceptr *d, size_t n, float lo, float hi,
+                                uint64_t *s, float *host, char *err,
+                                size_t len) {
   ct_status rc = CT_OK;
   CU_TRY(ct_drv.cuMemAlloc(d, n * sizeof(float)), "allocating an input");
-  CU_TRY(ct_drv.cuMemcpyHtoD(*d, h, n * sizeof(float)), "uploading an input");
+  for (size_t at = 0; at < n; at += CT_TUNE_FILL_CHUNK) {
+    size_t m = n - at < CT_TUNE_FILL_CHUNK ? n - at : CT_TUNE_FILL_CHUNK;
+    fill_uniform(host, m, lo, hi, s);
+    CU_TRY(ct_drv.cuMemcpyHtoD(*d + at * sizeof(float), host, m * sizeof(float)),
+           "uploading an input");
+  }
 out:
   return rc;
 }
 
-ct_status ct_tune_data_create(ct_tune_gpu *g, const ct_problem *p,
-                              uint64_t seed, ct_tune_data *d, char *err,
-                              size_t len) {
+static double gib(double bytes) { return bytes / (double)(1ull << 30); }
+
+/* Device memory kept free beside the test data: the variants' workspaces,
+** modules and the runtime's own. */
+static size_t reserve_bytes(size_t free_bytes) {
+  size_t r = free_bytes / 20;
+  return r < ((size_t)1 << 30) ? (size_t)1 << 30 : r;
+}
+
+ct_status ct_tune_data_create_mode(ct_tune_gpu *g, const ct_problem *p,
+                                   uint64_t seed, ct_tune_ref_mode mode,
+                                   ct_tune_data *d, char *err, size_t len) {
   memset(d, 0, sizeof *d);
   d->p = *p;
   d->seed = seed;
@@ -117,39 +139,57 @@ ct_status ct_tune_data_create(ct_tune_gpu *g, const ct_problem *p,
   d->nw = (size_t)(p->k * p->c * p->r * p->s);
   d->nb = p->bias ? (size_t)p->k : 0;
   d->ny = (size_t)(p->n * p->k * P * Q);
+  d->n_tiles = (int64_t)((d->ny + CT_CHECK_TILE - 1) / CT_CHECK_TILE);
 
   ct_status rc = CT_OK;
   float *host = NULL;
   char *src = NULL;
   ct_rt_compiled ref;
   memset(&ref, 0, sizeof ref);
-  CUmodule mod = NULL;
-  CUdeviceptr dref = 0, dabs = 0, dsq = 0;
 
-  size_t most = d->nx > d->nw ? d->nx : d->nw;
-  host = malloc(most * sizeof(float));
-  d->y_host = malloc(d->ny * sizeof(float));
-  d->ref = malloc(d->ny * sizeof(double));
-  d->abs_sum = malloc(d->ny * sizeof(double));
-  d->sq_sum = malloc(d->ny * sizeof(double));
-  if (!host || !d->y_host || !d->ref || !d->abs_sum || !d->sq_sum) {
+  /* What must fit on the device: the tensors and the check's tiles; the
+  ** stored reference (24 bytes an output) where it fits too. */
+  size_t free_b = 0, total_b = 0;
+  CU_TRY(ct_drv.cuMemGetInfo(&free_b, &total_b), "reading the device's free memory");
+  const double tensors = 4.0 * ((double)d->nx + (double)d->nw + (double)d->nb +
+                                (double)d->ny) +
+                         (double)d->n_tiles * sizeof(ct_check_tile);
+  const double stored = 24.0 * (double)d->ny;
+  const double room = (double)free_b - (double)reserve_bytes(free_b);
+  if (tensors > room) {
+    snprintf(err, len,
+             "the problem does not fit in device memory: x, w, b and y take "
+             "%.2f GiB, and %.2f GiB of the device's %.2f GiB are free "
+             "(%.2f GiB kept for workspaces)",
+             gib(tensors), gib((double)free_b), gib((double)total_b),
+             gib((double)reserve_bytes(free_b)));
+    rc = CT_ERR_NOMEM;
+    goto out;
+  }
+  d->fused = mode == CT_TUNE_REF_FUSED ||
+             (mode == CT_TUNE_REF_AUTO && tensors + stored > room);
+
+  size_t chunk = d->nx > d->nw ? d->nx : d->nw;
+  if (chunk > CT_TUNE_FILL_CHUNK) chunk = CT_TUNE_FILL_CHUNK;
+  host = malloc(chunk * sizeof(float));
+  d->tiles_host = malloc((size_t)d->n_tiles * sizeof *d->tiles_host);
+  if (!host || !d->tiles_host) {
     snprintf(err, len, "out of host memory for the test data");
     rc = CT_ERR_NOMEM;
     goto out;
   }
   uint64_t s = seed;
   float bound = (float)(1.0 / sqrt((double)(p->c * p->r * p->s)));
-  fill_uniform(host, d->nx, 0.0f, 1.0f, &s);
-  if ((rc = upload(&d->x, host, d->nx, err, len)) != CT_OK) goto out;
-  fill_uniform(host, d->nw, -bound, bound, &s);
-  if ((rc = upload(&d->w, host, d->nw, err, len)) != CT_OK) goto out;
-  if (d->nb) {
-    fill_uniform(host, d->nb, -bound, bound, &s);
-    if ((rc = upload(&d->b, host, d->nb, err, len)) != CT_OK) goto out;
-  }
+  if ((rc = upload_uniform(&d->x, d->nx, 0.0f, 1.0f, &s, host, err, len)) != CT_OK) goto out;
+  if ((rc = upload_uniform(&d->w, d->nw, -bound, bound, &s, host, err, len)) != CT_OK) goto out;
+  if (d->nb &&
+      (rc = upload_uniform(&d->b, d->nb, -bound, bound, &s, host, err, len)) != CT_OK)
+    goto out;
   CU_TRY(ct_drv.cuMemAlloc(&d->y, d->ny * sizeof(float)), "allocating the output");
+  CU_TRY(ct_drv.cuMemAlloc(&d->tiles, (size_t)d->n_tiles * sizeof(ct_check_tile)),
+         "allocating the check's tiles");
 
-  /* The float64 reference, on the GPU. */
+  /* The float64 reference and the check, on the GPU. */
   if ((rc = ct_gen_reference_source(p, &src)) != CT_OK) {
     snprintf(err, len, "cannot generate the reference kernel");
     goto out;
@@ -160,30 +200,34 @@ ct_status ct_tune_data_create(ct_tune_gpu *g, const ct_problem *p,
              ref.log ? ref.log : "");
     goto out;
   }
-  CU_TRY(ct_drv.cuModuleLoadData(&mod, ref.cubin), "loading the reference kernel");
-  CUfunction fn;
-  CU_TRY(ct_drv.cuModuleGetFunction(&fn, mod, "ct_ref_f64"), "finding ct_ref_f64");
-  CU_TRY(ct_drv.cuMemAlloc(&dref, d->ny * sizeof(double)), "allocating the reference");
-  CU_TRY(ct_drv.cuMemAlloc(&dabs, d->ny * sizeof(double)), "allocating the reference");
-  CU_TRY(ct_drv.cuMemAlloc(&dsq, d->ny * sizeof(double)), "allocating the reference");
-  void *args[] = {&d->x, &d->w, &d->b, &dref, &dabs, &dsq};
-  unsigned blocks = (unsigned)((d->ny + 255) / 256);
-  CU_TRY(ct_drv.cuLaunchKernel(fn, blocks, 1, 1, 256, 1, 1, 0, g->stream, args, NULL),
-         "launching the reference kernel");
-  CU_TRY(ct_drv.cuStreamSynchronize(g->stream), "running the reference kernel");
-  CU_TRY(ct_drv.cuMemcpyDtoH(d->ref, dref, d->ny * sizeof(double)), "reading the reference");
-  CU_TRY(ct_drv.cuMemcpyDtoH(d->abs_sum, dabs, d->ny * sizeof(double)), "reading the reference");
-  CU_TRY(ct_drv.cuMemcpyDtoH(d->sq_sum, dsq, d->ny * sizeof(double)), "reading the reference");
+  CU_TRY(ct_drv.cuModuleLoadData(&d->mod, ref.cubin), "loading the reference kernel");
+  CU_TRY(ct_drv.cuModuleGetFunction(&d->check_fn, d->mod,
+                                    d->fused ? "ct_check_f64_fused" : "ct_check_f64"),
+         "finding the check kernel");
+  if (!d->fused) {
+    CUfunction fn;
+    CU_TRY(ct_drv.cuModuleGetFunction(&fn, d->mod, "ct_ref_f64"), "finding ct_ref_f64");
+    CU_TRY(ct_drv.cuMemAlloc(&d->ref, d->ny * sizeof(double)), "allocating the reference");
+    CU_TRY(ct_drv.cuMemAlloc(&d->abs_sum, d->ny * sizeof(double)), "allocating the reference");
+    CU_TRY(ct_drv.cuMemAlloc(&d->sq_sum, d->ny * sizeof(double)), "allocating the reference");
+    void *args[] = {&d->x, &d->w, &d->b, &d->ref, &d->abs_sum, &d->sq_sum};
+    unsigned blocks = (unsigned)((d->ny + 255) / 256);
+    CU_TRY(ct_drv.cuLaunchKernel(fn, blocks, 1, 1, 256, 1, 1, 0, g->stream, args, NULL),
+           "launching the reference kernel");
+    CU_TRY(ct_drv.cuStreamSynchronize(g->stream), "running the reference kernel");
+  }
 out:
-  if (dref) ct_drv.cuMemFree(dref);
-  if (dabs) ct_drv.cuMemFree(dabs);
-  if (dsq) ct_drv.cuMemFree(dsq);
-  if (mod) ct_drv.cuModuleUnload(mod);
   ct_rt_compiled_clear(&ref);
   free(src);
   free(host);
   if (rc != CT_OK) ct_tune_data_destroy(d);
   return rc;
+}
+
+ct_status ct_tune_data_create(ct_tune_gpu *g, const ct_problem *p,
+                              uint64_t seed, ct_tune_data *d, char *err,
+                              size_t len) {
+  return ct_tune_data_create_mode(g, p, seed, CT_TUNE_REF_AUTO, d, err, len);
 }
 
 void ct_tune_data_destroy(ct_tune_data *d) {
@@ -192,15 +236,71 @@ void ct_tune_data_destroy(ct_tune_data *d) {
   if (d->w) ct_drv.cuMemFree(d->w);
   if (d->b) ct_drv.cuMemFree(d->b);
   if (d->y) ct_drv.cuMemFree(d->y);
-  free(d->y_host);
-  free(d->ref);
-  free(d->abs_sum);
-  free(d->sq_sum);
+  if (d->ref) ct_drv.cuMemFree(d->ref);
+  if (d->abs_sum) ct_drv.cuMemFree(d->abs_sum);
+  if (d->sq_sum) ct_drv.cuMemFree(d->sq_sum);
+  if (d->tiles) ct_drv.cuMemFree(d->tiles);
+  if (d->mod) ct_drv.cuModuleUnload(d->mod);
+  free(d->tiles_host);
   memset(d, 0, sizeof *d);
+}
+
+ct_status ct_tune_data_reference_host(const ct_tune_data *d, double **ref,
+                                      double **abs_sum, double **sq_sum,
+                                      char *err, size_t len) {
+  ct_status rc = CT_OK;
+  *ref = malloc(d->ny * sizeof(double));
+  *abs_sum = malloc(d->ny * sizeof(double));
+  *sq_sum = malloc(d->ny * sizeof(double));
+  if (!*ref || !*abs_sum || !*sq_sum) {
+    snprintf(err, len, "out of host memory for the reference");
+    rc = CT_ERR_NOMEM;
+    goto out;
+  }
+  if (d->fused) {
+    snprintf(err, len, "the reference is not stored: the check recomputes it");
+    rc = CT_ERR_UNSUPPORTED;
+    goto out;
+  }
+  CU_TRY(ct_drv.cuMemcpyDtoH(*ref, d->ref, d->ny * sizeof(double)), "reading the reference");
+  CU_TRY(ct_drv.cuMemcpyDtoH(*abs_sum, d->abs_sum, d->ny * sizeof(double)), "reading the reference");
+  CU_TRY(ct_drv.cuMemcpyDtoH(*sq_sum, d->sq_sum, d->ny * sizeof(double)), "reading the reference");
+out:
+  if (rc != CT_OK) {
+    free(*ref);
+    free(*abs_sum);
+    free(*sq_sum);
+    *ref = *abs_sum = *sq_sum = NULL;
+  }
+  return rc;
 }
 
 /* ---------------------------------------------------------------------- */
 /* Verification and timing                                                 */
+
+ct_status ct_tune_check_output(ct_tune_gpu *g, ct_tune_data *d, CUdeviceptr y,
+                               ct_tune_check *check, char *err, size_t len) {
+  ct_status rc = CT_OK;
+  memset(check, 0, sizeof *check);
+  double elem_coef = 0.0, close_tol = 0.0;
+  if (!ct_tune_contract_coeffs(&d->p, &elem_coef, &close_tol)) {
+    snprintf(err, len, "unknown precision %d", (int)d->p.precision);
+    return CT_ERR_INVALID_PROBLEM;
+  }
+  void *stored[] = {&y, &d->ref, &d->abs_sum, &d->sq_sum, &elem_coef, &close_tol,
+                    &d->tiles};
+  void *fused[] = {&d->x, &d->w, &d->b, &y, &elem_coef, &close_tol, &d->tiles};
+  CU_TRY(ct_drv.cuLaunchKernel(d->check_fn, (unsigned)d->n_tiles, 1, 1, CT_CHECK_LANES,
+                               1, 1, 0, g->stream, d->fused ? fused : stored, NULL),
+         "launching the check kernel");
+  CU_TRY(ct_drv.cuStreamSynchronize(g->stream), "running the check kernel");
+  CU_TRY(ct_drv.cuMemcpyDtoH(d->tiles_host, d->tiles,
+                             (size_t)d->n_tiles * sizeof(ct_check_tile)),
+         "reading the check's figures");
+  ct_tune_contract_finish(&d->p, d->tiles_host, d->n_tiles, (int64_t)d->ny, check);
+out:
+  return rc;
+}
 
 ct_status ct_tune_verify(ct_tune_gpu *g, ct_tune_data *d, ct_tune_run_fn run,
                          void *arg, ct_tune_check *check, char *err,
@@ -211,9 +311,7 @@ ct_status ct_tune_verify(ct_tune_gpu *g, ct_tune_data *d, ct_tune_run_fn run,
   CU_TRY(ct_drv.cuMemsetD32Async(d->y, 0xFFFFFFFFu, d->ny, g->stream), "poisoning the output");
   if ((rc = run(arg, d, g->stream, err, len)) != CT_OK) goto out;
   CU_TRY(ct_drv.cuStreamSynchronize(g->stream), "running the variant");
-  CU_TRY(ct_drv.cuMemcpyDtoH(d->y_host, d->y, d->ny * sizeof(float)), "reading the output");
-  ct_tune_contract(&d->p, d->y_host, d->ref, d->abs_sum, d->sq_sum,
-                   (int64_t)d->ny, check);
+  rc = ct_tune_check_output(g, d, d->y, check, err, len);
 out:
   return rc;
 }

@@ -338,8 +338,10 @@ static void trial_from_outcome(ct_cache_trial *t, const ct_tune_outcome *oc) {
   snprintf(t->message, sizeof t->message, "%s", oc->message);
 }
 
-/* The watchdog for a job: the floor, plus the host's share of verifying
-** this many outputs, plus 50x the variant's expected time per run. */
+/* The watchdog for a job: the floor, plus 20 ns an output for poisoning,
+** checking and reading back this many (the GPU check scans ~28 bytes an
+** output, or recomputes the reference when it is not stored), plus 50x
+** the variant's expected time per run. */
 static double job_timeout(const ct_tune_options *o, size_t outputs, int trials,
                           double expected_ms) {
   double t = o->watchdog_s + 2e-8 * (double)outputs;

@@ -4,11 +4,10 @@
 */
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "verify.h"
 
@@ -175,100 +174,51 @@ static void add_reason(ct_tune_check *out, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* The contract's scan of outputs [lo, hi): the sums and maxima that
-** ct_tune_contract combines.  The headline problem has 74M outputs and
-** four arrays to read per output (2 GB): the scan runs on CONTRACT_PARTS
-** fixed parts, several at a time, and the parts are combined in order, so
-** the figures do not depend on how many threads ran them. */
-enum { CONTRACT_PARTS = 16, CONTRACT_PART_MIN = 1 << 20 };
+/* The contract's scan runs in ct_check.cuh's order (tiles of lanes, the
+** lanes merged pairwise, the tiles in order), which the GPU check follows
+** too: the same data gives the same figures, bit for bit, on either. */
 
-typedef struct contract_part {
-  const float *y;
-  const double *ref, *abs_sum, *sq_sum;
-  double elem_coef;
-  int64_t lo, hi;
-  /* results */
-  double err2, ref2, a2, max_abs, max_close, max_ratio;
-  int64_t worst, first_bad, n_nonfinite;
-} contract_part;
-
-static void contract_scan(contract_part *c) {
-  double err2 = 0.0, ref2 = 0.0, a2 = 0.0, max_abs = 0.0, max_ratio = 0.0,
-         max_close = 0.0;
-  int64_t worst = -1, first_bad = -1, n_nonfinite = 0;
-  for (int64_t i = c->lo; i < c->hi; i++) {
-    a2 += c->sq_sum[i];
-    if (!isfinite(c->y[i])) {
-      if (n_nonfinite++ == 0) first_bad = i;
-      continue;
+/* One tile, [lo, lo + CT_CHECK_TILE) clipped to count, into *t. */
+static void contract_tile(const float *y, const double *ref,
+                          const double *abs_sum, const double *sq_sum,
+                          double elem_coef, int64_t lo, int64_t count,
+                          ct_check_tile *t) {
+  static _Thread_local ct_check_tile lane[CT_CHECK_LANES];
+  for (int l = 0; l < CT_CHECK_LANES; l++) ct_check_tile_init(&lane[l]);
+  for (int j = 0; j < CT_CHECK_STEPS; j++)
+    for (int l = 0; l < CT_CHECK_LANES; l++) {
+      int64_t i = lo + (int64_t)j * CT_CHECK_LANES + l;
+      if (i < count)
+        ct_check_tile_add(&lane[l], i, y[i], ref[i], abs_sum[i], sq_sum[i],
+                          elem_coef, HEADLINE_FP32_TOL);
     }
-    double d = fabs((double)c->y[i] - c->ref[i]);
-    double ratio = d / (c->elem_coef * c->abs_sum[i] + 1e-37);
-    if (d > max_abs) max_abs = d;
-    double close = d / (HEADLINE_FP32_TOL + HEADLINE_FP32_TOL * fabs(c->ref[i]));
-    if (close > max_close) max_close = close;
-    if (ratio > max_ratio || worst < 0) {
-      max_ratio = ratio;
-      worst = i;
-    }
-    err2 += d * d;
-    ref2 += c->ref[i] * c->ref[i];
-  }
-  c->err2 = err2;
-  c->ref2 = ref2;
-  c->a2 = a2;
-  c->max_abs = max_abs;
-  c->max_close = max_close;
-  c->max_ratio = max_ratio;
-  c->worst = worst;
-  c->first_bad = first_bad;
-  c->n_nonfinite = n_nonfinite;
-}
-
-typedef struct contract_team {
-  contract_part *parts;
-  int n_parts, stride, first;
-} contract_team;
-
-/* Scans parts first, first + stride, ... */
-static void *contract_thread(void *arg) {
-  contract_team *t = arg;
-  for (int i = t->first; i < t->n_parts; i += t->stride) contract_scan(&t->parts[i]);
-  return NULL;
-}
-
-/* Scans every part: on up to one thread per online CPU when there is enough
-** to scan (a thread that cannot start leaves its parts to this one). */
-static void contract_scan_all(contract_part *parts, int n_parts, int64_t count) {
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  int n_threads = count < (int64_t)CONTRACT_PART_MIN * 2 || cpus < 2 ? 1
-                  : cpus < n_parts                                  ? (int)cpus
-                                                                    : n_parts;
-  contract_team team[CONTRACT_PARTS];
-  pthread_t tid[CONTRACT_PARTS];
-  int started[CONTRACT_PARTS] = {0};
-  for (int k = 0; k < n_threads; k++)
-    team[k] = (contract_team){parts, n_parts, n_threads, k};
-  for (int k = 1; k < n_threads; k++)
-    started[k] = pthread_create(&tid[k], NULL, contract_thread, &team[k]) == 0;
-  contract_thread(&team[0]);
-  for (int k = 1; k < n_threads; k++) {
-    if (started[k])
-      pthread_join(tid[k], NULL);
-    else
-      contract_thread(&team[k]);
-  }
+  for (int s = CT_CHECK_LANES / 2; s >= 1; s /= 2)
+    for (int l = 0; l < s; l++) ct_check_tile_merge(&lane[l], &lane[l + s]);
+  *t = lane[0];
 }
 
 /* See verify.h. */
-void ct_tune_contract(const ct_problem *p, const float *y, const double *ref,
-                      const double *abs_sum, const double *sq_sum,
-                      int64_t count, ct_tune_check *out) {
+int ct_tune_contract_coeffs(const ct_problem *p, double *elem_coef,
+                            double *close_tol) {
+  contract_coeffs cf;
+  if (!p || !coeffs_for(p->precision, &cf)) return 0;
+  const double L =
+      (double)p->c * (double)p->r * (double)p->s + (p->bias ? 1 : 0);
+  if (elem_coef) *elem_coef = 2.0 * cf.u_op + (L + 1.0) * CT_U_ACC;
+  if (close_tol) *close_tol = HEADLINE_FP32_TOL;
+  return 1;
+}
+
+/* See verify.h. */
+void ct_tune_contract_finish(const ct_problem *p, const ct_check_tile *tiles,
+                             int64_t n_tiles, int64_t count,
+                             ct_tune_check *out) {
   if (!out) return;
   memset(out, 0, sizeof *out);
   out->worst_index = -1;
   contract_coeffs cf;
-  if (!p || !y || !ref || !abs_sum || !sq_sum || count < 1) {
+  if (!p || !tiles || count < 1 ||
+      n_tiles != (count + CT_CHECK_TILE - 1) / CT_CHECK_TILE) {
     add_reason(out, "invalid arguments to the contract check");
     return;
   }
@@ -276,60 +226,34 @@ void ct_tune_contract(const ct_problem *p, const float *y, const double *ref,
     add_reason(out, "unknown precision %d", (int)p->precision);
     return;
   }
+  ct_check_tile all = tiles[0];
+  for (int64_t t = 1; t < n_tiles; t++) ct_check_tile_merge(&all, &tiles[t]);
 
   const double L =
       (double)p->c * (double)p->r * (double)p->s + (p->bias ? 1 : 0);
-  const double elem_coef = 2.0 * cf.u_op + (L + 1.0) * CT_U_ACC;
-  double err2 = 0.0, ref2 = 0.0, a2 = 0.0, max_ratio = 0.0, max_close = 0.0;
-  int64_t worst = -1, first_bad = -1;
-
-  /* Parts of at least CONTRACT_PART_MIN outputs, at most CONTRACT_PARTS. */
-  int n_parts = (int)((count + CONTRACT_PART_MIN - 1) / CONTRACT_PART_MIN);
-  if (n_parts > CONTRACT_PARTS) n_parts = CONTRACT_PARTS;
-  contract_part parts[CONTRACT_PARTS];
-  for (int k = 0; k < n_parts; k++)
-    parts[k] = (contract_part){.y = y, .ref = ref, .abs_sum = abs_sum, .sq_sum = sq_sum,
-                               .elem_coef = elem_coef,
-                               .lo = count * k / n_parts,
-                               .hi = count * (k + 1) / n_parts};
-  contract_scan_all(parts, n_parts, count);
-  /* In order: the worst element is the first with the largest ratio, the
-  ** first non-finite one the first overall, as a scan from 0 finds them. */
-  for (int k = 0; k < n_parts; k++) {
-    const contract_part *c = &parts[k];
-    err2 += c->err2;
-    ref2 += c->ref2;
-    a2 += c->a2;
-    if (c->max_abs > out->max_abs_err) out->max_abs_err = c->max_abs;
-    if (c->max_close > max_close) max_close = c->max_close;
-    if (c->worst >= 0 && (worst < 0 || c->max_ratio > max_ratio)) {
-      max_ratio = c->max_ratio;
-      worst = c->worst;
-    }
-    if (c->n_nonfinite && first_bad < 0) first_bad = c->first_bad;
-    out->n_nonfinite += c->n_nonfinite;
-  }
-
-  const double err = sqrt(err2);
+  const double err = sqrt(all.err2);
   const double frob_bound =
       (1.0 + 3.0 / sqrt((double)count)) *
-      (cf.c_op * cf.u_op + cf.c_acc * CT_U_ACC * sqrt(L)) * sqrt(a2);
-  out->rel_err = ref2 > 0.0 ? err / sqrt(ref2) : (err > 0.0 ? INFINITY : 0.0);
+      (cf.c_op * cf.u_op + cf.c_acc * CT_U_ACC * sqrt(L)) * sqrt(all.a2);
+  out->max_abs_err = all.max_abs;
+  out->n_nonfinite = all.n_nonfinite;
+  out->rel_err = all.ref2 > 0.0 ? err / sqrt(all.ref2)
+                                : (err > 0.0 ? INFINITY : 0.0);
   out->frob_ratio = frob_bound > 0.0 ? err / frob_bound
                                      : (err > 0.0 ? INFINITY : 0.0);
-  out->elem_ratio = out->n_nonfinite ? INFINITY : max_ratio;
-  out->worst_index = out->n_nonfinite ? first_bad : worst;
+  out->elem_ratio = all.n_nonfinite ? INFINITY : all.max_ratio;
+  out->worst_index = all.n_nonfinite ? all.first_bad : all.worst;
 
-  if (out->n_nonfinite)
+  if (all.n_nonfinite)
     add_reason(out,
                "%" PRId64 " outputs NaN/Inf (unwritten?), first at %" PRId64,
-               out->n_nonfinite, first_bad);
-  if (max_ratio > 1.0)
+               (int64_t)all.n_nonfinite, (int64_t)all.first_bad);
+  if (all.max_ratio > 1.0)
     add_reason(out,
                "elementwise: |y-ref| = %.3g at %" PRId64
                " is %.3gx its bound %.3g",
-               fabs((double)y[worst] - ref[worst]), worst, max_ratio,
-               elem_coef * abs_sum[worst] + 1e-37);
+               all.worst_err, (int64_t)all.worst, all.max_ratio,
+               all.worst_bound);
   if (!(out->frob_ratio <= 1.0))
     add_reason(out,
                "Frobenius: ||y-ref|| = %.3g is %.3gx its bound %.3g "
@@ -344,11 +268,43 @@ void ct_tune_contract(const ct_problem *p, const float *y, const double *ref,
                  out->rel_err, HEADLINE_TF32_REL, out->max_abs_err,
                  HEADLINE_TF32_ABS);
     if (p->precision == CT_PREC_FP32 &&
-        (out->rel_err > HEADLINE_FP32_REL || max_close > 1.0))
+        (out->rel_err > HEADLINE_FP32_REL || all.max_close > 1.0))
       add_reason(out,
                  "headline fp32: rel err %.3g (limit %.2g), worst element "
                  "%.3gx atol=rtol=%.0e",
-                 out->rel_err, HEADLINE_FP32_REL, max_close, HEADLINE_FP32_TOL);
+                 out->rel_err, HEADLINE_FP32_REL, all.max_close,
+                 HEADLINE_FP32_TOL);
   }
   out->passes = out->reason[0] == '\0';
+}
+
+/* See verify.h. */
+void ct_tune_contract(const ct_problem *p, const float *y, const double *ref,
+                      const double *abs_sum, const double *sq_sum,
+                      int64_t count, ct_tune_check *out) {
+  if (!out) return;
+  double elem_coef = 0.0;
+  if (!p || !y || !ref || !abs_sum || !sq_sum || count < 1 ||
+      !ct_tune_contract_coeffs(p, &elem_coef, NULL)) {
+    memset(out, 0, sizeof *out);
+    out->worst_index = -1;
+    if (!p || !y || !ref || !abs_sum || !sq_sum || count < 1)
+      add_reason(out, "invalid arguments to the contract check");
+    else
+      add_reason(out, "unknown precision %d", (int)p->precision);
+    return;
+  }
+  int64_t n_tiles = (count + CT_CHECK_TILE - 1) / CT_CHECK_TILE;
+  ct_check_tile *tiles = malloc((size_t)n_tiles * sizeof *tiles);
+  if (!tiles) {
+    memset(out, 0, sizeof *out);
+    out->worst_index = -1;
+    add_reason(out, "out of host memory for the contract check");
+    return;
+  }
+  for (int64_t t = 0; t < n_tiles; t++)
+    contract_tile(y, ref, abs_sum, sq_sum, elem_coef, t * CT_CHECK_TILE,
+                  count, &tiles[t]);
+  ct_tune_contract_finish(p, tiles, n_tiles, count, out);
+  free(tiles);
 }

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "convtune.h"
+#include "ct_check.cuh" /* templates/: the scan, shared with the GPU check */
 
 /* The float64 reference of problem *p on host tensors x (N*C*H*W), w
 ** (K*C*R*S) and b (K; may be NULL when p->bias is 0), NCHW / KCRS fp32.
@@ -65,10 +66,29 @@ typedef struct ct_tune_check {
 ** figures ref, abs_sum and sq_sum of ct_tune_reference_cpu (or the GPU
 ** reference, which computes the same) under p->precision, and fills *out.
 ** count is normally N*K*P*Q; the Frobenius bound's slack uses it as n.
-** Never fails: a NULL argument, count < 1 or an unknown precision gives
-** passes = 0 with the reason (nothing is done when out is NULL). */
+** The scan follows templates/ct_check.cuh's order, as the GPU check does, so
+** both give the same *out on the same data.
+** Never fails: a NULL argument, count < 1, an unknown precision or no host
+** memory for the tiles' figures gives passes = 0 with the reason (nothing is
+** done when out is NULL). */
 void ct_tune_contract(const ct_problem *p, const float *y, const double *ref,
                       const double *abs_sum, const double *sq_sum,
                       int64_t count, ct_tune_check *out);
+
+/* The contract's verdict from the figures of its n_tiles tiles (tile t
+** covers outputs [t*CT_CHECK_TILE, (t+1)*CT_CHECK_TILE) of count), merged in
+** order.  What ct_tune_contract does after its scan, and what the GPU check
+** does with the tiles its kernel wrote.  n_tiles must be
+** ceil(count / CT_CHECK_TILE); otherwise, or with a NULL argument or an
+** unknown precision, passes = 0 with the reason. */
+void ct_tune_contract_finish(const ct_problem *p, const ct_check_tile *tiles,
+                             int64_t n_tiles, int64_t count,
+                             ct_tune_check *out);
+
+/* The scan's constants for *p: the elementwise bound's coefficient
+** 2*u_op + (L+1)*u_acc and the headline's fp32 atol = rtol.  Returns 1, or
+** 0 for a NULL p or an unknown precision.  Either pointer may be NULL. */
+int ct_tune_contract_coeffs(const ct_problem *p, double *elem_coef,
+                            double *close_tol);
 
 #endif /* CT_TUNE_VERIFY_H */
