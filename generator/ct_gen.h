@@ -74,6 +74,10 @@ typedef struct ct_gen_family {
   const char *name;           /* short, [a-z0-9_] */
   const char *template_name;  /* embedded template file, e.g. "conv_direct.cu" */
   unsigned precisions;        /* bit (1u << ct_precision) for each precision met */
+  int big_tensors;            /* 1: its template forms 64-bit offsets, so it
+                                 takes tensors of 2^31 elements or more; 0:
+                                 the generator never asks valid() about such
+                                 a problem (ct_gen_index64) */
   int n_params;
   ct_gen_param params[CT_GEN_MAX_PARAMS];
   /* 1 if this parameter point is valid for the problem on the device
@@ -102,6 +106,10 @@ void ct_gen_plan_one(ct_gen_variant *v, const char *kernel, unsigned gx,
 /* For families too: the product of n factors, or -1 when it overflows
 ** int64. */
 int64_t ct_gen_checked_product(const int64_t *f, int n);
+
+/* 1 when x, w or y of the (valid) problem *p has more than 2^31 - 1
+** elements: only families with big_tensors set take it. */
+int ct_gen_index64(const ct_problem *p);
 
 /* The families, NULL-terminated. */
 extern const ct_gen_family *const ct_gen_families[];
@@ -138,7 +146,7 @@ ct_status ct_gen_variant_from_name(const ct_problem *p,
 
 /* The default variant of a problem: the first valid variant of the safe
 ** default family "direct" (a plain direct conv that accepts every valid
-** problem whose indices fit in 32 bits).  Returns CT_OK, CT_ERR_INVALID_ARG,
+** problem, tensors of any size included).  Returns CT_OK, CT_ERR_INVALID_ARG,
 ** CT_ERR_INVALID_PROBLEM or CT_ERR_UNSUPPORTED (no valid point). */
 ct_status ct_gen_default_variant(const ct_problem *p, const ct_gen_limits *lim,
                                  ct_gen_variant *out);

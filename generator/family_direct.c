@@ -46,8 +46,10 @@ static void direct_shape_of(const ct_problem *p, const int *v, direct_shape *sh)
 }
 
 /* Valid when: the block fits the device; TK and TP waste less than half a
-** tile (TK < 2K, TP < 2Q) unless they are 1; and every index the template
-** forms fits in 32 bits.  The problem itself is assumed valid. */
+** tile (TK < 2K, TP < 2Q) unless they are 1; the coordinates along a row
+** and a column and the block count fit in 32 bits.  Tensors of any size
+** the problem's validation admits: the template forms 64-bit offsets when
+** a tensor has 2^31 elements or more.  The problem itself is assumed valid. */
 static int direct_valid(const ct_problem *p, const ct_gen_limits *lim,
                         const int *v) {
   const int64_t lim32 = INT32_MAX;
@@ -59,10 +61,7 @@ static int direct_valid(const ct_problem *p, const ct_gen_limits *lim,
   direct_shape_of(p, v, &sh);
   if (tk > 1 && tk >= 2 * p->k) return 0;
   if (tp > 1 && tp >= 2 * sh.Q) return 0;
-  /* Tensors and coordinates in 32 bits (see the template's static_asserts). */
-  if (p->n * p->c * p->h * p->w > lim32 || p->k * p->c * p->r * p->s > lim32 ||
-      p->n * p->k * sh.P * sh.Q > lim32)
-    return 0;
+  /* Coordinates in 32 bits (see the template's static_asserts). */
   if (p->pad_h > lim32 || p->pad_w > lim32 ||
       (sh.Q - 1 + tp - 1) * p->stride_w + (p->s - 1) * p->dil_w > lim32 ||
       (sh.P - 1) * p->stride_h + (p->r - 1) * p->dil_h > lim32)
@@ -98,6 +97,7 @@ const ct_gen_family ct_gen_family_direct = {
   .name = "direct",
   .template_name = "conv_direct.cu",
   .precisions = (1u << CT_PREC_TF32) | (1u << CT_PREC_FP32),
+  .big_tensors = 1,
   .n_params = 3,
   .params = {
     {"THREADS", 3, {128, 256, 64}},

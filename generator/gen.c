@@ -181,6 +181,15 @@ static size_t point_count(const ct_gen_family *f) {
   return total;
 }
 
+/* A family's validity check, behind the one hard limit the generator
+** applies for every family: tensors past 2^31 - 1 elements only for those
+** that take them. */
+static int point_valid(const ct_gen_family *f, const ct_problem *p,
+                       const ct_gen_limits *lim, const int *values) {
+  if (!f->big_tensors && ct_gen_index64(p)) return 0;
+  return f->valid(p, lim, values);
+}
+
 /* ct_gen_enumerate: see ct_gen.h. */
 ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
                            ct_gen_variant **out, size_t *count) {
@@ -201,7 +210,7 @@ ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
     for (size_t idx = 0; idx < total; idx++) {
       int values[CT_GEN_MAX_PARAMS];
       point_values(f, idx, values);
-      if (!f->valid(p, lim, values)) continue;
+      if (!point_valid(f, p, lim, values)) continue;
       if (n == cap) {
         size_t ncap = cap ? 2 * cap : 32;
         ct_gen_variant *grown = realloc(list, ncap * sizeof *grown);
@@ -292,7 +301,7 @@ ct_status ct_gen_variant_from_name(const ct_problem *p,
   if (outside_list) return CT_ERR_UNSUPPORTED;
   if (!family_meets(f, p->precision)) return CT_ERR_UNSUPPORTED;
   if (ct_problem_validate(p, NULL, 0) != CT_OK) return CT_ERR_INVALID_PROBLEM;
-  if (!f->valid(p, lim, values)) return CT_ERR_UNSUPPORTED;
+  if (!point_valid(f, p, lim, values)) return CT_ERR_UNSUPPORTED;
   ct_status rc = variant_make(p, f, values, out, NULL, 0);
   if (rc != CT_OK) memset(out, 0, sizeof *out);
   return rc;
@@ -310,7 +319,7 @@ ct_status ct_gen_default_variant(const ct_problem *p, const ct_gen_limits *lim,
   for (size_t idx = 0; idx < total; idx++) {
     int values[CT_GEN_MAX_PARAMS];
     point_values(f, idx, values);
-    if (f->valid(p, lim, values)) return variant_make(p, f, values, out, NULL, 0);
+    if (point_valid(f, p, lim, values)) return variant_make(p, f, values, out, NULL, 0);
   }
   return CT_ERR_UNSUPPORTED;
 }

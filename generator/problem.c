@@ -91,33 +91,48 @@ int64_t ct_gen_checked_product(const int64_t *f, int n) {
   return prod;
 }
 
-/* Checks that a tensor's element count fits the kernels' 32-bit indexing. */
-static ct_status check_count(const char *tensor, const char *dims,
-                             const int64_t *f, int n, char *err,
-                             size_t errlen) {
+/* The most elements a tensor may have: 2^48 (1 PiB of floats), far past any
+** device's memory, so that every size and byte count the generator, the
+** tuner and the families form from a valid problem fits in int64. */
+#define CT_TENSOR_MAX ((int64_t)1 << 48)
+
+/* The element count of a tensor of n dims f, when it is at most
+** CT_TENSOR_MAX; -1 (with the message in err) otherwise. */
+static int64_t check_count(const char *tensor, const char *dims,
+                           const int64_t *f, int n, char *err, size_t errlen) {
   int64_t count = ct_gen_checked_product(f, n);
-  if (count < 0) {
-    set_err(err, errlen,
-            "%s has %s > 2^63 elements, more than INT32_MAX (%" PRId32
-            "): kernels index with 32-bit ints",
-            tensor, dims, INT32_MAX);
-    return CT_ERR_INVALID_PROBLEM;
+  if (count < 0 || count > CT_TENSOR_MAX) {
+    if (count < 0)
+      set_err(err, errlen,
+              "%s has %s > 2^63 elements, more than 2^48: no device holds it",
+              tensor, dims);
+    else
+      set_err(err, errlen,
+              "%s has %s = %" PRId64 " elements, more than 2^48: no device "
+              "holds it", tensor, dims, count);
+    return -1;
   }
-  if (count > INT32_MAX) {
-    set_err(err, errlen,
-            "%s has %s = %" PRId64 " elements, more than INT32_MAX (%" PRId32
-            "): kernels index with 32-bit ints",
-            tensor, dims, count, INT32_MAX);
-    return CT_ERR_INVALID_PROBLEM;
-  }
-  return CT_OK;
+  return count;
+}
+
+int ct_gen_index64(const ct_problem *p) {
+  int64_t P, Q;
+  ct_problem_output(p, &P, &Q);
+  const int64_t xf[] = {p->n, p->c, p->h, p->w};
+  const int64_t wf[] = {p->k, p->c, p->r, p->s};
+  const int64_t yf[] = {p->n, p->k, P, Q};
+  int64_t nx = ct_gen_checked_product(xf, 4), nw = ct_gen_checked_product(wf, 4),
+          ny = ct_gen_checked_product(yf, 4);
+  return nx < 0 || nw < 0 || ny < 0 || nx > INT32_MAX || nw > INT32_MAX ||
+         ny > INT32_MAX;
 }
 
 /* Checks every field of *p: sizes >= 1, stride >= 1, pad >= 0, dil >= 1,
 ** each <= INT32_MAX, bias 0 or 1, a known precision, a non-empty output,
-** and x, w, y element counts and padded extents <= INT32_MAX (kernels index
-** with 32-bit ints; every input index a kernel forms lies inside the padded
-** extent).  Returns CT_OK, CT_ERR_INVALID_ARG (p NULL) or
+** padded extents <= INT32_MAX (kernels index along a row or a column with
+** 32-bit ints; every input index a kernel forms lies inside the padded
+** extent), and x, w, y element counts <= 2^48 (tensors past 2^31 - 1
+** elements are valid: the families that take them form 64-bit offsets).  Returns CT_OK, CT_ERR_INVALID_ARG (p NULL) or
 ** CT_ERR_INVALID_PROBLEM with a message naming the field in err (if err is
 ** not NULL, at most errlen bytes, NUL-terminated). */
 ct_status ct_problem_validate(const ct_problem *p, char *err, size_t errlen) {
@@ -202,12 +217,10 @@ ct_status ct_problem_validate(const ct_problem *p, char *err, size_t errlen) {
   const int64_t xf[] = {p->n, p->c, p->h, p->w};
   const int64_t wf[] = {p->k, p->c, p->r, p->s};
   const int64_t yf[] = {p->n, p->k, P, Q};
-  ct_status rc = check_count("input x", "N*C*H*W", xf, 4, err, errlen);
-  if (rc != CT_OK) return rc;
-  rc = check_count("weights w", "K*C*R*S", wf, 4, err, errlen);
-  if (rc != CT_OK) return rc;
-  rc = check_count("output y", "N*K*P*Q", yf, 4, err, errlen);
-  if (rc != CT_OK) return rc;
+  if (check_count("input x", "N*C*H*W", xf, 4, err, errlen) < 0 ||
+      check_count("weights w", "K*C*R*S", wf, 4, err, errlen) < 0 ||
+      check_count("output y", "N*K*P*Q", yf, 4, err, errlen) < 0)
+    return CT_ERR_INVALID_PROBLEM;
   return CT_OK;
 }
 

@@ -21,6 +21,11 @@
 // columns a thread needs in one filter row span few enough columns, they are
 // loaded once into registers.  Bias is added after the reduction.
 //
+// Tensors of any size: when x, w or y has more than 2^31 - 1 elements, every
+// tensor offset (type I below) is 64-bit; otherwise all of it is 32-bit, as
+// the arithmetic of smaller problems needs.  Coordinates within a row stay
+// 32-bit either way (the problem's validation bounds the padded extents).
+//
 // The generator prepends the problem (CT_*), the parameters (THREADS, TP,
 // TK) and the plan's launch quantities (CT_PLAN_*).  Without them the file
 // compiles on its own for the headline problem with the default parameters.
@@ -58,22 +63,34 @@ CT_PROBLEM_CONSTANTS
 
 __host__ __device__ constexpr int imin(int a, int b) { return a < b ? a : b; }
 
-constexpr int kCR = C * R;                    // filter rows per output channel
-constexpr int kCRS = C * R * S;               // weights per output channel
-constexpr int kCHW = C * H * W;               // input elements per image
+// Tensor offsets: 64-bit only where a tensor needs it.
+template <bool Wide> struct IndexType { typedef int type; };
+template <> struct IndexType<true> { typedef long long type; };
+constexpr bool kIndex64 = CT_PROBLEM_INDEX64;
+typedef IndexType<kIndex64>::type I;
+
+constexpr I kCR = (I)C * R;                   // filter rows per output channel
+constexpr I kCRS = (I)C * R * S;              // weights per output channel
+constexpr I kCHW = (I)C * H * W;              // input elements per image
+constexpr I kKPQ = (I)K * P * Q;              // output elements per image
 constexpr int kQG = (Q + TP - 1) / TP;        // column groups per output row
 constexpr long long kGroups = (long long)N * P * kQG; // thread tiles of pixels
 constexpr long long kPixBlocks = (kGroups + THREADS - 1) / THREADS;
 constexpr int kKTiles = (K + TK - 1) / TK;    // channel tiles
 constexpr long long kTiles = kPixBlocks * kKTiles; // blocks of work
-constexpr int kRows = imin(kCR, DIRECT_WBUF_FLOATS / (TK * S)); // staged rows
+constexpr int kRows = (int)(kCR < DIRECT_WBUF_FLOATS / (TK * S) ? kCR
+                            : DIRECT_WBUF_FLOATS / (TK * S)); // staged rows
 constexpr int kSmemBytes = kRows * S * TK * 4;
 // Input columns a thread touches in one filter row, first to last.
 constexpr long long kSpan = (long long)(TP - 1) * SW + (long long)(S - 1) * DW + 1;
 // Load that span into registers once per filter row (s loop fully unrolled).
 constexpr bool kSegment = S <= 32 && kSpan <= 48;
 
-CT_PROBLEM_CHECKS
+CT_PROBLEM_CHECKS_SHAPE
+static_assert(kIndex64 || ((long long)N * K * P * Q <= 0x7fffffffLL &&
+                           (long long)N * C * H * W <= 0x7fffffffLL &&
+                           (long long)K * C * R * S <= 0x7fffffffLL),
+              "32-bit offsets need every tensor below 2^31 elements");
 // Largest |index| formed along a row / column before the bounds checks.
 static_assert((long long)(Q - 1 + TP - 1) * SW + (long long)(S - 1) * DW <= 0x7fffffffLL &&
               (long long)(P - 1) * SH + (long long)(R - 1) * DH <= 0x7fffffffLL,
@@ -113,15 +130,20 @@ struct Pixels {
   int n, p, q0;
   bool active;
 };
+// The group index is unsigned: 32-bit when the tensors are (then it stays
+// below 2^31 + THREADS: no wrap), 64-bit otherwise.
+template <bool Wide> struct GroupType { typedef unsigned type; };
+template <> struct GroupType<true> { typedef unsigned long long type; };
+typedef GroupType<kIndex64>::type G;
 __device__ __forceinline__ Pixels pixels_of(int pb, unsigned tid, bool clamp) {
-  unsigned g = (unsigned)pb * THREADS + tid; // < 2^31 + THREADS: no wrap
+  G g = (G)pb * THREADS + tid;
   Pixels px;
   px.active = g < (unsigned long long)kGroups;
-  if (clamp && !px.active) g = (unsigned)(kGroups - 1);
-  px.n = (int)(g / (unsigned)(P * kQG));
-  const int pq = (int)(g - (unsigned)px.n * (unsigned)(P * kQG));
-  px.p = pq / kQG;
-  px.q0 = (pq - px.p * kQG) * TP;
+  if (clamp && !px.active) g = (G)(kGroups - 1);
+  px.n = (int)(g / (G)((I)P * kQG));
+  const I pq = (I)(g - (G)px.n * (G)((I)P * kQG));
+  px.p = (int)(pq / kQG);
+  px.q0 = (int)(pq - (I)px.p * kQG) * TP;
   return px;
 }
 
@@ -218,7 +240,7 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
   const int n = px.n, p = px.p, q0 = px.q0;
   const int h0 = p * SH - PH;  // input row of filter row r = 0
   const int col0 = q0 * SW - PW; // input column of tap s = 0, output q0
-  const float *__restrict__ xn = x + n * kCHW;
+  const float *__restrict__ xn = x + (I)n * kCHW;
 
   float acc[TK][TP];
 #pragma unroll
@@ -229,21 +251,22 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
   if constexpr (kRows > 0) {
     // Weights staged in shared memory, kRows filter rows at a time.
 #pragma unroll 1
-    for (int row0 = 0; row0 < kCR; row0 += kRows) {
-      const int nrows = imin(kRows, kCR - row0);
+    for (I row0 = 0; row0 < kCR; row0 += kRows) {
+      const int nrows = (int)(kCR - row0 < kRows ? kCR - row0 : kRows);
       __syncthreads(); // the previous rows are consumed
 #pragma unroll 1
       for (int kk = 0; kk < TK; ++kk) {
         const int k = k0 + kk;
         if (k < K) {
-          const float *__restrict__ src = w + k * kCRS + row0 * S;
+          const float *__restrict__ src = w + (I)k * kCRS + row0 * S;
           for (int e = tid; e < nrows * S; e += THREADS) sw[e * TK + kk] = __ldg(src + e);
         } else {
           for (int e = tid; e < nrows * S; e += THREADS) sw[e * TK + kk] = 0.0f;
         }
       }
       __syncthreads();
-      int c = row0 / R, r = row0 - (row0 / R) * R;
+      I c = row0 / R;
+      int r = (int)(row0 - c * R);
 #pragma unroll 1
       for (int j = 0; j < nrows; ++j) {
         const int h = h0 + r * DH;
@@ -258,12 +281,13 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
   } else {
     // A filter row does not fit the staging budget: weights from global
     // memory.  Channels past K read channel K-1 (their results are dropped).
-    int koff[TK];
+    I koff[TK];
 #pragma unroll
-    for (int kk = 0; kk < TK; ++kk) koff[kk] = imin(k0 + kk, K - 1) * kCRS;
+    for (int kk = 0; kk < TK; ++kk) koff[kk] = (I)imin(k0 + kk, K - 1) * kCRS;
 #pragma unroll 1
-    for (int cr = 0; cr < kCR; ++cr) {
-      const int c = cr / R, r = cr - (cr / R) * R;
+    for (I cr = 0; cr < kCR; ++cr) {
+      const I c = cr / R;
+      const int r = (int)(cr - c * R);
       const int h = h0 + r * DH;
       if ((unsigned)h >= (unsigned)H) continue;
       const float *__restrict__ xrow = xn + (c * H + h) * W;
@@ -284,7 +308,8 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
   const int k0_e = (int)(tile_e % kKTiles) * TK;
   const Pixels out = pixels_of((int)(tile_e / kKTiles), fresh_tid(), false);
   if (out.active) {
-    float *__restrict__ yk0 = y + ((out.n * K + k0_e) * P + out.p) * Q + out.q0; // y[n][k0][p][q0]
+    float *__restrict__ yk0 = y + (I)out.n * kKPQ + ((I)k0_e * P + out.p) * Q +
+                              out.q0; // y[n][k0][p][q0]
 #pragma unroll
     for (int kk = 0; kk < TK; ++kk) {
       if (k0_e + kk < K) {
@@ -296,7 +321,7 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
 #endif
 #pragma unroll
         for (int i = 0; i < TP; ++i)
-          if (out.q0 + i < Q) yk0[kk * (P * Q) + i] = acc[kk][i] + bv;
+          if (out.q0 + i < Q) yk0[(I)kk * ((I)P * Q) + i] = acc[kk][i] + bv;
       }
     }
   }

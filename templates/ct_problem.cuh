@@ -63,7 +63,7 @@
                 S = CT_S, P = CT_P, Q = CT_Q;                                   \
   constexpr int SH = CT_STRIDE_H, SW = CT_STRIDE_W, PH = CT_PAD_H,              \
                 PW = CT_PAD_W, DH = CT_DIL_H, DW = CT_DIL_W;
-#define CT_PROBLEM_CHECKS                                                       \
+#define CT_PROBLEM_CHECKS_SHAPE                                                 \
   static_assert(N >= 1 && C >= 1 && H >= 1 && W >= 1 && K >= 1 && R >= 1 &&    \
                     S >= 1,                                                     \
                 "sizes must be positive");                                      \
@@ -74,11 +74,21 @@
                     Q == ((long long)W + 2LL * PW - (long long)DW * (S - 1) -   \
                           1) / SW + 1,                                          \
                 "CT_P / CT_Q disagree with the problem");                       \
-  static_assert(P >= 1 && Q >= 1, "empty output");                              \
+  static_assert(P >= 1 && Q >= 1, "empty output");
+// A template that indexes its tensors with 32-bit ints adds this check; one
+// that forms 64-bit offsets where they are needed (conv_direct.cu) does not.
+#define CT_PROBLEM_CHECKS                                                       \
+  CT_PROBLEM_CHECKS_SHAPE                                                       \
   static_assert((long long)N * K * P * Q <= 0x7fffffffLL &&                     \
                     (long long)N * C * H * W <= 0x7fffffffLL &&                 \
                     (long long)K * C * R * S <= 0x7fffffffLL,                   \
                 "32-bit indexing needs every tensor below 2^31 elements");
+
+// True when a tensor of the problem has more than 2^31 - 1 elements.
+#define CT_PROBLEM_INDEX64                                                      \
+  ((long long)CT_N * CT_K * CT_P * CT_Q > 0x7fffffffLL ||                       \
+   (long long)CT_N * CT_C * CT_H * CT_W > 0x7fffffffLL ||                       \
+   (long long)CT_K * CT_C * CT_R * CT_S > 0x7fffffffLL)
 
 // The plan's launch quantities (CT_PLAN_*, which the generator defines
 // ahead of the template) against a template's own; true where a template

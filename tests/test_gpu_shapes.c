@@ -11,10 +11,12 @@
 **     families, stored as the tuner stores them): those take their stored
 **     cubin, the others the nearest tuned problem's winner where it is valid
 **     for them, else the default.
-** And a database that is not one: the default, still correct.
+** And a database that is not one: the default, still correct.  And tensors
+** past 2^31 elements, and one too large for the device.
 */
 #include <unistd.h>
 
+#include "ct_drv.h"
 #include "gpu_common.h"
 #include "gpu_db.h"
 
@@ -202,12 +204,65 @@ static void test_not_a_database(void) {
   ct_close(ctx);
 }
 
+/* Tensors past 2^31 - 1 elements (y; x, also within one image; w): the
+** default variant through ct_forward, checked in full against float64 on
+** the GPU; then one output past index 2^31 corrupted, which the check must
+** find there. */
+static void test_big_tensors(void) {
+  static const char *const big[] = {
+      "n=2,c=4,h=1024,w=1024,k=1025,r=1,s=1,prec=tf32",        /* y 2.15e9 */
+      "n=3,c=700,h=1024,w=1024,k=2,r=1,s=1,bias=0,prec=fp32",  /* x 2.2e9 */
+      "n=1,c=3,h=30000,w=30000,k=1,r=3,s=3,pad=1,prec=tf32",   /* one image 2.7e9 */
+      "n=1,c=2048,h=24,w=24,k=2048,r=23,s=23,bias=0,prec=fp32", /* w 2.2e9 */
+  };
+  ct_context *ctx = NULL;
+  ASSERT_EQ_INT(ct_open("", g.ordinal, &ctx), CT_OK);
+  int failures = 0;
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+    ct_problem p;
+    char err[1024];
+    ASSERT_EQ_INT(ct_problem_parse(big[i], &p, NULL, 0), CT_OK);
+    ASSERT_EQ_INT(ct_gen_index64(&p), 1);
+    ct_tune_data d;
+    ASSERT_EQ_INT(ct_tune_data_create(&g, &p, ct_tune_fresh_seed(), &d, err, sizeof err), CT_OK);
+    ASSERT_EQ_INT(check_one(ctx, "big", &d, &failures), CT_PATH_DEFAULT);
+    /* the last output, past 2^31 in y or in the outputs of the big input */
+    size_t last = d.ny - 1;
+    float v;
+    ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(&v, d.y + last * 4, 4), CUDA_SUCCESS);
+    v = v * 1.01f + 0.01f;
+    ASSERT_EQ_INT(ct_drv.cuMemcpyHtoD(d.y + last * 4, &v, 4), CUDA_SUCCESS);
+    ct_tune_check chk;
+    ASSERT_EQ_INT(ct_tune_check_output(&g, &d, d.y, &chk, err, sizeof err), CT_OK);
+    printf("     corrupted y[%zu]: %s\n", last, chk.reason);
+    ASSERT_EQ_INT(chk.passes, 0);
+    ASSERT_EQ_INT((long long)chk.worst_index, (long long)last);
+    ct_tune_data_destroy(&d);
+  }
+  ASSERT_EQ_INT(failures, 0);
+  ct_close(ctx);
+}
+
+/* A problem larger than the device's memory is refused, and says so. */
+static void test_too_big_for_the_device(void) {
+  ct_problem p;
+  char err[1024];
+  ASSERT_EQ_INT(ct_problem_parse("n=64,c=64,h=4096,w=4096,k=64,r=1,s=1", &p, NULL, 0), CT_OK);
+  ct_tune_data d;
+  ASSERT_EQ_INT(ct_tune_data_create(&g, &p, ct_tune_fresh_seed(), &d, err, sizeof err),
+                CT_ERR_NOMEM);
+  printf("     %s\n", err);
+  ASSERT_TRUE(strstr(err, "does not fit in device memory") != NULL);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   gpu_open_or_skip(&g);
   if (mkdtemp(dir) == NULL) return 1;
   RUN_TEST(test_every_shape);
   RUN_TEST(test_not_a_database);
+  RUN_TEST(test_big_tensors);
+  RUN_TEST(test_too_big_for_the_device);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -121,8 +121,8 @@ static void test_templates_alone(void) {
 
 /* Odd problems: the default variant, the last and a middle variant of each,
 ** and the reference.  Exercises the templates' other paths (chunked
-** weights, weights from global memory, no register segment) and their
-** static_asserts against the plan. */
+** weights, weights from global memory, no register segment, 64-bit
+** offsets) and their static_asserts against the plan. */
 static void test_odd_problems(void) {
   static const char *const specs[] = {
     "n=1,c=1,h=1,w=1,k=1,r=1,s=1,bias=0",
@@ -134,6 +134,11 @@ static void test_odd_problems(void) {
     "n=1,c=2,h=8,w=80,k=6,r=2,s=30,dil=1x2,pad=1",
     "n=7,c=64,h=56,w=56,k=64,r=3,s=3,pad=1",
     "n=1,c=3,h=224,w=224,k=768,r=16,s=16,stride=16",
+    /* 64-bit offsets: y of 2^31 elements (KernelBench 87), x of 3.2e9 in
+    ** one image, w of 2.2e9 */
+    "n=16,c=64,h=1024,w=1024,k=128,r=1,s=1,bias=0",
+    "n=1,c=3,h=32768,w=32768,k=2,r=3,s=3,pad=1",
+    "n=1,c=2048,h=24,w=24,k=2048,r=23,s=23,bias=0",
   };
   const size_t n_specs = sizeof specs / sizeof specs[0];
   ct_gen_limits lim;

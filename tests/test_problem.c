@@ -4,9 +4,11 @@
 */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "convtune.h"
+#include "ct_gen.h"
 #include "test.h"
 
 #define HEADLINE \
@@ -327,52 +329,68 @@ static void test_validation(void) {
 static void test_overflow(void) {
   ct_problem p;
   char err[256] = "";
-  /* x: 2^31-1 images of 3x224x224 */
-  ASSERT_EQ_INT(ct_problem_parse("n=2147483647,c=3,h=224,w=224,k=96,r=11,"
+  /* a million images of 3x224x224: x 1.5e11, y 2.9e11 elements, within 2^48 */
+  ASSERT_EQ_INT(ct_problem_parse("n=1000000,c=3,h=224,w=224,k=96,r=11,"
                                  "s=11,stride=4,pad=2",
                                  &p, err, sizeof err),
+                CT_OK);
+  /* ... 2^48 + 1 elements are not */
+  ASSERT_EQ_INT(ct_problem_parse("n=65537,c=1,h=65536,w=65536,k=1,r=1,s=1",
+                                 &p, err, sizeof err),
                 CT_ERR_INVALID_PROBLEM);
-  ASSERT_TRUE(strstr(err, "input x has N*C*H*W = 323256418415616 elements") != NULL);
-  ASSERT_TRUE(strstr(err, "INT32_MAX (2147483647)") != NULL);
+  ASSERT_TRUE(strstr(err, "input x has N*C*H*W = 281479271677952 elements") != NULL);
+  ASSERT_TRUE(strstr(err, "more than 2^48") != NULL);
+  ASSERT_EQ_INT(ct_problem_parse("n=65536,c=1,h=65536,w=65536,k=1,r=1,s=1",
+                                 &p, err, sizeof err),
+                CT_OK);
   /* x: the product overflows int64 itself */
   ASSERT_EQ_INT(ct_problem_parse("n=2147483647,c=2147483647,h=2147483647,"
                                  "w=2147483647,k=1,r=1,s=1",
                                  &p, err, sizeof err),
                 CT_ERR_INVALID_PROBLEM);
   ASSERT_TRUE(strstr(err, "input x has N*C*H*W > 2^63 elements") != NULL);
-  /* x and y at the limit exactly are fine */
-  ASSERT_EQ_INT(ct_problem_parse("n=1,c=1,h=1,w=2147483647,k=1,r=1,s=1", &p,
-                                 err, sizeof err),
-                CT_OK);
-  /* ... one more element is not */
-  ASSERT_EQ_INT(ct_problem_parse("n=1,c=1,h=32768,w=65536,k=1,r=1,s=1", &p,
-                                 err, sizeof err),
-                CT_ERR_INVALID_PROBLEM);
-  ASSERT_TRUE(strstr(err, "input x has N*C*H*W = 2147483648") != NULL);
   /* w */
-  ASSERT_EQ_INT(ct_problem_parse("n=1,c=65536,h=1,w=1,k=65536,r=1,s=1", &p,
+  ASSERT_EQ_INT(ct_problem_parse("n=1,c=65536,h=65537,w=1,k=65536,r=65537,s=1", &p,
                                  err, sizeof err),
                 CT_ERR_INVALID_PROBLEM);
-  ASSERT_TRUE(strstr(err, "weights w has K*C*R*S = 4294967296") != NULL);
-  /* y: x fits (1.6e9), two filters do not */
-  ASSERT_EQ_INT(ct_problem_parse("n=1,c=1,h=40000,w=40000,k=2,r=1,s=1", &p,
-                                 err, sizeof err),
-                CT_ERR_INVALID_PROBLEM);
-  ASSERT_TRUE(strstr(err, "output y has N*K*P*Q = 3200000000") != NULL);
-  ASSERT_EQ_INT(ct_problem_parse("n=1,c=1,h=40000,w=40000,k=1,r=1,s=1", &p,
-                                 err, sizeof err),
-                CT_OK);
+  ASSERT_TRUE(strstr(err, "weights w has K*C*R*S") != NULL);
   /* y larger than x through padding */
-  ASSERT_EQ_INT(ct_problem_parse("n=1,c=1,h=1,w=1,k=1,r=1,s=1,pad=20000", &p,
-                                 err, sizeof err),
-                CT_OK);
-  ASSERT_EQ_INT(ct_problem_parse("n=1,c=1,h=1,w=1,k=1,r=1,s=1,pad=30000x0",
+  ASSERT_EQ_INT(ct_problem_parse("n=1,c=1,h=1,w=1,k=1,r=1,s=1,pad=20000000x0",
                                  &p, err, sizeof err),
                 CT_OK);
-  ASSERT_EQ_INT(ct_problem_parse("n=1,c=1,h=1,w=1,k=1,r=1,s=1,pad=40000", &p,
+  ASSERT_EQ_INT(ct_problem_parse("n=1,c=1,h=1,w=1,k=1,r=1,s=1,pad=20000000", &p,
                                  err, sizeof err),
                 CT_ERR_INVALID_PROBLEM);
   ASSERT_TRUE(strstr(err, "output y") != NULL);
+
+  /* 2^31 - 1 elements is the last 32-bit size; one more needs 64-bit
+  ** offsets, which only the families with big_tensors take. */
+  const struct {
+    const char *spec;
+    int index64;
+  } sizes[] = {
+      {"n=1,c=1,h=1,w=2147483647,k=1,r=1,s=1", 0},
+      {"n=1,c=1,h=32768,w=65536,k=1,r=1,s=1", 1},            /* x */
+      {"n=1,c=65536,h=1,w=1,k=32768,r=1,s=1", 1},            /* w */
+      {"n=1,c=1,h=40000,w=40000,k=2,r=1,s=1", 1},            /* y */
+      {"n=16,c=64,h=1024,w=1024,k=128,r=1,s=1,bias=0", 1},   /* KernelBench 87 */
+      {"n=16,c=64,h=1024,w=1024,k=127,r=1,s=1,bias=0", 0},
+  };
+  ct_gen_limits lim;
+  ASSERT_EQ_INT(ct_gen_limits_for_arch("sm_90a", &lim), CT_OK);
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    ASSERT_EQ_INT(ct_problem_parse(sizes[i].spec, &p, err, sizeof err), CT_OK);
+    ASSERT_EQ_INT(ct_gen_index64(&p), sizes[i].index64);
+    ct_gen_variant *all = NULL;
+    size_t n_all = 0;
+    ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &all, &n_all), CT_OK);
+    size_t big = 0;
+    for (size_t v = 0; v < n_all; v++) big += all[v].family->big_tensors;
+    if (sizes[i].index64) ASSERT_TRUE(n_all > 0 && big == n_all);
+    free(all);
+    ct_gen_variant dv;
+    ASSERT_EQ_INT(ct_gen_default_variant(&p, &lim, &dv), CT_OK);
+  }
   /* padded extents */
   ASSERT_EQ_INT(ct_problem_parse("n=1,c=1,h=1,w=1,k=1,r=1,s=1,pad=1073741824x0",
                                  &p, err, sizeof err),

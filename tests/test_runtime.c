@@ -705,9 +705,9 @@ static void test_bad_input(void) {
   BAD_FIELD(q.stride_w = 0, "stride_w");
   BAD_FIELD(q.pad_h = -3, "pad_h");
   BAD_FIELD(q.dil_h = 0, "dil_h");
-  BAD_FIELD((q.k = 1 << 20, q.c = 1 << 12, q.r = 1, q.s = 1, q.pad_h = q.pad_w = 0),
+  BAD_FIELD((q.k = 1 << 24, q.c = 1 << 25, q.r = 1, q.s = 1, q.pad_h = q.pad_w = 0),
             "weights w");
-  BAD_FIELD((q.n = 1 << 16, q.c = 1 << 16), "input x");
+  BAD_FIELD((q.n = 1 << 24, q.c = 1 << 24), "input x");
   BAD_FIELD((q.h = 2, q.pad_h = 0), "output height");
   BAD_FIELD(q.precision = (ct_precision)7, "precision");
   BAD_FIELD(q.bias = 2, "bias");
