@@ -81,7 +81,7 @@ def contract_check(y, ref, abs_sum, sq_sum, L, precision, headline=False):
     any layout of the same shape) against the float64 figures of
     reference_fp64.  Returns a dict: passes, max_abs_err, rel_err,
     elem_ratio, frob_ratio (each <= 1 passes), n_nonfinite, reason."""
-    u_op, c_op, c_acc = CONTRACT[precision]
+    u_op = CONTRACT[precision][0]
     n = y.numel()
     y64 = y.to(torch.float64)
     finite = torch.isfinite(y64)
@@ -93,11 +93,26 @@ def contract_check(y, ref, abs_sum, sq_sum, L, precision, headline=False):
     max_ratio = float((d / (elem_coef * abs_sum + 1e-37)).max()) if n else 0.0
     max_abs_err = float(d.max()) if n else 0.0
     max_close = float((d / (HEADLINE_FP32[1] * (1.0 + ref.abs()))).max()) if n else 0.0
-    err = math.sqrt(float((d * d).sum()))
+    err2 = float((d * d).sum())
     del d
     ref2 = float(torch.where(finite, ref * ref, zero).sum())
     a2 = float(sq_sum.sum())
 
+    return contract_verdict(err2=err2, ref2=ref2, a2=a2, max_abs_err=max_abs_err,
+                            max_ratio=max_ratio, max_close=max_close,
+                            n_nonfinite=n_nonfinite, n=n, L=L, precision=precision,
+                            headline=headline)
+
+
+def contract_verdict(err2, ref2, a2, max_abs_err, max_ratio, max_close, n_nonfinite, n, L,
+                     precision, headline=False):
+    """The contract's verdict from its figures over the n outputs: err2 =
+    sum (y - ref)^2 and ref2 = sum ref^2 over the finite outputs, a2 = sum
+    sq_sum, the largest |y - ref| / elementwise bound (max_ratio), the
+    headline's fp32 figure (max_close) and the non-finite count.  Returns
+    contract_check's dict."""
+    u_op, c_op, c_acc = CONTRACT[precision]
+    err = math.sqrt(err2)
     frob_bound = (1.0 + 3.0 / math.sqrt(n)) * (c_op * u_op + c_acc * U_ACC * math.sqrt(L)) \
         * math.sqrt(a2)
     rel_err = err / math.sqrt(ref2) if ref2 > 0 else (math.inf if err > 0 else 0.0)

@@ -820,7 +820,7 @@ def check_output(y, ref, L, precision, headline):
     and criteria (tuner/verify.h, bench.py's constants), accumulated over
     the blocks (max |y - ref|, the sums of the Frobenius terms, the largest
     elementwise ratio, the count of non-finite outputs)."""
-    u_op, c_op, c_acc = bench.CONTRACT[precision]
+    u_op = bench.CONTRACT[precision][0]
     elem_coef = 2.0 * u_op + (L + 1.0) * bench.U_ACC
     atol = bench.HEADLINE_FP32[1]
     n = ref.n_out
@@ -852,31 +852,10 @@ def check_output(y, ref, L, precision, headline):
             max_close = max(max_close, float(t.max()))
         del d, t, r, ab, dv
 
-    # From here on, bench.contract_check's verdict, figure for figure.
-    err = math.sqrt(err2)
-    frob_bound = (1.0 + 3.0 / math.sqrt(n)) * (c_op * u_op + c_acc * bench.U_ACC * math.sqrt(L)) \
-        * math.sqrt(ref.a2)
-    rel_err = err / math.sqrt(ref2) if ref2 > 0 else (math.inf if err > 0 else 0.0)
-    frob_ratio = err / frob_bound if frob_bound > 0 else (math.inf if err > 0 else 0.0)
-    elem_ratio = math.inf if n_nonfinite else max_ratio
-    reasons = []
-    if n_nonfinite:
-        reasons.append("%d outputs NaN/Inf (unwritten?)" % n_nonfinite)
-    if max_ratio > 1.0:
-        reasons.append("elementwise: worst |y-ref| is %.3gx its bound" % max_ratio)
-    if not frob_ratio <= 1.0:
-        reasons.append("Frobenius: ||y-ref|| is %.3gx its bound (rel err %.3g)"
-                       % (frob_ratio, rel_err))
-    ht, hf = bench.HEADLINE_TF32, bench.HEADLINE_FP32
-    if headline and precision == "tf32" and (rel_err > ht[0] or max_abs_err > ht[1]):
-        reasons.append("headline tf32: rel err %.3g (limit %.2g), max abs err %.3g (limit %.2g)"
-                       % (rel_err, ht[0], max_abs_err, ht[1]))
-    if headline and precision == "fp32" and (rel_err > hf[0] or max_close > 1.0):
-        reasons.append("headline fp32: rel err %.3g (limit %.2g), worst element %.3gx "
-                       "atol=rtol=%.0e" % (rel_err, hf[0], max_close, hf[1]))
-    return {"passes": not reasons, "max_abs_err": max_abs_err, "rel_err": rel_err,
-            "elem_ratio": elem_ratio, "frob_ratio": frob_ratio,
-            "n_nonfinite": n_nonfinite, "reason": "; ".join(reasons)}
+    return bench.contract_verdict(err2=err2, ref2=ref2, a2=ref.a2, max_abs_err=max_abs_err,
+                                  max_ratio=max_ratio, max_close=max_close,
+                                  n_nonfinite=n_nonfinite, n=n, L=L, precision=precision,
+                                  headline=headline)
 
 
 def cuda_alive():

@@ -14,6 +14,7 @@
 ** And a database that is not one: the default, still correct.  And tensors
 ** past 2^31 elements, and one too large for the device.
 */
+#include <time.h>
 #include <unistd.h>
 
 #include "ct_drv.h"
@@ -233,8 +234,14 @@ static void test_big_tensors(void) {
     v = v * 1.01f + 0.01f;
     ASSERT_EQ_INT(ct_drv.cuMemcpyHtoD(d.y + last * 4, &v, 4), CUDA_SUCCESS);
     ct_tune_check chk;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     ASSERT_EQ_INT(ct_tune_check_output(&g, &d, d.y, &chk, err, sizeof err), CT_OK);
-    printf("     corrupted y[%zu]: %s\n", last, chk.reason);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("     corrupted y[%zu] (check of %zu outputs, %s reference: %.3f s): %s\n", last,
+           d.ny, d.fused ? "recomputed" : "stored",
+           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+           chk.reason);
     ASSERT_EQ_INT(chk.passes, 0);
     ASSERT_EQ_INT((long long)chk.worst_index, (long long)last);
     ct_tune_data_destroy(&d);
