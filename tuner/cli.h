@@ -1,0 +1,79 @@
+/*
+** cli.h — what the `convtune` command line's files share: the parsed
+** options, the helpers every command uses (problem, database path,
+** printing trials, JSON) and the commands themselves.
+*/
+#ifndef CT_CLI_H
+#define CT_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ct_cache.h"
+#include "ct_tune.h"
+
+#define CT_CLI_EXIT_USAGE 2 /* exit status of a usage error */
+
+/* The options of a command line, as parsed (cli.c). */
+typedef struct ct_cli {
+  const char *problem;     /* --problem */
+  const char *precision;   /* --precision */
+  const char *db;          /* --db */
+  const char *arch;        /* --arch */
+  int device;              /* --device */
+  int threads;             /* --threads */
+  int trials;              /* --trials (0: the command's default) */
+  int final_trials;        /* --final-trials */
+  int finalists;           /* --finalists */
+  uint64_t seed;           /* --seed */
+  long max_variants;       /* --max-variants */
+  double budget;           /* --budget seconds */
+  double watchdog;         /* --watchdog seconds (0: default) */
+  const char *families;    /* --families */
+  const char *out;         /* --out */
+  int fresh, no_isolate;   /* --fresh, --no-isolate */
+  int cubins;              /* --cubins */
+  int json, quiet, help;
+  const char *args[4];     /* positional arguments */
+  int n_args;
+} ct_cli;
+
+/* ---------------------------------------------------------------------- */
+/* Helpers (cli_util.c)                                                    */
+
+/* Parses an integer in [lo, hi] given to option opt; 0, or -1 after
+** saying why on stderr. */
+int ct_cli_parse_int(const char *opt, const char *text, long lo, long hi,
+                     long *out);
+/* The problem from --problem and --precision; 0 or CT_CLI_EXIT_USAGE. */
+int ct_cli_problem(const ct_cli *c, ct_problem *p);
+/* The database path: --db, else the default; 0 or 1. */
+int ct_cli_db(const ct_cli *c, char *buf, size_t len);
+/* Opens the database read-only; a missing file is *cache = NULL.  0 or 1
+** (after saying why); cmd names the command in messages. */
+int ct_cli_db_open(const ct_cli *c, const char *cmd, char *path, size_t len,
+                   ct_cache **cache);
+/* As ct_cli_db_open, for commands that need the file: a missing one is an
+** error. */
+int ct_cli_db_open_existing(const ct_cli *c, const char *cmd, char *path,
+                            size_t len, ct_cache **cache);
+
+void ct_cli_json_str(FILE *f, const char *s);
+void ct_cli_json_num(FILE *f, double v);
+void ct_cli_json_trial(FILE *f, const ct_cache_trial *t);
+void ct_cli_print_trial_header(void);
+void ct_cli_print_trial(const ct_cache_trial *t, const char *mark);
+
+/* ---------------------------------------------------------------------- */
+/* The commands: each returns the process's exit status                    */
+
+extern const char ct_cli_usage_tune[], ct_cli_usage_check[],
+    ct_cli_usage_space[], ct_cli_usage_db[], ct_cli_usage_report[];
+
+int ct_cli_tune(const ct_cli *c);          /* cmd_tune.c */
+int ct_cli_check(const ct_cli *c);         /* cmd_tune.c */
+int ct_cli_space(const ct_cli *c);         /* cmd_tune.c */
+int ct_cli_db_command(const ct_cli *c);    /* cmd_db.c */
+int ct_cli_report(const ct_cli *c);        /* cmd_report.c */
+
+#endif /* CT_CLI_H */

@@ -1,0 +1,298 @@
+/*
+** cmd_db.c — `convtune db list / show / check / export / import / merge`.
+*/
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char ct_cli_usage_db[] =
+    "usage: convtune db list [--db PATH] [--json]\n"
+    "       convtune db show ID [--db PATH] [--json]\n"
+    "       convtune db check [--db PATH]\n"
+    "       convtune db export [--db PATH] [--out FILE] [--cubins]\n"
+    "       convtune db import FILE [--db PATH]\n"
+    "       convtune db merge OTHER.db [--db PATH]\n"
+    "\n"
+    "list: one line per tuned problem and device: id, spec, trials, winner.\n"
+    "show: every trial of problem ID and its winner.\n"
+    "check: PRAGMA integrity_check, foreign keys and every stored cubin's hash.\n"
+    "export: the whole database as text (stdout, or --out FILE): devices,\n"
+    "problems, trials, winners with their cubins; --cubins adds the compile\n"
+    "cache.  The format is documented in cache/ct_cache.h.\n"
+    "import: reads such a file (\"-\": stdin) into the database, all or\n"
+    "nothing; importing twice adds nothing twice.  Entries keep their device,\n"
+    "driver and NVRTC version, so the runtime uses them only on a matching\n"
+    "machine; a winner replaces a local one only when it is newer.\n"
+    "merge: imports another database file the same way.\n"
+    "None of these needs a GPU.\n";
+
+static int cmd_db_list(const ct_cli *c) {
+  char path[4096];
+  ct_cache *cache = NULL;
+  if (ct_cli_db_open(c, "db list", path, sizeof path, &cache)) return 1;
+  ct_cache_entry *rows = NULL;
+  size_t n = 0;
+  if (cache && ct_cache_list(cache, &rows, &n) != CT_OK) {
+    fprintf(stderr, "convtune db list: %s\n", ct_cache_errmsg(cache));
+    ct_cache_close(cache);
+    return 1;
+  }
+  if (c->json) {
+    printf("[");
+    for (size_t i = 0; i < n; i++) {
+      printf("%s{\"id\": %" PRId64 ", \"problem\": ", i ? ", " : "", rows[i].problem_id);
+      ct_cli_json_str(stdout, rows[i].spec);
+      printf(", \"precision\": ");
+      ct_cli_json_str(stdout, rows[i].precision);
+      printf(", \"trials\": %d, \"timed\": %d, \"device\": ", rows[i].n_trials,
+             rows[i].n_timed);
+      ct_cli_json_str(stdout, rows[i].device);
+      printf(", \"winner\": ");
+      if (rows[i].variant[0]) ct_cli_json_str(stdout, rows[i].variant);
+      else fputs("null", stdout);
+      printf(", \"mean_ms\": ");
+      ct_cli_json_num(stdout, rows[i].mean_ms);
+      printf("}");
+    }
+    printf("]\n");
+  } else if (cache == NULL) {
+    printf("no tuning database at %s: nothing tuned yet\n", path);
+  } else if (n == 0) {
+    printf("%s: no problems tuned yet\n", path);
+  } else {
+    printf("%-5s %-6s %7s %10s  %-24s %s\n", "id", "prec", "trials", "mean ms",
+           "device", "problem / winner");
+    for (size_t i = 0; i < n; i++) {
+      char mean[16] = "-";
+      if (isfinite(rows[i].mean_ms)) snprintf(mean, sizeof mean, "%.4f", rows[i].mean_ms);
+      printf("%-5" PRId64 " %-6s %7d %10s  %-24s %s\n", rows[i].problem_id,
+             rows[i].precision, rows[i].n_trials, mean,
+             rows[i].device[0] ? rows[i].device : "-", rows[i].spec);
+      printf("%-5s %-6s %7s %10s  %-24s %s\n", "", "", "", "", "",
+             rows[i].variant[0] ? rows[i].variant : "(no winner)");
+    }
+  }
+  free(rows);
+  ct_cache_close(cache);
+  return 0;
+}
+
+static int cmd_db_show(const ct_cli *c) {
+  if (c->n_args != 2) {
+    fprintf(stderr, "convtune db show: needs one problem ID (see `convtune db list`)\n");
+    return CT_CLI_EXIT_USAGE;
+  }
+  long id;
+  if (ct_cli_parse_int("db show ID", c->args[1], 1, INT32_MAX, &id)) return CT_CLI_EXIT_USAGE;
+  char path[4096];
+  ct_cache *cache = NULL;
+  if (ct_cli_db_open_existing(c, "db show", path, sizeof path, &cache)) return 1;
+  int exit_code = 1;
+  ct_cache_entry *rows = NULL;
+  ct_cache_trial *trials = NULL;
+  size_t n = 0, nt = 0;
+  if (ct_cache_list(cache, &rows, &n) != CT_OK ||
+      ct_cache_trials(cache, id, 0, &trials, &nt) != CT_OK) {
+    fprintf(stderr, "convtune db show: %s\n", ct_cache_errmsg(cache));
+    goto out;
+  }
+  size_t first = n;
+  for (size_t i = 0; i < n; i++)
+    if (rows[i].problem_id == id) { first = i; break; }
+  if (first == n) {
+    fprintf(stderr, "convtune db show: no problem %ld in %s\n", id, path);
+    goto out;
+  }
+  if (c->json) {
+    printf("{\"id\": %ld, \"problem\": ", id);
+    ct_cli_json_str(stdout, rows[first].spec);
+    printf(", \"precision\": ");
+    ct_cli_json_str(stdout, rows[first].precision);
+    printf(", \"winners\": [");
+    int k = 0;
+    for (size_t i = first; i < n && rows[i].problem_id == id; i++) {
+      if (!rows[i].variant[0]) continue;
+      printf("%s{\"device\": ", k++ ? ", " : "");
+      ct_cli_json_str(stdout, rows[i].device);
+      printf(", \"variant\": ");
+      ct_cli_json_str(stdout, rows[i].variant);
+      printf(", \"mean_ms\": ");
+      ct_cli_json_num(stdout, rows[i].mean_ms);
+      printf("}");
+    }
+    printf("], \"trials\": [");
+    for (size_t i = 0; i < nt; i++) {
+      if (i) fputs(", ", stdout);
+      ct_cli_json_trial(stdout, &trials[i]);
+    }
+    printf("]}\n");
+  } else {
+    printf("problem %ld  %s\n", id, rows[first].spec);
+    for (size_t i = first; i < n && rows[i].problem_id == id; i++)
+      if (rows[i].variant[0])
+        printf("winner  %s on %s: %.4f ms\n", rows[i].variant, rows[i].device,
+               rows[i].mean_ms);
+    printf("\n");
+    ct_cli_print_trial_header();
+    for (size_t i = 0; i < nt; i++) ct_cli_print_trial(&trials[i], "");
+  }
+  exit_code = 0;
+out:
+  free(rows);
+  free(trials);
+  ct_cache_close(cache);
+  return exit_code;
+}
+
+static int cmd_db_check(const ct_cli *c) {
+  if (c->n_args != 1) {
+    fprintf(stderr, "convtune db check: unexpected argument '%s'\n", c->args[1]);
+    return CT_CLI_EXIT_USAGE;
+  }
+  char path[4096];
+  ct_cache *cache = NULL;
+  if (ct_cli_db_open_existing(c, "db check", path, sizeof path, &cache)) return 1;
+  ct_status rc = ct_cache_check(cache);
+  if (rc != CT_OK) fprintf(stderr, "convtune db check: %s\n", ct_cache_errmsg(cache));
+  else printf("ok: %s (schema %d): integrity, foreign keys, every cubin's hash\n",
+              path, ct_cache_schema_version(cache));
+  ct_cache_close(cache);
+  return rc == CT_OK ? 0 : 1;
+}
+
+static int cmd_db_export(const ct_cli *c) {
+  if (c->n_args != 1) {
+    fprintf(stderr, "convtune db export: unexpected argument '%s' (use --out FILE)\n",
+            c->args[1]);
+    return CT_CLI_EXIT_USAGE;
+  }
+  char path[4096];
+  ct_cache *cache = NULL;
+  if (ct_cli_db_open_existing(c, "db export", path, sizeof path, &cache)) return 1;
+  FILE *f = c->out ? fopen(c->out, "w") : stdout;
+  if (f == NULL) {
+    fprintf(stderr, "convtune db export: cannot write %s: %s\n", c->out,
+            strerror(errno));
+    ct_cache_close(cache);
+    return 1;
+  }
+  ct_cache_transfer_stats st;
+  ct_status rc = ct_cache_export(cache, f, c->cubins ? CT_CACHE_EXPORT_CUBINS : 0, &st);
+  int closed = c->out ? fclose(f) : fflush(f);
+  if (rc == CT_OK && closed != 0) rc = CT_ERR_IO;
+  if (rc != CT_OK) {
+    fprintf(stderr, "convtune db export: %s\n",
+            rc == CT_ERR_IO ? "cannot write the output" : ct_cache_errmsg(cache));
+    ct_cache_close(cache);
+    return 1;
+  }
+  fprintf(stderr, "exported %zu devices, %zu problems, %zu trials, %zu winners, "
+                  "%zu cubins from %s\n",
+          st.devices, st.problems, st.trials, st.winners, st.cubins, path);
+  ct_cache_close(cache);
+  return 0;
+}
+
+/* Imports the export text in f into the database of c; `what` names it. */
+static int db_import_file(const ct_cli *c, const char *cmd, FILE *f,
+                          const char *what) {
+  char path[4096], err[1024];
+  if (ct_cli_db(c, path, sizeof path)) return 1;
+  ct_cache *cache = NULL;
+  if (ct_cache_open(path, CT_CACHE_CREATE, &cache, err, sizeof err) != CT_OK) {
+    fprintf(stderr, "convtune %s: %s\n", cmd, err);
+    return 1;
+  }
+  ct_cache_transfer_stats st;
+  ct_status rc = ct_cache_import(cache, f, &st, err, sizeof err);
+  ct_cache_close(cache);
+  if (rc != CT_OK) {
+    fprintf(stderr, "convtune %s: %s: %s (nothing imported)\n", cmd, what, err);
+    return 1;
+  }
+  printf("%s into %s: %zu trials (%zu new), %zu winners (%zu stored), "
+         "%zu cubins (%zu new), %zu devices, %zu problems\n",
+         what, path, st.trials, st.trials_added, st.winners, st.winners_stored,
+         st.cubins, st.cubins_added, st.devices, st.problems);
+  return 0;
+}
+
+static int cmd_db_import(const ct_cli *c) {
+  if (c->n_args != 2) {
+    fprintf(stderr, "convtune db import: needs one FILE (\"-\" for stdin)\n");
+    return CT_CLI_EXIT_USAGE;
+  }
+  const char *name = c->args[1];
+  FILE *f = strcmp(name, "-") == 0 ? stdin : fopen(name, "r");
+  if (f == NULL) {
+    fprintf(stderr, "convtune db import: cannot read %s: %s\n", name, strerror(errno));
+    return 1;
+  }
+  int rc = db_import_file(c, "db import", f, name);
+  if (f != stdin) fclose(f);
+  return rc;
+}
+
+/* merge = export the other database into a temporary file, import that. */
+static int cmd_db_merge(const ct_cli *c) {
+  if (c->n_args != 2) {
+    fprintf(stderr, "convtune db merge: needs one OTHER.db\n");
+    return CT_CLI_EXIT_USAGE;
+  }
+  const char *other = c->args[1];
+  char err[1024], path[4096];
+  if (ct_cli_db(c, path, sizeof path)) return 1;
+  ct_cache *src = NULL;
+  if (ct_cache_open(other, CT_CACHE_READONLY, &src, err, sizeof err) != CT_OK) {
+    fprintf(stderr, "convtune db merge: %s\n", err);
+    return 1;
+  }
+  FILE *tmp = tmpfile();
+  if (tmp == NULL) {
+    fprintf(stderr, "convtune db merge: no temporary file: %s\n", strerror(errno));
+    ct_cache_close(src);
+    return 1;
+  }
+  ct_status rc = ct_cache_export(src, tmp, CT_CACHE_EXPORT_CUBINS, NULL);
+  if (rc != CT_OK) {
+    fprintf(stderr, "convtune db merge: reading %s: %s\n", other,
+            rc == CT_ERR_IO ? "cannot write a temporary file" : ct_cache_errmsg(src));
+    ct_cache_close(src);
+    fclose(tmp);
+    return 1;
+  }
+  ct_cache_close(src);
+  rewind(tmp);
+  int ret = db_import_file(c, "db merge", tmp, other);
+  fclose(tmp);
+  return ret;
+}
+
+int ct_cli_db_command(const ct_cli *c) {
+  if (c->help || c->n_args == 0) {
+    fputs(ct_cli_usage_db, c->help ? stdout : stderr);
+    return c->help ? 0 : CT_CLI_EXIT_USAGE;
+  }
+  if (!strcmp(c->args[0], "list")) {
+    if (c->n_args != 1) {
+      fprintf(stderr, "convtune db list: unexpected argument '%s'\n", c->args[1]);
+      return CT_CLI_EXIT_USAGE;
+    }
+    return cmd_db_list(c);
+  }
+  if (!strcmp(c->args[0], "show")) return cmd_db_show(c);
+  if (!strcmp(c->args[0], "export")) return cmd_db_export(c);
+  if (!strcmp(c->args[0], "check")) return cmd_db_check(c);
+  if (!strcmp(c->args[0], "import")) return cmd_db_import(c);
+  if (!strcmp(c->args[0], "merge")) return cmd_db_merge(c);
+  fprintf(stderr, "convtune db: unknown subcommand '%s' (list, show, check, "
+                  "export, import, merge)\n", c->args[0]);
+  return CT_CLI_EXIT_USAGE;
+}
