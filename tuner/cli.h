@@ -14,7 +14,8 @@
 
 #define CT_CLI_EXIT_USAGE 2 /* exit status of a usage error */
 
-/* The options of a command line, as parsed (cli.c). */
+/* The options of a command line, as parsed (cli.c): only those the
+** command takes are ever set; zero means not given. */
 typedef struct ct_cli {
   const char *problem;     /* --problem */
   const char *precision;   /* --precision */
@@ -33,8 +34,10 @@ typedef struct ct_cli {
   const char *out;         /* --out */
   int fresh, no_isolate;   /* --fresh, --no-isolate */
   int cubins;              /* --cubins */
+  int force;               /* --force */
   int json, quiet, help;
-  const char *args[4];     /* positional arguments */
+  const char *args[2];     /* positional arguments, as many as the command
+                              takes (cli.c checks how many) */
   int n_args;
 } ct_cli;
 
@@ -67,13 +70,21 @@ void ct_cli_print_trial(const ct_cache_trial *t, const char *mark);
 /* ---------------------------------------------------------------------- */
 /* The commands: each returns the process's exit status                    */
 
+/* cli.c has parsed the options and the positional arguments (their count
+** is within the command's range) and handled --help. */
+
 extern const char ct_cli_usage_tune[], ct_cli_usage_check[],
     ct_cli_usage_space[], ct_cli_usage_db[], ct_cli_usage_report[];
 
 int ct_cli_tune(const ct_cli *c);          /* cmd_tune.c */
 int ct_cli_check(const ct_cli *c);         /* cmd_tune.c */
 int ct_cli_space(const ct_cli *c);         /* cmd_tune.c */
-int ct_cli_db_command(const ct_cli *c);    /* cmd_db.c */
+int ct_cli_db_list(const ct_cli *c);       /* cmd_db.c */
+int ct_cli_db_show(const ct_cli *c);
+int ct_cli_db_check(const ct_cli *c);
+int ct_cli_db_export(const ct_cli *c);
+int ct_cli_db_import(const ct_cli *c);
+int ct_cli_db_merge(const ct_cli *c);
 int ct_cli_report(const ct_cli *c);        /* cmd_report.c */
 
 #endif /* CT_CLI_H */

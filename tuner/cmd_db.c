@@ -33,7 +33,7 @@ const char ct_cli_usage_db[] =
     "merge: imports another database file the same way.\n"
     "None of these needs a GPU.\n";
 
-static int cmd_db_list(const ct_cli *c) {
+int ct_cli_db_list(const ct_cli *c) {
   char path[4096];
   ct_cache *cache = NULL;
   if (ct_cli_db_open(c, "db list", path, sizeof path, &cache)) return 1;
@@ -84,13 +84,9 @@ static int cmd_db_list(const ct_cli *c) {
   return 0;
 }
 
-static int cmd_db_show(const ct_cli *c) {
-  if (c->n_args != 2) {
-    fprintf(stderr, "convtune db show: needs one problem ID (see `convtune db list`)\n");
-    return CT_CLI_EXIT_USAGE;
-  }
+int ct_cli_db_show(const ct_cli *c) {
   long id;
-  if (ct_cli_parse_int("db show ID", c->args[1], 1, INT32_MAX, &id)) return CT_CLI_EXIT_USAGE;
+  if (ct_cli_parse_int("db show ID", c->args[0], 1, INT32_MAX, &id)) return CT_CLI_EXIT_USAGE;
   char path[4096];
   ct_cache *cache = NULL;
   if (ct_cli_db_open_existing(c, "db show", path, sizeof path, &cache)) return 1;
@@ -151,11 +147,7 @@ out:
   return exit_code;
 }
 
-static int cmd_db_check(const ct_cli *c) {
-  if (c->n_args != 1) {
-    fprintf(stderr, "convtune db check: unexpected argument '%s'\n", c->args[1]);
-    return CT_CLI_EXIT_USAGE;
-  }
+int ct_cli_db_check(const ct_cli *c) {
   char path[4096];
   ct_cache *cache = NULL;
   if (ct_cli_db_open_existing(c, "db check", path, sizeof path, &cache)) return 1;
@@ -167,12 +159,7 @@ static int cmd_db_check(const ct_cli *c) {
   return rc == CT_OK ? 0 : 1;
 }
 
-static int cmd_db_export(const ct_cli *c) {
-  if (c->n_args != 1) {
-    fprintf(stderr, "convtune db export: unexpected argument '%s' (use --out FILE)\n",
-            c->args[1]);
-    return CT_CLI_EXIT_USAGE;
-  }
+int ct_cli_db_export(const ct_cli *c) {
   char path[4096];
   ct_cache *cache = NULL;
   if (ct_cli_db_open_existing(c, "db export", path, sizeof path, &cache)) return 1;
@@ -224,12 +211,8 @@ static int db_import_file(const ct_cli *c, const char *cmd, FILE *f,
   return 0;
 }
 
-static int cmd_db_import(const ct_cli *c) {
-  if (c->n_args != 2) {
-    fprintf(stderr, "convtune db import: needs one FILE (\"-\" for stdin)\n");
-    return CT_CLI_EXIT_USAGE;
-  }
-  const char *name = c->args[1];
+int ct_cli_db_import(const ct_cli *c) {
+  const char *name = c->args[0];
   FILE *f = strcmp(name, "-") == 0 ? stdin : fopen(name, "r");
   if (f == NULL) {
     fprintf(stderr, "convtune db import: cannot read %s: %s\n", name, strerror(errno));
@@ -241,12 +224,8 @@ static int cmd_db_import(const ct_cli *c) {
 }
 
 /* merge = export the other database into a temporary file, import that. */
-static int cmd_db_merge(const ct_cli *c) {
-  if (c->n_args != 2) {
-    fprintf(stderr, "convtune db merge: needs one OTHER.db\n");
-    return CT_CLI_EXIT_USAGE;
-  }
-  const char *other = c->args[1];
+int ct_cli_db_merge(const ct_cli *c) {
+  const char *other = c->args[0];
   char err[1024], path[4096];
   if (ct_cli_db(c, path, sizeof path)) return 1;
   ct_cache *src = NULL;
@@ -273,26 +252,4 @@ static int cmd_db_merge(const ct_cli *c) {
   int ret = db_import_file(c, "db merge", tmp, other);
   fclose(tmp);
   return ret;
-}
-
-int ct_cli_db_command(const ct_cli *c) {
-  if (c->help || c->n_args == 0) {
-    fputs(ct_cli_usage_db, c->help ? stdout : stderr);
-    return c->help ? 0 : CT_CLI_EXIT_USAGE;
-  }
-  if (!strcmp(c->args[0], "list")) {
-    if (c->n_args != 1) {
-      fprintf(stderr, "convtune db list: unexpected argument '%s'\n", c->args[1]);
-      return CT_CLI_EXIT_USAGE;
-    }
-    return cmd_db_list(c);
-  }
-  if (!strcmp(c->args[0], "show")) return cmd_db_show(c);
-  if (!strcmp(c->args[0], "export")) return cmd_db_export(c);
-  if (!strcmp(c->args[0], "check")) return cmd_db_check(c);
-  if (!strcmp(c->args[0], "import")) return cmd_db_import(c);
-  if (!strcmp(c->args[0], "merge")) return cmd_db_merge(c);
-  fprintf(stderr, "convtune db: unknown subcommand '%s' (list, show, check, "
-                  "export, import, merge)\n", c->args[0]);
-  return CT_CLI_EXIT_USAGE;
 }

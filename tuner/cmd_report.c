@@ -23,9 +23,8 @@ const char ct_cli_usage_report[] =
     "--out defaults to convtune-report.svg.  Needs no GPU.\n";
 
 int ct_cli_report(const ct_cli *c) {
-  if (c->help) { fputs(ct_cli_usage_report, stdout); return 0; }
-  if (c->n_args > 1) {
-    fprintf(stderr, "convtune report: unexpected argument '%s'\n", c->args[1]);
+  if (c->n_args == 1 && (c->problem || c->precision)) {
+    fprintf(stderr, "convtune report: give a problem ID or --problem, not both\n");
     return CT_CLI_EXIT_USAGE;
   }
   long id = 0;

@@ -100,22 +100,11 @@ static const char *origin_name(ct_tune_origin o) {
                                                                   : "untried";
 }
 
-/* The start of the commands on one problem (tune, check, space): --help
-** prints usage, a positional argument is refused, the problem goes to *p.
-** Returns -1 to go on, else the exit status. */
-static int cmd_problem_start(const ct_cli *c, const char *name, const char *usage,
-                             ct_problem *p) {
-  if (c->help) { fputs(usage, stdout); return 0; }
-  if (c->n_args) { fprintf(stderr, "convtune %s: unexpected argument '%s'\n", name, c->args[0]); return CT_CLI_EXIT_USAGE; }
-  int rc = ct_cli_problem(c, p);
-  return rc ? rc : -1;
-}
-
 int ct_cli_tune(const ct_cli *c) {
   ct_tune_options o;
   ct_tune_options_default(&o);
-  int rc = cmd_problem_start(c, "tune", ct_cli_usage_tune, &o.problem);
-  if (rc >= 0) return rc;
+  int rc = ct_cli_problem(c, &o.problem);
+  if (rc) return rc;
   char db[4096];
   if (ct_cli_db(c, db, sizeof db)) return 1;
   o.db_path = db;
@@ -253,8 +242,8 @@ int ct_cli_tune(const ct_cli *c) {
 
 int ct_cli_check(const ct_cli *c) {
   ct_problem p;
-  int rc = cmd_problem_start(c, "check", ct_cli_usage_check, &p);
-  if (rc >= 0) return rc;
+  int rc = ct_cli_problem(c, &p);
+  if (rc) return rc;
   char db[4096];
   if (ct_cli_db(c, db, sizeof db)) return 1;
   int trials = c->trials ? c->trials : 100;
@@ -348,8 +337,8 @@ out:
 
 int ct_cli_space(const ct_cli *c) {
   ct_problem p;
-  int rc = cmd_problem_start(c, "space", ct_cli_usage_space, &p);
-  if (rc >= 0) return rc;
+  int rc = ct_cli_problem(c, &p);
+  if (rc) return rc;
   ct_gen_limits lim;
   if (c->arch) {
     if (ct_gen_limits_for_arch(c->arch, &lim) != CT_OK) {
@@ -373,23 +362,15 @@ int ct_cli_space(const ct_cli *c) {
     fprintf(stderr, "convtune space: cannot enumerate variants\n");
     return 1;
   }
-  if (c->families) { /* keep the families asked for */
-    size_t kept = 0;
-    for (size_t i = 0; i < n; i++) {
-      const char *name = vs[i].family->name, *l = c->families;
-      size_t len = strlen(name);
-      for (const char *e; *l; l = e ? e + 1 : l + strlen(l)) {
-        e = strchr(l, ',');
-        if ((e ? (size_t)(e - l) : strlen(l)) == len && !strncmp(l, name, len)) {
-          vs[kept++] = vs[i];
-          break;
-        }
-      }
-    }
-    n = kept;
-  }
+  n = ct_tune_families_keep(c->families, vs, n);
   char spec[CT_PROBLEM_SPEC_MAX];
   ct_problem_format(&p, spec, sizeof spec);
+  if (n == 0) { /* as tune says it */
+    fprintf(stderr, "convtune space: no valid variant for %s on %s in families %s\n",
+            spec, lim.arch, c->families);
+    free(vs);
+    return 1;
+  }
   if (c->json) {
     printf("{\"problem\": ");
     ct_cli_json_str(stdout, spec);

@@ -366,31 +366,6 @@ static ct_status run_job(ct_tune_worker *w, const tune_slot *s, int trials,
   return rc;
 }
 
-/* 1 when name is in the comma-separated list. */
-static int in_list(const char *list, const char *name) {
-  size_t n = strlen(name);
-  for (const char *p = list; *p;) {
-    const char *e = strchr(p, ',');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len == n && strncmp(p, name, n) == 0) return 1;
-    p += len + (e != NULL);
-  }
-  return 0;
-}
-
-/* Checks every name of the list is a family.  Returns the first unknown
-** one in buf, or 0 when all are known. */
-static int unknown_family(const char *list, char *buf, size_t len) {
-  for (const char *p = list; *p;) {
-    const char *e = strchr(p, ',');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    snprintf(buf, len, "%.*s", (int)n, p);
-    if (ct_gen_family_find(buf) == NULL) return 1;
-    p += n + (e != NULL);
-  }
-  return 0;
-}
-
 static int cmp_mean(const void *a, const void *b, void *rows) {
   const ct_tune_row *r = rows;
   double x = r[*(const size_t *)a].trial.mean_ms, y = r[*(const size_t *)b].trial.mean_ms;
@@ -428,14 +403,7 @@ ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
 
   if ((rc = ct_problem_validate(&o->problem, err, len)) != CT_OK) goto out;
   ct_problem_format(&o->problem, r->spec, sizeof r->spec);
-  if (o->families) {
-    char bad[64];
-    if (unknown_family(o->families, bad, sizeof bad)) {
-      snprintf(err, len, "unknown family '%s'", bad);
-      rc = CT_ERR_INVALID_ARG;
-      goto out;
-    }
-  }
+  if ((rc = ct_tune_families_check(o->families, err, len)) != CT_OK) goto out;
 
   /* The device first: a machine without one gets no database file. */
   rc = ct_tune_worker_start(o->worker_exe, o->device, o->stop, &w, err, len);
@@ -469,15 +437,12 @@ ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
   }
 
   /* The search space: every valid variant, or the families asked for. */
-  size_t n_all = 0;
-  rc = ct_gen_enumerate(&o->problem, lim, &variants, &n_all);
+  rc = ct_gen_enumerate(&o->problem, lim, &variants, &n);
   if (rc != CT_OK) {
     snprintf(err, len, "cannot enumerate variants: %s", ct_status_string(rc));
     goto out;
   }
-  for (size_t i = 0; i < n_all; i++)
-    if (o->families == NULL || in_list(o->families, variants[i].family->name))
-      variants[n++] = variants[i];
+  n = ct_tune_families_keep(o->families, variants, n);
   if (n == 0) {
     snprintf(err, len, "no valid variant for %s on %s%s%s", r->spec, arch,
              o->families ? " in families " : "", o->families ? o->families : "");
