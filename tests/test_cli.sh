@@ -79,6 +79,29 @@ expect db-import-missing 1 'cannot read' "$ct" db import "$tmp/none.txt" --db "$
 printf 'hello\n' > "$tmp/not-export.txt"
 expect db-import-junk 1 'not a convtune export' "$ct" db import "$tmp/not-export.txt" --db "$tmp/j.db"
 expect db-merge-missing 1 'no such file' "$ct" db merge "$tmp/none.db" --db "$tmp/j.db"
+# Output that cannot be written is a failure, not a silent success.
+full() { # full NAME CMD...: stdout on /dev/full: exit 1 with a message
+  name=$1; shift
+  out=$("$@" 2>&1 > /dev/full)
+  rc=$?
+  if [ "$rc" -ne 1 ] || ! printf '%s\n' "$out" | grep -q 'writing the standard output\|cannot write'; then
+    echo "FAIL $name: exit $rc, message '$out'"; fail=$((fail + 1))
+  else
+    echo "ok   $name"; pass=$((pass + 1))
+  fi
+}
+if [ -w /dev/full ]; then
+  full full-space "$ct" space --arch sm_90a
+  full full-space-json "$ct" space --arch sm_90a --json
+  full full-help "$ct" --help
+  full full-tune-help "$ct" tune --help
+  full full-version "$ct" --version
+  full full-db-list-json "$ct" db list --json --db "$tmp/sub/dir/tuning.db"
+  full full-db-list "$ct" db list --db "$tmp/sub/dir/tuning.db"
+else
+  echo "skip /dev/full tests: no writable /dev/full"
+fi
+
 # Options (getopt_long, one table per command): --opt=value, unknown and
 # misplaced options named as such with the command's usage line, one
 # family filter for every command.

@@ -330,9 +330,22 @@ static int cli_main(int argc, char **argv) {
   return CT_CLI_EXIT_USAGE;
 }
 
+/* Flushes and closes stdout: output that never arrived (a full disk, a
+** closed pipe) must not pass for success.  Returns rc, or 1 when rc is 0
+** and the output failed (after saying why on stderr). */
+static int cli_close_stdout(int rc) {
+  int failed = ferror(stdout), e = 0;
+  if (fflush(stdout) != 0) failed = 1, e = errno;
+  if (fclose(stdout) != 0 && !failed) failed = 1, e = errno;
+  if (!failed) return rc;
+  if (e) fprintf(stderr, "convtune: writing the standard output: %s\n", strerror(e));
+  else fprintf(stderr, "convtune: writing the standard output failed\n");
+  return rc ? rc : 1;
+}
+
 int main(int argc, char **argv) {
   /* The tuner's isolated GPU worker (ct_tune.h); not for people. */
   if (argc >= 2 && !strcmp(argv[1], CT_TUNE_WORKER_ARG))
     return ct_tune_worker_main(argc, argv);
-  return cli_main(argc, argv);
+  return cli_close_stdout(cli_main(argc, argv));
 }
