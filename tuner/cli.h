@@ -61,6 +61,50 @@ int ct_cli_db_open(const ct_cli *c, const char *cmd, char *path, size_t len,
 int ct_cli_db_open_existing(const ct_cli *c, const char *cmd, char *path,
                             size_t len, ct_cache **cache);
 
+/* ---------------------------------------------------------------------- */
+/* Output files (cli_out.c)                                                */
+
+/* A kind of file a command writes: how to tell one (it starts with one of
+** the prefixes) and its name in messages. */
+typedef struct ct_cli_out_kind {
+  const char *name;       /* "an SVG file" */
+  const char *prefix[2];  /* how such a file starts; NULL: unused */
+} ct_cli_out_kind;
+
+/* An output being written: the temporary file, or stdout. */
+typedef struct ct_cli_out {
+  FILE *f;                /* write here */
+  char path[4096];        /* the target (a link's target, resolved) */
+  char tmp[4200];         /* the temporary file beside it; "" for stdout */
+  unsigned mode;          /* the permissions it gets */
+} ct_cli_out;
+
+/* Opens the output of command cmd: path NULL or "-" is stdout; else a
+** temporary file beside path that ct_cli_out_close renames over it.
+** Refuses (after saying why and what to do on stderr): path the database
+** db (may be NULL) or one of its -wal / -shm / -journal files, compared
+** by identity (the same inode, or for a file not made yet the same name in
+** the same directory), or stdout redirected to one of them; a directory or
+** another file that is not a regular one; an existing non-empty file that
+** is not of kind, unless force.  Returns 0 (o->f open), or 1. */
+int ct_cli_out_open(const char *cmd, const char *path, const char *db,
+                    const ct_cli_out_kind *kind, int force, ct_cli_out *o);
+
+/* Ends the output: with ok, flushes, syncs and closes the temporary file,
+** checking every step, and renames it over the target; without ok (the
+** command failed), or when a step fails, removes it and leaves the target
+** as it was.  Returns 0 when ok and everything was written, else 1 (a
+** failure said on stderr). */
+int ct_cli_out_close(const char *cmd, ct_cli_out *o, int ok);
+
+/* 1 when path is the database db or one of its files (by identity, as
+** ct_cli_out_open compares); which gets the file's name. */
+int ct_cli_is_database_file(const char *path, const char *db, char *which,
+                            size_t len);
+
+/* ---------------------------------------------------------------------- */
+/* JSON and text                                                            */
+
 void ct_cli_json_str(FILE *f, const char *s);
 void ct_cli_json_num(FILE *f, double v);
 void ct_cli_json_trial(FILE *f, const ct_cache_trial *t);

@@ -16,7 +16,7 @@ const char ct_cli_usage_db[] =
     "usage: convtune db list [--db PATH] [--json]\n"
     "       convtune db show ID [--db PATH] [--json]\n"
     "       convtune db check [--db PATH]\n"
-    "       convtune db export [--db PATH] [--out FILE] [--cubins]\n"
+    "       convtune db export [--db PATH] [--out FILE [--force]] [--cubins]\n"
     "       convtune db import FILE [--db PATH]\n"
     "       convtune db merge OTHER.db [--db PATH]\n"
     "\n"
@@ -25,7 +25,10 @@ const char ct_cli_usage_db[] =
     "check: PRAGMA integrity_check, foreign keys and every stored cubin's hash.\n"
     "export: the whole database as text (stdout, or --out FILE): devices,\n"
     "problems, trials, winners with their cubins; --cubins adds the compile\n"
-    "cache.  The format is documented in cache/ct_cache.h.\n"
+    "cache.  The format is documented in cache/ct_cache.h.  --out is written\n"
+    "to a temporary file and renamed when complete; it may not be the\n"
+    "database, and an existing file that is not an export is replaced only\n"
+    "with --force.\n"
     "import: reads such a file (\"-\": stdin) into the database, all or\n"
     "nothing; importing twice adds nothing twice.  Entries keep their device,\n"
     "driver and NVRTC version, so the runtime uses them only on a matching\n"
@@ -163,20 +166,20 @@ int ct_cli_db_export(const ct_cli *c) {
   char path[4096];
   ct_cache *cache = NULL;
   if (ct_cli_db_open_existing(c, "db export", path, sizeof path, &cache)) return 1;
-  FILE *f = c->out ? fopen(c->out, "w") : stdout;
-  if (f == NULL) {
-    fprintf(stderr, "convtune db export: cannot write %s: %s\n", c->out,
-            strerror(errno));
+  static const ct_cli_out_kind text = {"a convtune export",
+                                       {"convtune-export\t", NULL}};
+  ct_cli_out out;
+  if (ct_cli_out_open("db export", c->out, path, &text, c->force, &out)) {
     ct_cache_close(cache);
     return 1;
   }
   ct_cache_transfer_stats st;
-  ct_status rc = ct_cache_export(cache, f, c->cubins ? CT_CACHE_EXPORT_CUBINS : 0, &st);
-  int closed = c->out ? fclose(f) : fflush(f);
-  if (rc == CT_OK && closed != 0) rc = CT_ERR_IO;
-  if (rc != CT_OK) {
-    fprintf(stderr, "convtune db export: %s\n",
-            rc == CT_ERR_IO ? "cannot write the output" : ct_cache_errmsg(cache));
+  ct_status rc = ct_cache_export(cache, out.f, c->cubins ? CT_CACHE_EXPORT_CUBINS : 0, &st);
+  if (rc != CT_OK && rc != CT_ERR_IO)
+    fprintf(stderr, "convtune db export: %s\n", ct_cache_errmsg(cache));
+  /* CT_ERR_IO: a write failed; closing the output says which. */
+  if (ct_cli_out_close("db export", &out, rc == CT_OK || rc == CT_ERR_IO) ||
+      rc != CT_OK) {
     ct_cache_close(cache);
     return 1;
   }

@@ -13,14 +13,17 @@
 #include "cli.h"
 
 const char ct_cli_usage_report[] =
-    "usage: convtune report [ID] [--problem SPEC] [--precision tf32|fp32]\n"
-    "                       [--db PATH] [--out FILE.svg]\n"
+    "usage: convtune report [ID | --problem SPEC [--precision tf32|fp32]]\n"
+    "                       [--db PATH] [--out FILE.svg [--force]]\n"
     "\n"
     "Writes an SVG chart of every trial of a problem (problem ID of `convtune\n"
     "db list`, else --problem, default the headline problem) on the device\n"
     "of its winner: one bar per variant (its latest timed mean), coloured by\n"
     "family, the winner marked, failed variants listed with their status.\n"
-    "--out defaults to convtune-report.svg.  Needs no GPU.\n";
+    "--out defaults to convtune-report.svg (\"-\": the standard output).  The\n"
+    "chart is written to a temporary file and renamed over --out only when\n"
+    "complete; --out may not be the database, and an existing file that is\n"
+    "not an SVG is replaced only with --force.  Needs no GPU.\n";
 
 int ct_cli_report(const ct_cli *c) {
   if (c->n_args == 1 && (c->problem || c->precision)) {
@@ -89,21 +92,22 @@ int ct_cli_report(const ct_cli *c) {
     snprintf(sub, sizeof sub, "%s (%s, driver %d, NVRTC %s); no winner",
              d.name[0] ? d.name : "no device", d.arch, d.driver_version,
              d.nvrtc_version);
-  const char *out = c->out ? c->out : "convtune-report.svg";
-  FILE *f = fopen(out, "w");
-  if (f == NULL) {
-    fprintf(stderr, "convtune report: cannot write %s: %s\n", out, strerror(errno));
+  static const ct_cli_out_kind svg = {"an SVG file", {"<?xml", "<svg"}};
+  const char *name = c->out ? c->out : "convtune-report.svg";
+  int to_stdout = strcmp(name, "-") == 0;
+  ct_cli_out out;
+  if (ct_cli_out_open("report", name, path, &svg, c->force, &out))
     goto out;
-  }
-  ct_status st = ct_tune_report_svg(f, title, sub, trials, kept,
+  ct_status st = ct_tune_report_svg(out.f, title, sub, trials, kept,
                                     entry->variant[0] ? entry->variant : NULL);
-  if (fclose(f) != 0 && st == CT_OK) st = CT_ERR_IO;
-  if (st != CT_OK) {
-    fprintf(stderr, "convtune report: writing %s: %s\n", out, ct_status_string(st));
+  if (st != CT_OK && st != CT_ERR_IO)
+    fprintf(stderr, "convtune report: %s\n", ct_status_string(st));
+  if (ct_cli_out_close("report", &out, st == CT_OK || st == CT_ERR_IO) || st != CT_OK)
     goto out;
-  }
-  printf("wrote %s: %zu trials of problem %" PRId64 " on %s\n", out, kept, pid,
-         d.name[0] ? d.name : "no device");
+  fprintf(to_stdout ? stderr : stdout, /* the chart may be on stdout */
+          "wrote %s: %zu trials of problem %" PRId64 " on %s\n",
+          to_stdout ? "the chart" : name, kept, pid,
+          d.name[0] ? d.name : "no device");
   exit_code = 0;
 out:
   free(rows);

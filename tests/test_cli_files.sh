@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The CLI and the files it is given, without a GPU: databases made with
+# `db import` from export text written here.
+#   - the files commands write (report --out, db export --out): never the
+#     database or its -wal / -shm, by identity; written whole or not at
+#     all; a file of another kind replaced only with --force;
+#   tests/test_cli_files.sh PATH/TO/convtune
+set -u
+ct=${1:?usage: test_cli_files.sh CONVTUNE}
+ct=$(cd "$(dirname "$ct")" && pwd)/$(basename "$ct")
+if ! python3 -c 'import sqlite3, json' 2>/dev/null; then
+  echo "SKIP: needs python3 with sqlite3 and json"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
+unset CONVTUNE_DB CONVTUNE_TEST_FAKE_GPU CONVTUNE_TEST_FAMILIES
+pass=0 fail=0
+ok()  { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+check() { if eval "$2"; then ok "$1"; else bad "$1: $2"; fi; }
+# expect NAME WANT_RC PATTERN CMD...: exit code WANT_RC, output matching PATTERN
+expect() {
+  local name=$1 want=$2 pattern=$3 out rc
+  shift 3
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    bad "$name: exit $rc, wanted $want"; echo "$out" | sed 's/^/    /'; return
+  fi
+  if ! printf '%s\n' "$out" | grep -q -- "$pattern"; then
+    bad "$name: output lacks '$pattern'"; echo "$out" | sed 's/^/    /'; return
+  fi
+  ok "$name"
+}
+sum() { cksum < "$1"; }
+intact() { # intact DB SUM: the file is unchanged and passes db check
+  [ "$(sum "$1")" = "$2" ] && "$ct" db check --db "$1" >/dev/null 2>&1
+}
+
+# export_text [NAME]: an export with one device, two problems and trials;
+# NAME (bytes, printf %b escapes) becomes the device's and a variant's
+# name and a message.
+export_text() {
+  python3 - "${1:-}" <<'PYEOF'
+import sys
+name = sys.argv[1].encode().decode('unicode_escape').encode('latin-1') if sys.argv[1] else b"NVIDIA H200"
+def esc(b):
+    return b.replace(b"\\", b"\\\\").replace(b"\t", b"\\t").replace(b"\n", b"\\n").replace(b"\r", b"\\r")
+spec = b"n=1,c=3,h=20,w=20,k=8,r=3,s=3,stride=1,pad=1,dil=1,bias=1,prec=tf32"
+spec2 = b"n=1,c=3,h=20,w=20,k=8,r=3,s=3,stride=1,pad=1,dil=1,bias=1,prec=fp32"
+out = [b"convtune-export\t1",
+       b"device\tid=1\tname=" + esc(name) + b"\tcc_major=9\tcc_minor=0\tsm_count=132\tdriver_version=13000\tnvrtc_version=13.0\tarch=sm_90a",
+       b"problem\tid=1\tspec=" + spec + b"\tprecision=tf32",
+       b"problem\tid=2\tspec=" + spec2 + b"\tprecision=fp32"]
+n = 0
+for i in range(400):
+    n += 1
+    variant = b"direct:THREADS=128,TP=4,TK=%d" % (i + 1)
+    status, msg = b"timed", b""
+    if i == 3:
+        variant, status, msg = b"direct:" + esc(name), b"compile-failed", esc(name)
+    if i == 4:
+        status, msg = b"wrong", esc(name)
+    out.append(b"trial\tid=%d\tproblem=%d\tdevice=1\tvariant=%s\tstatus=%s\tsource_hash=%016x\tcompile_ms=90.5\tregs=64\tspill_bytes=0\tsmem_bytes=864\tmax_abs_err=1e-06\trel_err=1e-07\tmean_ms=%s\tmedian_ms=%s\tmin_ms=%s\tmax_ms=%s\tn_timed=%d\tmessage=%s\tcreated_at=%d"
+               % (n, 1 + i % 2, variant, status, 0x1234 + i,
+                  b"1.5" if status == b"timed" else b"nan", b"1.5" if status == b"timed" else b"nan",
+                  b"1.4" if status == b"timed" else b"nan", b"1.6" if status == b"timed" else b"nan",
+                  10 if status == b"timed" else 0, msg, 1796154708 + i))
+out.append(b"end\tdevices=1\tproblems=2\ttrials=%d\twinners=0\tcubins=0" % n)
+sys.stdout.buffer.write(b"\n".join(out) + b"\n")
+PYEOF
+}
+export_text > "$tmp/plain.txt"
+"$ct" db import "$tmp/plain.txt" --db "$tmp/a.db" > /dev/null 2>&1
+check "a database from export text" "[ \$? -eq 0 ] && '$ct' db check --db '$tmp/a.db' >/dev/null"
+db="$tmp/a.db"
+
+# ---------------------------------------------------------------------------
+# 1. Output files.
+s=$(sum "$db")
+expect "report --out DB refused" 1 'is the database' "$ct" report 1 --db "$db" --out "$db"
+check "report --out DB: the database is intact" "intact '$db' '$s'"
+expect "report --out DB --force still refused" 1 'is the database' "$ct" report 1 --db "$db" --out "$db" --force
+expect "report --out DB-wal refused (a file not made yet)" 1 'database file' "$ct" report 1 --db "$db" --out "$db-wal"
+check "report --out DB-wal: no SVG there" "! grep -qs '<svg' '$db-wal'"
+expect "report --out DB-shm refused" 1 'database file' "$ct" report 1 --db "$db" --out "$db-shm"
+expect "db export --out DB refused" 1 'is the database' "$ct" db export --db "$db" --out "$db"
+check "db export --out DB: the database is intact" "intact '$db' '$s'"
+ln -s "$db" "$tmp/link.db"
+expect "db export --out a link to DB refused" 1 'is the database' "$ct" db export --db "$db" --out "$tmp/link.db"
+mkdir "$tmp/sub"
+expect "report --out DIR/../DB refused" 1 'is the database' "$ct" report 1 --db "$db" --out "$tmp/sub/../a.db"
+expect "db export --out DB via another name of the directory" 1 'is the database' \
+  "$ct" db export --db "$tmp/sub/../a.db" --out "$tmp/./a.db"
+ln "$db" "$tmp/hard.db"
+expect "db export --out a hard link to DB refused" 1 'is the database' "$ct" db export --db "$db" --out "$tmp/hard.db"
+rm -f "$tmp/hard.db"
+expect "db export >> DB refused" 1 'standard output is the database' sh -c "'$ct' db export --db '$db' >> '$db'"
+check "every refusal left the database intact" "intact '$db' '$s'"
+check "no temporary file left behind" "[ -z \"\$(ls -A '$tmp' | grep '^\\.')\" ]"
+
+echo "some notes" > "$tmp/notes.txt"
+expect "report over a file of another kind needs --force" 1 'pass --force' "$ct" report 1 --db "$db" --out "$tmp/notes.txt"
+check "report: the other file is unchanged" "[ \"\$(cat '$tmp/notes.txt')\" = 'some notes' ]"
+expect "db export over a file of another kind needs --force" 1 'pass --force' "$ct" db export --db "$db" --out "$tmp/notes.txt"
+expect "report --force replaces it" 0 'wrote' "$ct" report 1 --db "$db" --out "$tmp/notes.txt" --force
+check "report --force: an SVG now" "grep -q '<svg' '$tmp/notes.txt'"
+expect "report over an SVG needs no --force" 0 'wrote' "$ct" report 1 --db "$db" --out "$tmp/notes.txt"
+expect "db export --out a new file" 0 'exported' "$ct" db export --db "$db" --out "$tmp/x.txt"
+expect "db export over an export needs no --force" 0 'exported' "$ct" db export --db "$db" --out "$tmp/x.txt"
+check "db export: a whole export" "head -n 1 '$tmp/x.txt' | grep -q '^convtune-export' && grep -q '^end' '$tmp/x.txt'"
+chmod 640 "$tmp/x.txt"
+"$ct" db export --db "$db" --out "$tmp/x.txt" 2>/dev/null
+check "db export keeps the file's permissions" "[ \"\$(stat -c %a '$tmp/x.txt')\" = 640 ]"
+: > "$tmp/empty.txt"
+expect "an empty file is replaced without --force" 0 'exported' "$ct" db export --db "$db" --out "$tmp/empty.txt"
+expect "--out DIR refused" 1 'is a directory' "$ct" db export --db "$db" --out "$tmp/sub"
+expect "--out a device refused" 1 'not a regular file' "$ct" db export --db "$db" --out /dev/null
+expect "report --out - writes the chart to stdout" 0 '<svg' "$ct" report 1 --db "$db" --out -
+ln -s "$tmp/x.txt" "$tmp/xlink.txt"
+"$ct" db export --db "$db" --out "$tmp/xlink.txt" 2>/dev/null
+check "--out through a link writes the file it names" "[ -L '$tmp/xlink.txt' ] && grep -q '^end' '$tmp/x.txt'"
+# A write that fails half-way (a file size limit of 50 KB, above SQLite's
+# 32 KB -shm, below the export's size) leaves the old file.
+cp "$tmp/x.txt" "$tmp/old.txt"
+(trap '' XFSZ; ulimit -f 100; "$ct" db export --db "$db" --out "$tmp/old.txt") > "$tmp/xfsz.out" 2>&1
+rc=$?
+check "a failed write exits 1 with a message" "[ $rc -eq 1 ] && grep -q 'cannot write' '$tmp/xfsz.out'"
+check "a failed write leaves the old file" "cmp -s '$tmp/x.txt' '$tmp/old.txt'"
+check "a failed write leaves no temporary file" "[ -z \"\$(ls -A '$tmp' | grep '^\\.')\" ]"
+if [ -w /dev/full ]; then
+  expect "db export > /dev/full fails" 1 'cannot write' sh -c "'$ct' db export --db '$db' > /dev/full"
+  expect "db show --json > /dev/full fails" 1 'writing the standard output' sh -c "'$ct' db show 1 --json --db '$db' > /dev/full"
+  expect "report --out - > /dev/full fails" 1 'cannot write' sh -c "'$ct' report 1 --db '$db' --out - > /dev/full"
+fi
+
+echo "cli files: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
