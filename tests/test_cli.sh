@@ -58,7 +58,8 @@ printf 'this is not a database, just some bytes that go on for a while....' > "$
 expect db-list-corrupt 1 "$tmp/junk.db" "$ct" db list --db "$tmp/junk.db"
 
 nodrv="$tmp/no-such-dir/libcuda.so.1"
-expect tune-no-driver 1 'no CUDA driver' env CONVTUNE_LIBCUDA="$nodrv" "$ct" tune --db "$db"
+expect tune-no-driver 1 'no CUDA driver' env CONVTUNE_LIBCUDA="$nodrv" "$ct" tune --db "$tmp/nodrv.db"
+[ -e "$tmp/nodrv.db" ] && { echo "FAIL tune-no-driver: made $tmp/nodrv.db"; fail=$((fail + 1)); }
 expect check-no-driver 1 'no CUDA driver' env CONVTUNE_LIBCUDA="$nodrv" "$ct" check --db "$db"
 
 # The tuner's options and the database tools (tests/test_tune_fake.sh runs

@@ -4,6 +4,11 @@
 #   - the files commands write (report --out, db export --out): never the
 #     database or its -wal / -shm, by identity; written whole or not at
 #     all; a file of another kind replaced only with --force;
+#   - the database path: a directory, a read-only directory or file, a
+#     locked file and an empty --db are refused with what to do; a
+#     read-only database can still be read by every command that reads;
+#   - nothing made that should not be: a failed import leaves no file, a
+#     missing directory is never made (only the default one is);
 #   tests/test_cli_files.sh PATH/TO/convtune
 set -u
 ct=${1:?usage: test_cli_files.sh CONVTUNE}
@@ -134,6 +139,85 @@ if [ -w /dev/full ]; then
   expect "db show --json > /dev/full fails" 1 'writing the standard output' sh -c "'$ct' db show 1 --json --db '$db' > /dev/full"
   expect "report --out - > /dev/full fails" 1 'cannot write' sh -c "'$ct' report 1 --db '$db' --out - > /dev/full"
 fi
+
+# ---------------------------------------------------------------------------
+# 4. The database path.
+expect "--db DIR: db list says it is a directory" 1 'is a directory; the database is a file' "$ct" db list --db "$tmp/sub"
+expect "--db DIR: db import too" 1 'is a directory' "$ct" db import "$tmp/plain.txt" --db "$tmp/sub"
+expect "--db DIR: tune too" 1 'is a directory' env CONVTUNE_TEST_FAKE_GPU=1 "$ct" tune --db "$tmp/sub"
+expect "--db '': db list" 2 '--db is empty' "$ct" db list --db ""
+expect "--db '': tune" 2 '--db is empty' "$ct" tune --db ""
+expect "--db '': db import" 2 '--db is empty' "$ct" db import "$tmp/plain.txt" --db ""
+expect "--db /dev/null refused" 1 'not a regular file' "$ct" db list --db /dev/null
+
+# Permissions: as an unprivileged user (root writes anywhere).
+as_user=
+if [ "$(id -u)" -ne 0 ]; then
+  as_user=env
+elif setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+  as_user="setpriv --reuid=65534 --regid=65534 --clear-groups"
+  chmod 711 "$tmp"
+fi
+if [ -n "$as_user" ]; then
+  p="$tmp/perm"
+  mkdir -p "$p/ro" "$p/rw"
+  cp "$db" "$p/rw/r.db"
+  cp "$tmp/plain.txt" "$p/plain.txt"
+  [ "$(id -u)" -eq 0 ] && chown -R 65534:65534 "$p"
+  chmod 755 "$p"
+  chmod 555 "$p/ro"
+  chmod 444 "$p/rw/r.db"
+  rs=$(sum "$p/rw/r.db")
+  expect "read-only directory: db import says so" 1 'directory .* is not writable' $as_user "$ct" db import "$p/plain.txt" --db "$p/ro/x.db"
+  expect "read-only directory: tune says so" 1 'directory .* is not writable' $as_user env CONVTUNE_TEST_FAKE_GPU=1 "$ct" tune --db "$p/ro/x.db"
+  expect "read-only database: db import says so" 1 'is read-only.*chmod u+w' $as_user "$ct" db import "$p/plain.txt" --db "$p/rw/r.db"
+  expect "read-only database: tune says so" 1 'is read-only' $as_user env CONVTUNE_TEST_FAKE_GPU=1 "$ct" tune --db "$p/rw/r.db"
+  expect "read-only database: db merge says so" 1 'is read-only' $as_user "$ct" db merge "$db" --db "$p/rw/r.db"
+  expect "read-only database: db list reads it" 0 'n=1,c=3' $as_user "$ct" db list --db "$p/rw/r.db"
+  expect "read-only database: db show reads it" 0 'problem 1' $as_user "$ct" db show 1 --db "$p/rw/r.db"
+  expect "read-only database: db export reads it" 0 'exported' $as_user "$ct" db export --db "$p/rw/r.db" --out "$p/rw/x.txt"
+  expect "read-only database: db check reads it" 0 '^ok' $as_user "$ct" db check --db "$p/rw/r.db"
+  expect "read-only database: report reads it" 0 'wrote' $as_user "$ct" report 1 --db "$p/rw/r.db" --out "$p/rw/r.svg"
+  expect "read-only database: check gets as far as the GPU" 1 'no CUDA driver' $as_user env CONVTUNE_LIBCUDA="$tmp/none/libcuda.so.1" "$ct" check --db "$p/rw/r.db"
+  cp "$p/rw/r.db" "$p/ro2.db" 2>/dev/null || cp "$db" "$p/ro2.db"
+  chmod 444 "$p/ro2.db"
+  chmod 555 "$p"
+  expect "read-only database in a read-only directory: db list reads it" 0 'n=1,c=3' $as_user "$ct" db list --db "$p/ro2.db"
+  chmod 755 "$p"
+  check "read-only database: unchanged" "[ \"\$(sum '$p/rw/r.db')\" = '$rs' ]"
+else
+  echo "skip permission tests: root, and setpriv cannot drop to nobody"
+fi
+
+# A locked database: another process holds the write lock.
+cp "$db" "$tmp/locked.db"
+python3 - "$tmp/locked.db" "$tmp/lock.ready" <<'PYEOF' &
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN EXCLUSIVE")
+open(sys.argv[2], "w").close()
+time.sleep(9)
+c.execute("ROLLBACK")
+PYEOF
+locker=$!
+for i in $(seq 50); do [ -e "$tmp/lock.ready" ] && break; sleep 0.1; done
+expect "a locked database: db import says who and what to do" 1 'locked by another process .* try again' "$ct" db import "$tmp/plain.txt" --db "$tmp/locked.db"
+wait $locker
+
+# ---------------------------------------------------------------------------
+# 5. Nothing made that should not be.
+printf 'convtune-export\t1\nbogus\n' > "$tmp/bad.txt"
+expect "a failed import fails" 1 'nothing imported' "$ct" db import "$tmp/bad.txt" --db "$tmp/new.db"
+check "a failed import leaves no database" "[ -z \"\$(ls '$tmp' | grep '^new.db')\" ]"
+expect "a failed merge leaves no database" 1 '' "$ct" db merge "$tmp/none.db" --db "$tmp/new2.db"
+check "  (no file)" "[ -z \"\$(ls '$tmp' | grep '^new2.db')\" ]"
+expect "a missing directory: db import says so" 1 'does not exist.*mkdir -p' "$ct" db import "$tmp/plain.txt" --db "$tmp/no/such/dir/x.db"
+expect "a missing directory: tune says so" 1 'does not exist' env CONVTUNE_TEST_FAKE_GPU=1 "$ct" tune --db "$tmp/no/such/dir/x.db"
+expect "a missing directory: db list reads nothing" 0 'nothing tuned yet' "$ct" db list --db "$tmp/no/such/dir/x.db"
+expect "a missing directory from CONVTUNE_DB is not made either" 1 'does not exist' env CONVTUNE_DB="$tmp/no/such/dir/x.db" "$ct" db import "$tmp/plain.txt"
+check "no directory made" "[ ! -e '$tmp/no' ]"
+expect "the default directory is made" 0 'into' env -u CONVTUNE_DB XDG_CACHE_HOME="$tmp/xdg" "$ct" db import "$tmp/plain.txt"
+check "  (there)" "[ -f '$tmp/xdg/convtune/tuning.db' ]"
 
 echo "cli files: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -50,10 +50,23 @@ int ct_cli_parse_int(const char *opt, const char *text, long lo, long hi,
                      long *out);
 /* The problem from --problem and --precision; 0 or CT_CLI_EXIT_USAGE. */
 int ct_cli_problem(const ct_cli *c, ct_problem *p);
-/* The database path: --db, else the default; 0 or 1. */
-int ct_cli_db(const ct_cli *c, char *buf, size_t len);
-/* Opens the database read-only; a missing file is *cache = NULL.  0 or 1
-** (after saying why); cmd names the command in messages. */
+#define CT_CLI_DB_READ 0  /* the command only reads the database */
+#define CT_CLI_DB_WRITE 1 /* it writes (and may create) it */
+
+/* The database path into buf (len bytes): --db, else the default
+** (ct_cache_default_path), checked for what the command (cmd, for
+** messages) does with it (mode): a directory, a file that is not a
+** regular one, and an empty --db are refused; for CT_CLI_DB_WRITE a
+** read-only file, a directory where SQLite cannot make the -wal and -shm
+** files, and a directory that does not exist are too, except the default
+** path's, which is made.  Nothing else is ever created.  Each refusal says
+** what is wrong and what to do on stderr.  Returns 0, 1, or
+** CT_CLI_EXIT_USAGE (an empty --db). */
+int ct_cli_db(const ct_cli *c, const char *cmd, int mode, char *buf,
+              size_t len);
+/* Opens the database read-only (ct_cli_db, CT_CLI_DB_READ); a missing
+** file is *cache = NULL.  Returns 0, or the exit status after saying why;
+** cmd names the command in messages. */
 int ct_cli_db_open(const ct_cli *c, const char *cmd, char *path, size_t len,
                    ct_cache **cache);
 /* As ct_cli_db_open, for commands that need the file: a missing one is an

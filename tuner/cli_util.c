@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <libgen.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -46,15 +48,96 @@ int ct_cli_problem(const ct_cli *c, ct_problem *p) {
   return 0;
 }
 
-/* The database path: --db, else the default; 0 or 1. */
-int ct_cli_db(const ct_cli *c, char *buf, size_t len) {
+/* mkdir -p of dir; 0 or -1 (errno set). */
+static int cli_mkdirs(const char *dir) {
+  char p[4096];
+  snprintf(p, sizeof p, "%s", dir);
+  for (char *s = p + 1;; s++) {
+    if (*s != '/' && *s != '\0') continue;
+    char was = *s;
+    *s = '\0';
+    if (mkdir(p, 0777) != 0 && errno != EEXIST) return -1;
+    if (was == '\0') return 0;
+    *s = was;
+  }
+}
+
+int ct_cli_db(const ct_cli *c, const char *cmd, int mode, char *buf, size_t len) {
+  const char *env = getenv("CONVTUNE_DB");
+  int is_default = c->db == NULL && (env == NULL || env[0] == '\0');
+  struct stat st;
+  if (c->db && c->db[0] == '\0') {
+    fprintf(stderr, "convtune %s: --db is empty: give the database file's path, "
+                    "or leave --db out for the default (`convtune --help` "
+                    "says which)\n", cmd);
+    return CT_CLI_EXIT_USAGE;
+  }
   if (c->db) {
     snprintf(buf, len, "%s", c->db);
+  } else if (ct_cache_default_path(buf, len) != CT_OK) {
+    fprintf(stderr, "convtune %s: no database path: pass --db PATH or set "
+                    "CONVTUNE_DB, XDG_CACHE_HOME or HOME\n", cmd);
+    return 1;
+  }
+  char dir[4096], tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s", buf);
+  snprintf(dir, sizeof dir, "%s", dirname(tmp));
+  if (stat(buf, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      fprintf(stderr, "convtune %s: %s is a directory; the database is a file: "
+                      "pass --db %s/tuning.db, say\n", cmd, buf, buf);
+      return 1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      fprintf(stderr, "convtune %s: %s is not a regular file; the database is "
+                      "an SQLite file: pass another --db\n", cmd, buf);
+      return 1;
+    }
+    if (mode != CT_CLI_DB_WRITE) return 0;
+    if (access(buf, W_OK) != 0) {
+      fprintf(stderr, "convtune %s: %s is read-only (%s) and `convtune %s` "
+                      "writes to it: make it writable (chmod u+w), or copy it "
+                      "and pass --db COPY; db list, db show, db export, check "
+                      "and report read it as it is\n",
+              cmd, buf, strerror(errno), cmd);
+      return 1;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+      fprintf(stderr, "convtune %s: the directory %s is not writable (%s): "
+                      "SQLite keeps %s-wal and %s-shm beside the database "
+                      "while writing; make the directory writable or move "
+                      "the database to one that is\n",
+              cmd, dir, strerror(errno), buf, buf);
+      return 1;
+    }
     return 0;
   }
-  if (ct_cache_default_path(buf, len) != CT_OK) {
-    fprintf(stderr, "convtune: no database path: pass --db PATH or set "
-                    "CONVTUNE_DB, XDG_CACHE_HOME or HOME\n");
+  if (errno != ENOENT) {
+    fprintf(stderr, "convtune %s: cannot use %s: %s\n", cmd, buf, strerror(errno));
+    return 1;
+  }
+  if (mode != CT_CLI_DB_WRITE) return 0; /* a missing file: nothing tuned */
+  if (stat(dir, &st) != 0) {
+    if (!is_default) {
+      fprintf(stderr, "convtune %s: the directory %s does not exist; convtune "
+                      "makes only its default directory: make it first "
+                      "(mkdir -p %s) or pass another --db\n", cmd, dir, dir);
+      return 1;
+    }
+    if (cli_mkdirs(dir) != 0) {
+      fprintf(stderr, "convtune %s: cannot make the default directory %s: %s; "
+                      "pass --db PATH\n", cmd, dir, strerror(errno));
+      return 1;
+    }
+  } else if (!S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "convtune %s: %s is not a directory: pass another --db\n",
+            cmd, dir);
+    return 1;
+  }
+  if (access(dir, W_OK | X_OK) != 0) {
+    fprintf(stderr, "convtune %s: cannot create %s: the directory %s is not "
+                    "writable (%s); pass --db to a place you can write\n",
+            cmd, buf, dir, strerror(errno));
     return 1;
   }
   return 0;
@@ -125,7 +208,8 @@ void ct_cli_print_trial(const ct_cache_trial *t, const char *mark) {
 /* Opens the database read-only; a missing file is *cache = NULL. */
 int ct_cli_db_open(const ct_cli *c, const char *cmd, char *path, size_t len,
                    ct_cache **cache) {
-  if (ct_cli_db(c, path, len)) return 1;
+  int rc = ct_cli_db(c, cmd, CT_CLI_DB_READ, path, len);
+  if (rc) return rc;
   char err[512];
   ct_status st = ct_cache_open(path, CT_CACHE_READONLY, cache, err, sizeof err);
   if (st == CT_ERR_NOT_FOUND) {
@@ -142,7 +226,8 @@ int ct_cli_db_open(const ct_cli *c, const char *cmd, char *path, size_t len,
 /* As db_open, for commands that need the file: a missing one is an error. */
 int ct_cli_db_open_existing(const ct_cli *c, const char *cmd, char *path,
                             size_t len, ct_cache **cache) {
-  if (ct_cli_db_open(c, cmd, path, len, cache)) return 1;
+  int rc = ct_cli_db_open(c, cmd, path, len, cache);
+  if (rc) return rc;
   if (*cache == NULL) {
     fprintf(stderr, "convtune %s: no tuning database at %s\n", cmd, path);
     return 1;

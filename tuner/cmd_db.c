@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -39,7 +40,8 @@ const char ct_cli_usage_db[] =
 int ct_cli_db_list(const ct_cli *c) {
   char path[4096];
   ct_cache *cache = NULL;
-  if (ct_cli_db_open(c, "db list", path, sizeof path, &cache)) return 1;
+  int opened = ct_cli_db_open(c, "db list", path, sizeof path, &cache);
+  if (opened) return opened;
   ct_cache_entry *rows = NULL;
   size_t n = 0;
   if (cache && ct_cache_list(cache, &rows, &n) != CT_OK) {
@@ -92,7 +94,8 @@ int ct_cli_db_show(const ct_cli *c) {
   if (ct_cli_parse_int("db show ID", c->args[0], 1, INT32_MAX, &id)) return CT_CLI_EXIT_USAGE;
   char path[4096];
   ct_cache *cache = NULL;
-  if (ct_cli_db_open_existing(c, "db show", path, sizeof path, &cache)) return 1;
+  int opened = ct_cli_db_open_existing(c, "db show", path, sizeof path, &cache);
+  if (opened) return opened;
   int exit_code = 1;
   ct_cache_entry *rows = NULL;
   ct_cache_trial *trials = NULL;
@@ -153,7 +156,8 @@ out:
 int ct_cli_db_check(const ct_cli *c) {
   char path[4096];
   ct_cache *cache = NULL;
-  if (ct_cli_db_open_existing(c, "db check", path, sizeof path, &cache)) return 1;
+  int opened = ct_cli_db_open_existing(c, "db check", path, sizeof path, &cache);
+  if (opened) return opened;
   ct_status rc = ct_cache_check(cache);
   if (rc != CT_OK) fprintf(stderr, "convtune db check: %s\n", ct_cache_errmsg(cache));
   else printf("ok: %s (schema %d): integrity, foreign keys, every cubin's hash\n",
@@ -165,7 +169,8 @@ int ct_cli_db_check(const ct_cli *c) {
 int ct_cli_db_export(const ct_cli *c) {
   char path[4096];
   ct_cache *cache = NULL;
-  if (ct_cli_db_open_existing(c, "db export", path, sizeof path, &cache)) return 1;
+  int opened = ct_cli_db_open_existing(c, "db export", path, sizeof path, &cache);
+  if (opened) return opened;
   static const ct_cli_out_kind text = {"a convtune export",
                                        {"convtune-export\t", NULL}};
   ct_cli_out out;
@@ -190,21 +195,37 @@ int ct_cli_db_export(const ct_cli *c) {
   return 0;
 }
 
+/* Removes a database this command made: the file, its -wal and -shm. */
+static void db_remove(const char *path) {
+  char name[4200];
+  unlink(path);
+  snprintf(name, sizeof name, "%s-wal", path);
+  unlink(name);
+  snprintf(name, sizeof name, "%s-shm", path);
+  unlink(name);
+}
+
 /* Imports the export text in f into the database of c; `what` names it. */
 static int db_import_file(const ct_cli *c, const char *cmd, FILE *f,
                           const char *what) {
   char path[4096], err[1024];
-  if (ct_cli_db(c, path, sizeof path)) return 1;
+  struct stat sb;
+  int rc = ct_cli_db(c, cmd, CT_CLI_DB_WRITE, path, sizeof path);
+  if (rc) return rc;
+  int existed = stat(path, &sb) == 0;
   ct_cache *cache = NULL;
-  if (ct_cache_open(path, CT_CACHE_CREATE, &cache, err, sizeof err) != CT_OK) {
-    fprintf(stderr, "convtune %s: %s\n", cmd, err);
-    return 1;
-  }
   ct_cache_transfer_stats st;
-  ct_status rc = ct_cache_import(cache, f, &st, err, sizeof err);
+  ct_status ok = ct_cache_open(path, CT_CACHE_CREATE, &cache, err, sizeof err);
+  if (ok == CT_OK) {
+    ok = ct_cache_import(cache, f, &st, err, sizeof err);
+    if (ok != CT_OK)
+      fprintf(stderr, "convtune %s: %s: %s (nothing imported)\n", cmd, what, err);
+  } else {
+    fprintf(stderr, "convtune %s: %s\n", cmd, err);
+  }
   ct_cache_close(cache);
-  if (rc != CT_OK) {
-    fprintf(stderr, "convtune %s: %s: %s (nothing imported)\n", cmd, what, err);
+  if (ok != CT_OK) {
+    if (!existed) db_remove(path); /* no empty database left behind */
     return 1;
   }
   printf("%s into %s: %zu trials (%zu new), %zu winners (%zu stored), "
@@ -229,8 +250,14 @@ int ct_cli_db_import(const ct_cli *c) {
 /* merge = export the other database into a temporary file, import that. */
 int ct_cli_db_merge(const ct_cli *c) {
   const char *other = c->args[0];
-  char err[1024], path[4096];
-  if (ct_cli_db(c, path, sizeof path)) return 1;
+  char err[1024], path[4096], which[4200];
+  int rc0 = ct_cli_db(c, "db merge", CT_CLI_DB_WRITE, path, sizeof path);
+  if (rc0) return rc0;
+  if (ct_cli_is_database_file(other, path, which, sizeof which)) {
+    fprintf(stderr, "convtune db merge: %s is the database itself: nothing to merge\n",
+            other);
+    return 1;
+  }
   ct_cache *src = NULL;
   if (ct_cache_open(other, CT_CACHE_READONLY, &src, err, sizeof err) != CT_OK) {
     fprintf(stderr, "convtune db merge: %s\n", err);

@@ -39,7 +39,8 @@ int ct_cli_report(const ct_cli *c) {
   if (rc) return rc;
   ct_problem_format(&p, spec, sizeof spec);
   ct_cache *cache = NULL;
-  if (ct_cli_db_open_existing(c, "report", path, sizeof path, &cache)) return 1;
+  int opened = ct_cli_db_open_existing(c, "report", path, sizeof path, &cache);
+  if (opened) return opened;
   int exit_code = 1;
   ct_cache_entry *rows = NULL;
   ct_cache_trial *trials = NULL;

@@ -106,7 +106,8 @@ int ct_cli_tune(const ct_cli *c) {
   int rc = ct_cli_problem(c, &o.problem);
   if (rc) return rc;
   char db[4096];
-  if (ct_cli_db(c, db, sizeof db)) return 1;
+  rc = ct_cli_db(c, "tune", CT_CLI_DB_WRITE, db, sizeof db);
+  if (rc) return rc;
   o.db_path = db;
   o.device = c->device;
   o.threads = c->threads;
@@ -245,7 +246,8 @@ int ct_cli_check(const ct_cli *c) {
   int rc = ct_cli_problem(c, &p);
   if (rc) return rc;
   char db[4096];
-  if (ct_cli_db(c, db, sizeof db)) return 1;
+  rc = ct_cli_db(c, "check", CT_CLI_DB_READ, db, sizeof db);
+  if (rc) return rc;
   int trials = c->trials ? c->trials : 100;
   char err[1024], spec[CT_PROBLEM_SPEC_MAX];
   ct_problem_format(&p, spec, sizeof spec);
