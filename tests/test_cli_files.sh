@@ -9,6 +9,9 @@
 #     read-only database can still be read by every command that reads;
 #   - nothing made that should not be: a failed import leaves no file, a
 #     missing directory is never made (only the default one is);
+#   - --json: every command's output parses with a strict JSON parser, also
+#     from a database holding hostile strings (quotes, backslashes, control
+#     characters, bytes that are not UTF-8);
 #   tests/test_cli_files.sh PATH/TO/convtune
 set -u
 ct=${1:?usage: test_cli_files.sh CONVTUNE}
@@ -218,6 +221,55 @@ expect "a missing directory from CONVTUNE_DB is not made either" 1 'does not exi
 check "no directory made" "[ ! -e '$tmp/no' ]"
 expect "the default directory is made" 0 'into' env -u CONVTUNE_DB XDG_CACHE_HOME="$tmp/xdg" "$ct" db import "$tmp/plain.txt"
 check "  (there)" "[ -f '$tmp/xdg/convtune/tuning.db' ]"
+
+# ---------------------------------------------------------------------------
+# 9. --json through a real parser: strict UTF-8, no NaN, nothing after.
+jsonok() { # jsonok FILE: the file is one JSON document, valid UTF-8
+  python3 - "$1" <<'PYEOF'
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+def no_constant(name):
+    raise ValueError("not JSON: " + name)
+try:
+    json.loads(raw.decode("utf-8"), parse_constant=no_constant)
+except Exception as e:
+    print("%s: %s" % (sys.argv[1], e), file=sys.stderr)
+    sys.exit(1)
+PYEOF
+}
+hostile='q\x22uote b\\ack \x01\x1f\x7f ctl \xff\xfe bad \xc3\x28 \xed\xa0\x80 \xf4\x90\x80\x80 \xc0\xaf tab\t nl\n cr\r \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 end'
+export_text "$hostile" > "$tmp/hostile.txt"
+expect "a database with hostile strings" 0 'into' "$ct" db import "$tmp/hostile.txt" --db "$tmp/h.db"
+check "  (they are in it)" "[ \"\$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT count(*) FROM devices WHERE instr(CAST(name AS BLOB), X\x27FFFE\x27)\").fetchone()[0])' '$tmp/h.db')\" = 1 ]"
+n=0
+for args in "db list --json" "db show 1 --json" "db show 2 --json"; do
+  for d in "$tmp/h.db" "$db"; do
+    n=$((n + 1))
+    $ct $args --db "$d" > "$tmp/j$n.json" 2>"$tmp/j$n.err"
+    check "--json parses: $args ($(basename "$d"))" "[ \$? -eq 0 ] && jsonok '$tmp/j$n.json'"
+  done
+done
+"$ct" db list --json --db "$tmp/none.db" > "$tmp/j0.json"
+check "--json parses: db list, no database" "jsonok '$tmp/j0.json'"
+check "hostile strings come back: U+FFFD for bad bytes, the rest as they were" "python3 - '$tmp/j3.json' <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1], encoding='utf-8'))
+names = [t['variant'] for t in d['trials']] + [t['message'] for t in d['trials']]
+want = 'q\"uote b\\\\ack \x01\x1f\x7f ctl \ufffd\ufffd bad \ufffd( \ufffd\ufffd\ufffd \ufffd\ufffd\ufffd\ufffd \ufffd\ufffd tab\t nl\n cr\r \xe9 \u20ac \U0001f600 end'
+assert any(n == want for n in names), [n for n in names if 'end' in n]
+PYEOF"
+for args in "--precision fp32" "--families direct,tc" "--problem n=2,c=4,h=9,w=9,k=3,r=3,s=3,pad=1x0,stride=2"; do
+  n=$((n + 1))
+  $ct space --arch sm_90a --json $args > "$tmp/j$n.json"
+  check "--json parses: space $args" "[ \$? -eq 0 ] && jsonok '$tmp/j$n.json'"
+done
+weird="$tmp/we\"ird\\$(printf '\377\001')name.db"
+CONVTUNE_TEST_FAKE_GPU=1 CONVTUNE_TEST_FAKE_MS=1 "$ct" tune --problem "n=1,c=3,h=20,w=20,k=8,r=3,s=3,pad=1" \
+  --families direct --max-variants 2 --final-trials 2 --db "$weird" --json > "$tmp/tune.json" 2>"$tmp/tune.err"
+check "--json parses: tune (fake GPU, a database name with quotes and bad bytes)" "[ \$? -eq 0 ] && jsonok '$tmp/tune.json'"
+CONVTUNE_TEST_FAKE_GPU=1 CONVTUNE_TEST_FAKE_MS=1 "$ct" tune --problem "n=1,c=3,h=20,w=20,k=8,r=3,s=3,pad=1" \
+  --families direct --max-variants 2 --final-trials 2 --db "$weird" --json > "$tmp/tune2.json" 2>/dev/null
+check "--json parses: a resumed tune" "[ \$? -eq 0 ] && jsonok '$tmp/tune2.json'"
 
 echo "cli files: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

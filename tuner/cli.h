@@ -11,6 +11,7 @@
 
 #include "ct_cache.h"
 #include "ct_tune.h"
+#include "json.h"
 
 #define CT_CLI_EXIT_USAGE 2 /* exit status of a usage error */
 
@@ -118,9 +119,10 @@ int ct_cli_is_database_file(const char *path, const char *db, char *which,
 /* ---------------------------------------------------------------------- */
 /* JSON and text                                                            */
 
-void ct_cli_json_str(FILE *f, const char *s);
-void ct_cli_json_num(FILE *f, double v);
-void ct_cli_json_trial(FILE *f, const ct_cache_trial *t);
+/* A trial as a JSON object. */
+void ct_cli_json_trial(ct_json *j, const ct_cache_trial *t);
+/* The header of the trial table, and one trial's row (mark after the
+** variant's name; its message below a failure's), on stdout. */
 void ct_cli_print_trial_header(void);
 void ct_cli_print_trial(const ct_cache_trial *t, const char *mark);
 

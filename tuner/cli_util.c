@@ -144,45 +144,30 @@ int ct_cli_db(const ct_cli *c, const char *cmd, int mode, char *buf, size_t len)
 }
 
 /* ---------------------------------------------------------------------- */
-/* JSON                                                                    */
+/* Trials as JSON and text                                                 */
 
-void ct_cli_json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-    else if (ch == '\n') fputs("\\n", f);
-    else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-    else fputc(ch, f);
-  }
-  fputc('"', f);
-}
-
-/* A number, or null for NaN/Inf (JSON has neither). */
-void ct_cli_json_num(FILE *f, double v) {
-  if (isfinite(v)) fprintf(f, "%.9g", v);
-  else fputs("null", f);
-}
-
-void ct_cli_json_trial(FILE *f, const ct_cache_trial *t) {
-  fprintf(f, "{\"id\": %" PRId64 ", \"variant\": ", t->id);
-  ct_cli_json_str(f, t->variant);
-  fputs(", \"status\": ", f);
-  ct_cli_json_str(f, ct_trial_status_name(t->status));
-  fputs(", \"mean_ms\": ", f); ct_cli_json_num(f, t->mean_ms);
-  fputs(", \"median_ms\": ", f); ct_cli_json_num(f, t->median_ms);
-  fputs(", \"min_ms\": ", f); ct_cli_json_num(f, t->min_ms);
-  fputs(", \"max_ms\": ", f); ct_cli_json_num(f, t->max_ms);
-  fprintf(f, ", \"n_timed\": %d", t->n_timed);
-  fputs(", \"max_abs_err\": ", f); ct_cli_json_num(f, t->max_abs_err);
-  fputs(", \"rel_err\": ", f); ct_cli_json_num(f, t->rel_err);
-  fputs(", \"compile_ms\": ", f); ct_cli_json_num(f, t->compile_ms);
-  fprintf(f, ", \"regs\": %d, \"spill_bytes\": %d, \"smem_bytes\": %d, "
-             "\"source_hash\": \"%016" PRIx64 "\", \"created_at\": %" PRId64
-             ", \"message\": ",
-          t->regs, t->spill_bytes, t->smem_bytes, t->source_hash, t->created_at);
-  ct_cli_json_str(f, t->message);
-  fputc('}', f);
+void ct_cli_json_trial(ct_json *j, const ct_cache_trial *t) {
+  char hash[24];
+  snprintf(hash, sizeof hash, "%016" PRIx64, t->source_hash);
+  ct_json_begin_object(j);
+  ct_json_key_int(j, "id", t->id);
+  ct_json_key_str(j, "variant", t->variant);
+  ct_json_key_str(j, "status", ct_trial_status_name(t->status));
+  ct_json_key_num(j, "mean_ms", t->mean_ms);
+  ct_json_key_num(j, "median_ms", t->median_ms);
+  ct_json_key_num(j, "min_ms", t->min_ms);
+  ct_json_key_num(j, "max_ms", t->max_ms);
+  ct_json_key_int(j, "n_timed", t->n_timed);
+  ct_json_key_num(j, "max_abs_err", t->max_abs_err);
+  ct_json_key_num(j, "rel_err", t->rel_err);
+  ct_json_key_num(j, "compile_ms", t->compile_ms);
+  ct_json_key_int(j, "regs", t->regs);
+  ct_json_key_int(j, "spill_bytes", t->spill_bytes);
+  ct_json_key_int(j, "smem_bytes", t->smem_bytes);
+  ct_json_key_str(j, "source_hash", hash);
+  ct_json_key_int(j, "created_at", t->created_at);
+  ct_json_key_str(j, "message", t->message);
+  ct_json_end_object(j);
 }
 
 void ct_cli_print_trial_header(void) {

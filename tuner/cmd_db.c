@@ -50,23 +50,23 @@ int ct_cli_db_list(const ct_cli *c) {
     return 1;
   }
   if (c->json) {
-    printf("[");
+    ct_json j;
+    ct_json_init(&j, stdout);
+    ct_json_begin_array(&j);
     for (size_t i = 0; i < n; i++) {
-      printf("%s{\"id\": %" PRId64 ", \"problem\": ", i ? ", " : "", rows[i].problem_id);
-      ct_cli_json_str(stdout, rows[i].spec);
-      printf(", \"precision\": ");
-      ct_cli_json_str(stdout, rows[i].precision);
-      printf(", \"trials\": %d, \"timed\": %d, \"device\": ", rows[i].n_trials,
-             rows[i].n_timed);
-      ct_cli_json_str(stdout, rows[i].device);
-      printf(", \"winner\": ");
-      if (rows[i].variant[0]) ct_cli_json_str(stdout, rows[i].variant);
-      else fputs("null", stdout);
-      printf(", \"mean_ms\": ");
-      ct_cli_json_num(stdout, rows[i].mean_ms);
-      printf("}");
+      ct_json_begin_object(&j);
+      ct_json_key_int(&j, "id", rows[i].problem_id);
+      ct_json_key_str(&j, "problem", rows[i].spec);
+      ct_json_key_str(&j, "precision", rows[i].precision);
+      ct_json_key_int(&j, "trials", rows[i].n_trials);
+      ct_json_key_int(&j, "timed", rows[i].n_timed);
+      ct_json_key_str(&j, "device", rows[i].device);
+      ct_json_key_str(&j, "winner", rows[i].variant[0] ? rows[i].variant : NULL);
+      ct_json_key_num(&j, "mean_ms", rows[i].mean_ms);
+      ct_json_end_object(&j);
     }
-    printf("]\n");
+    ct_json_end_array(&j);
+    ct_json_finish(&j);
   } else if (cache == NULL) {
     printf("no tuning database at %s: nothing tuned yet\n", path);
   } else if (n == 0) {
@@ -113,28 +113,29 @@ int ct_cli_db_show(const ct_cli *c) {
     goto out;
   }
   if (c->json) {
-    printf("{\"id\": %ld, \"problem\": ", id);
-    ct_cli_json_str(stdout, rows[first].spec);
-    printf(", \"precision\": ");
-    ct_cli_json_str(stdout, rows[first].precision);
-    printf(", \"winners\": [");
-    int k = 0;
+    ct_json j;
+    ct_json_init(&j, stdout);
+    ct_json_begin_object(&j);
+    ct_json_key_int(&j, "id", id);
+    ct_json_key_str(&j, "problem", rows[first].spec);
+    ct_json_key_str(&j, "precision", rows[first].precision);
+    ct_json_key(&j, "winners");
+    ct_json_begin_array(&j);
     for (size_t i = first; i < n && rows[i].problem_id == id; i++) {
       if (!rows[i].variant[0]) continue;
-      printf("%s{\"device\": ", k++ ? ", " : "");
-      ct_cli_json_str(stdout, rows[i].device);
-      printf(", \"variant\": ");
-      ct_cli_json_str(stdout, rows[i].variant);
-      printf(", \"mean_ms\": ");
-      ct_cli_json_num(stdout, rows[i].mean_ms);
-      printf("}");
+      ct_json_begin_object(&j);
+      ct_json_key_str(&j, "device", rows[i].device);
+      ct_json_key_str(&j, "variant", rows[i].variant);
+      ct_json_key_num(&j, "mean_ms", rows[i].mean_ms);
+      ct_json_end_object(&j);
     }
-    printf("], \"trials\": [");
-    for (size_t i = 0; i < nt; i++) {
-      if (i) fputs(", ", stdout);
-      ct_cli_json_trial(stdout, &trials[i]);
-    }
-    printf("]}\n");
+    ct_json_end_array(&j);
+    ct_json_key(&j, "trials");
+    ct_json_begin_array(&j);
+    for (size_t i = 0; i < nt; i++) ct_cli_json_trial(&j, &trials[i]);
+    ct_json_end_array(&j);
+    ct_json_end_object(&j);
+    ct_json_finish(&j);
   } else {
     printf("problem %ld  %s\n", id, rows[first].spec);
     for (size_t i = first; i < n && rows[i].problem_id == id; i++)

@@ -148,47 +148,48 @@ int ct_cli_tune(const ct_cli *c) {
   }
   double per_s = r.wall_s > 0 ? (double)r.n_screened / r.wall_s : 0.0;
   if (c->json) {
-    printf("{\"problem\": ");
-    ct_cli_json_str(stdout, r.spec);
-    printf(", \"device\": ");
-    ct_cli_json_str(stdout, r.device.name);
-    printf(", \"arch\": ");
-    ct_cli_json_str(stdout, r.device.arch);
-    printf(", \"db\": ");
-    ct_cli_json_str(stdout, db);
-    printf(", \"seed\": %" PRIu64 ", \"wall_s\": %.3f, \"compile_s\": %.3f, "
-           "\"threads\": %d, \"search\": \"%s\", \"variants\": %zu, "
-           "\"screened\": %zu, \"resumed\": %zu, \"compiled\": %zu, "
-           "\"cached\": %zu, \"restarts\": %d, \"variants_per_s\": %.3f, "
-           "\"interrupted\": %s, \"winner\": ",
-           r.seed, r.wall_s, r.compile_s, r.threads,
-           r.budgeted ? "budgeted" : "exhaustive", r.n_rows, r.n_screened,
-           r.n_resumed, r.n_compiled, r.n_cached, r.restarts, per_s,
-           r.interrupted ? "true" : "false");
-    if (r.winner >= 0) ct_cli_json_str(stdout, r.rows[r.winner].trial.variant);
-    else fputs("null", stdout);
-    printf(", \"winner_mean_ms\": ");
-    ct_cli_json_num(stdout, r.winner >= 0 ? r.rows[r.winner].trial.mean_ms : NAN);
-    printf(", \"trials\": [");
-    int first = 1;
+    ct_json j;
+    ct_json_init(&j, stdout);
+    ct_json_begin_object(&j);
+    ct_json_key_str(&j, "problem", r.spec);
+    ct_json_key_str(&j, "device", r.device.name);
+    ct_json_key_str(&j, "arch", r.device.arch);
+    ct_json_key_str(&j, "db", db);
+    ct_json_key(&j, "seed");
+    ct_json_uint(&j, r.seed);
+    ct_json_key_num(&j, "wall_s", r.wall_s);
+    ct_json_key_num(&j, "compile_s", r.compile_s);
+    ct_json_key_int(&j, "threads", r.threads);
+    ct_json_key_str(&j, "search", r.budgeted ? "budgeted" : "exhaustive");
+    ct_json_key_int(&j, "variants", (int64_t)r.n_rows);
+    ct_json_key_int(&j, "screened", (int64_t)r.n_screened);
+    ct_json_key_int(&j, "resumed", (int64_t)r.n_resumed);
+    ct_json_key_int(&j, "compiled", (int64_t)r.n_compiled);
+    ct_json_key_int(&j, "cached", (int64_t)r.n_cached);
+    ct_json_key_int(&j, "restarts", r.restarts);
+    ct_json_key_num(&j, "variants_per_s", per_s);
+    ct_json_key_bool(&j, "interrupted", r.interrupted);
+    ct_json_key_str(&j, "winner", r.winner >= 0 ? r.rows[r.winner].trial.variant : NULL);
+    ct_json_key_num(&j, "winner_mean_ms", r.winner >= 0 ? r.rows[r.winner].trial.mean_ms : NAN);
+    ct_json_key(&j, "trials");
+    ct_json_begin_array(&j);
+    for (size_t i = 0; i < r.n_rows; i++)
+      if (r.rows[i].origin != CT_TUNE_UNTRIED) ct_cli_json_trial(&j, &r.rows[i].trial);
+    ct_json_end_array(&j);
+    ct_json_key(&j, "rows");
+    ct_json_begin_array(&j);
     for (size_t i = 0; i < r.n_rows; i++) {
       if (r.rows[i].origin == CT_TUNE_UNTRIED) continue;
-      if (!first) fputs(", ", stdout);
-      first = 0;
-      ct_cli_json_trial(stdout, &r.rows[i].trial);
+      ct_json_begin_object(&j);
+      ct_json_key_str(&j, "variant", r.rows[i].trial.variant);
+      ct_json_key_str(&j, "origin", origin_name(r.rows[i].origin));
+      ct_json_key_bool(&j, "finalist", r.rows[i].finalist);
+      ct_json_key_bool(&j, "cubin_cached", r.rows[i].cubin_cached);
+      ct_json_end_object(&j);
     }
-    printf("], \"rows\": [");
-    first = 1;
-    for (size_t i = 0; i < r.n_rows; i++) {
-      if (r.rows[i].origin == CT_TUNE_UNTRIED) continue;
-      printf("%s{\"variant\": ", first ? "" : ", ");
-      first = 0;
-      ct_cli_json_str(stdout, r.rows[i].trial.variant);
-      printf(", \"origin\": \"%s\", \"finalist\": %s, \"cubin_cached\": %s}",
-             origin_name(r.rows[i].origin), r.rows[i].finalist ? "true" : "false",
-             r.rows[i].cubin_cached ? "true" : "false");
-    }
-    printf("]}\n");
+    ct_json_end_array(&j);
+    ct_json_end_object(&j);
+    ct_json_finish(&j);
   } else {
     printf("\nproblem  %s\ndevice   %s (%s, %d SMs, driver %d, NVRTC %s)\n"
            "database %s\nseed     %" PRIu64 "\n\n",
@@ -290,30 +291,28 @@ int ct_cli_check(const ct_cli *c) {
     goto out;
   }
   if (c->json) {
-    printf("{\"problem\": ");
-    ct_cli_json_str(stdout, spec);
-    printf(", \"device\": ");
-    ct_cli_json_str(stdout, g.device.name);
-    printf(", \"path\": ");
-    ct_cli_json_str(stdout, ct_path_name(path));
-    printf(", \"variant\": ");
-    ct_cli_json_str(stdout, variant);
-    printf(", \"why\": ");
-    ct_cli_json_str(stdout, why);
-    printf(", \"database\": ");
-    ct_cli_json_str(stdout, dbmsg);
-    printf(", \"seed\": %" PRIu64 ", \"passes\": %s, \"max_abs_err\": ", seed,
-           chk.passes ? "true" : "false");
-    ct_cli_json_num(stdout, chk.max_abs_err);
-    printf(", \"rel_err\": ");
-    ct_cli_json_num(stdout, chk.rel_err);
-    printf(", \"mean_ms\": "); ct_cli_json_num(stdout, st.mean_ms);
-    printf(", \"median_ms\": "); ct_cli_json_num(stdout, st.median_ms);
-    printf(", \"min_ms\": "); ct_cli_json_num(stdout, st.min_ms);
-    printf(", \"max_ms\": "); ct_cli_json_num(stdout, st.max_ms);
-    printf(", \"n_timed\": %d, \"reason\": ", st.n);
-    ct_cli_json_str(stdout, chk.reason);
-    printf("}\n");
+    ct_json j;
+    ct_json_init(&j, stdout);
+    ct_json_begin_object(&j);
+    ct_json_key_str(&j, "problem", spec);
+    ct_json_key_str(&j, "device", g.device.name);
+    ct_json_key_str(&j, "path", ct_path_name(path));
+    ct_json_key_str(&j, "variant", variant);
+    ct_json_key_str(&j, "why", why);
+    ct_json_key_str(&j, "database", dbmsg);
+    ct_json_key(&j, "seed");
+    ct_json_uint(&j, seed);
+    ct_json_key_bool(&j, "passes", chk.passes);
+    ct_json_key_num(&j, "max_abs_err", chk.max_abs_err);
+    ct_json_key_num(&j, "rel_err", chk.rel_err);
+    ct_json_key_num(&j, "mean_ms", st.mean_ms);
+    ct_json_key_num(&j, "median_ms", st.median_ms);
+    ct_json_key_num(&j, "min_ms", st.min_ms);
+    ct_json_key_num(&j, "max_ms", st.max_ms);
+    ct_json_key_int(&j, "n_timed", st.n);
+    ct_json_key_str(&j, "reason", chk.reason);
+    ct_json_end_object(&j);
+    ct_json_finish(&j);
   } else {
     printf("problem   %s\ndevice    %s (%s)\npath      %s\nvariant   %s\n"
            "why       %s\ndatabase  %s\nseed      %" PRIu64 "\n",
@@ -373,12 +372,14 @@ int ct_cli_space(const ct_cli *c) {
     free(vs);
     return 1;
   }
+  ct_json j;
   if (c->json) {
-    printf("{\"problem\": ");
-    ct_cli_json_str(stdout, spec);
-    printf(", \"arch\": ");
-    ct_cli_json_str(stdout, lim.arch);
-    printf(", \"variants\": [");
+    ct_json_init(&j, stdout);
+    ct_json_begin_object(&j);
+    ct_json_key_str(&j, "problem", spec);
+    ct_json_key_str(&j, "arch", lim.arch);
+    ct_json_key(&j, "variants");
+    ct_json_begin_array(&j);
   } else {
     printf("problem %s\narch    %s (%d SMs, %d KB shared memory per block)\n\n",
            spec, lim.arch, lim.sm_count, lim.max_smem_per_block / 1024);
@@ -393,14 +394,18 @@ int ct_cli_space(const ct_cli *c) {
     for (int k = 0; k < v->n_kernels; k++)
       if (v->kernels[k].smem > smem) smem = v->kernels[k].smem;
     if (c->json) {
-      printf("%s{\"family\": ", i ? ", " : "");
-      ct_cli_json_str(stdout, v->family->name);
-      printf(", \"variant\": ");
-      ct_cli_json_str(stdout, v->name);
-      printf(", \"threads\": %u, \"smem_bytes\": %u, \"grid\": [%u, %u, %u], "
-             "\"kernels\": %d, \"workspace_bytes\": %zu}",
-             threads, smem, l->grid[0], l->grid[1], l->grid[2], v->n_kernels,
-             v->workspace_bytes);
+      ct_json_begin_object(&j);
+      ct_json_key_str(&j, "family", v->family->name);
+      ct_json_key_str(&j, "variant", v->name);
+      ct_json_key_int(&j, "threads", threads);
+      ct_json_key_int(&j, "smem_bytes", smem);
+      ct_json_key(&j, "grid");
+      ct_json_begin_array(&j);
+      for (int k = 0; k < 3; k++) ct_json_int(&j, l->grid[k]);
+      ct_json_end_array(&j);
+      ct_json_key_int(&j, "kernels", v->n_kernels);
+      ct_json_key_int(&j, "workspace_bytes", (int64_t)v->workspace_bytes);
+      ct_json_end_object(&j);
     } else {
       char grid[48];
       snprintf(grid, sizeof grid, "%ux%ux%u", l->grid[0], l->grid[1], l->grid[2]);
@@ -408,7 +413,11 @@ int ct_cli_space(const ct_cli *c) {
              grid, v->name);
     }
   }
-  if (c->json) printf("]}\n");
+  if (c->json) {
+    ct_json_end_array(&j);
+    ct_json_end_object(&j);
+    ct_json_finish(&j);
+  }
   else printf("\n%zu valid variants in %zu families\n", n, families);
   free(vs);
   return 0;
