@@ -61,6 +61,10 @@ nodrv="$tmp/no-such-dir/libcuda.so.1"
 expect tune-no-driver 1 'no CUDA driver' env CONVTUNE_LIBCUDA="$nodrv" "$ct" tune --db "$tmp/nodrv.db"
 [ -e "$tmp/nodrv.db" ] && { echo "FAIL tune-no-driver: made $tmp/nodrv.db"; fail=$((fail + 1)); }
 expect check-no-driver 1 'no CUDA driver' env CONVTUNE_LIBCUDA="$nodrv" "$ct" check --db "$db"
+expect tune-no-gpu-hint 1 'without a GPU these work: `convtune space --arch sm_90a`.*db commands.*report.*CONVTUNE_TEST_FAKE_GPU=1' env CONVTUNE_LIBCUDA="$nodrv" "$ct" tune --db "$tmp/nodrv.db"
+expect check-no-gpu-hint 1 'without a GPU these work:.*CONVTUNE_TEST_FAKE_GPU=1' env CONVTUNE_LIBCUDA="$nodrv" "$ct" check --db "$db"
+expect plural-one-family 0 'valid variants in 1 family$' "$ct" space --arch sm_90a --families direct
+expect plural-families 0 'valid variants in 2 families$' "$ct" space --arch sm_90a --families direct,tc
 
 # The tuner's options and the database tools (tests/test_tune_fake.sh runs
 # them for real).

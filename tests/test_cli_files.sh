@@ -270,6 +270,18 @@ check "--json parses: tune (fake GPU, a database name with quotes and bad bytes)
 CONVTUNE_TEST_FAKE_GPU=1 CONVTUNE_TEST_FAKE_MS=1 "$ct" tune --problem "n=1,c=3,h=20,w=20,k=8,r=3,s=3,pad=1" \
   --families direct --max-variants 2 --final-trials 2 --db "$weird" --json > "$tmp/tune2.json" 2>/dev/null
 check "--json parses: a resumed tune" "[ \$? -eq 0 ] && jsonok '$tmp/tune2.json'"
+check "a resumed tune has no rate in --json" "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d[\"screened\"] == 0 and d[\"variants_per_s\"] is None))' '$tmp/tune2.json'"
+CONVTUNE_TEST_FAKE_GPU=1 CONVTUNE_TEST_FAKE_MS=1 "$ct" tune --problem "n=1,c=3,h=20,w=20,k=8,r=3,s=3,pad=1" \
+  --families direct --max-variants 2 --final-trials 2 --db "$weird" --quiet > "$tmp/tune3.out" 2>&1
+check "a resumed tune reports no '0.0 variants/s'" "grep -q 'nothing screened: every variant resumed' '$tmp/tune3.out' && ! grep -q '0.0 variants/s' '$tmp/tune3.out'"
+
+# Plurals.
+head -n 4 "$tmp/plain.txt" > "$tmp/one.txt"
+grep '^trial	id=1	' "$tmp/plain.txt" >> "$tmp/one.txt"
+printf 'end\tdevices=1\tproblems=2\ttrials=1\twinners=0\tcubins=0\n' >> "$tmp/one.txt"
+expect "plurals: 1 trial, 1 device" 0 ': 1 trial (1 new), 0 winners (0 stored), 0 cubins (0 new), 1 device, 2 problems$' "$ct" db import "$tmp/one.txt" --db "$tmp/one.db"
+expect "plurals: exported 1 device, 1 trial" 0 'exported 1 device, 2 problems, 1 trial, 0 winners, 0 cubins' "$ct" db export --db "$tmp/one.db" --out "$tmp/one2.txt"
+expect "plurals: wrote 1 trial" 0 'wrote .*: 1 trial of problem 1' "$ct" report 1 --db "$tmp/one.db" --out "$tmp/one.svg"
 
 echo "cli files: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

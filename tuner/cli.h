@@ -65,6 +65,12 @@ int ct_cli_problem(const ct_cli *c, ct_problem *p);
 ** CT_CLI_EXIT_USAGE (an empty --db). */
 int ct_cli_db(const ct_cli *c, const char *cmd, int mode, char *buf,
               size_t len);
+/* one when n is 1, else many: "1 family", "2 families". */
+const char *ct_cli_plural(size_t n, const char *one, const char *many);
+/* Says on stderr what works on a machine without a GPU; for tune and
+** check when no driver or no device is found. */
+void ct_cli_no_gpu_hint(const char *cmd);
+
 /* Opens the database read-only (ct_cli_db, CT_CLI_DB_READ); a missing
 ** file is *cache = NULL.  Returns 0, or the exit status after saying why;
 ** cmd names the command in messages. */

@@ -48,6 +48,19 @@ int ct_cli_problem(const ct_cli *c, ct_problem *p) {
   return 0;
 }
 
+const char *ct_cli_plural(size_t n, const char *one, const char *many) {
+  return n == 1 ? one : many;
+}
+
+void ct_cli_no_gpu_hint(const char *cmd) {
+  fprintf(stderr,
+          "convtune %s: without a GPU these work: `convtune space --arch sm_90a`"
+          " (a problem's variants), the db commands (list, show, check, export,"
+          " import, merge) and report; CONVTUNE_TEST_FAKE_GPU=1 convtune tune"
+          " tries the tuner on a fake GPU (made-up times, real NVRTC"
+          " compiles)\n", cmd);
+}
+
 /* mkdir -p of dir; 0 or -1 (errno set). */
 static int cli_mkdirs(const char *dir) {
   char p[4096];

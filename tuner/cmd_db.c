@@ -189,9 +189,12 @@ int ct_cli_db_export(const ct_cli *c) {
     ct_cache_close(cache);
     return 1;
   }
-  fprintf(stderr, "exported %zu devices, %zu problems, %zu trials, %zu winners, "
-                  "%zu cubins from %s\n",
-          st.devices, st.problems, st.trials, st.winners, st.cubins, path);
+  fprintf(stderr, "exported %zu %s, %zu %s, %zu %s, %zu %s, %zu %s from %s\n",
+          st.devices, ct_cli_plural(st.devices, "device", "devices"),
+          st.problems, ct_cli_plural(st.problems, "problem", "problems"),
+          st.trials, ct_cli_plural(st.trials, "trial", "trials"),
+          st.winners, ct_cli_plural(st.winners, "winner", "winners"),
+          st.cubins, ct_cli_plural(st.cubins, "cubin", "cubins"), path);
   ct_cache_close(cache);
   return 0;
 }
@@ -229,10 +232,13 @@ static int db_import_file(const ct_cli *c, const char *cmd, FILE *f,
     if (!existed) db_remove(path); /* no empty database left behind */
     return 1;
   }
-  printf("%s into %s: %zu trials (%zu new), %zu winners (%zu stored), "
-         "%zu cubins (%zu new), %zu devices, %zu problems\n",
-         what, path, st.trials, st.trials_added, st.winners, st.winners_stored,
-         st.cubins, st.cubins_added, st.devices, st.problems);
+  printf("%s into %s: %zu %s (%zu new), %zu %s (%zu stored), %zu %s (%zu new), "
+         "%zu %s, %zu %s\n", what, path,
+         st.trials, ct_cli_plural(st.trials, "trial", "trials"), st.trials_added,
+         st.winners, ct_cli_plural(st.winners, "winner", "winners"), st.winners_stored,
+         st.cubins, ct_cli_plural(st.cubins, "cubin", "cubins"), st.cubins_added,
+         st.devices, ct_cli_plural(st.devices, "device", "devices"),
+         st.problems, ct_cli_plural(st.problems, "problem", "problems"));
   return 0;
 }
 

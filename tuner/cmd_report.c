@@ -106,8 +106,8 @@ int ct_cli_report(const ct_cli *c) {
   if (ct_cli_out_close("report", &out, st == CT_OK || st == CT_ERR_IO) || st != CT_OK)
     goto out;
   fprintf(to_stdout ? stderr : stdout, /* the chart may be on stdout */
-          "wrote %s: %zu trials of problem %" PRId64 " on %s\n",
-          to_stdout ? "the chart" : name, kept, pid,
+          "wrote %s: %zu %s of problem %" PRId64 " on %s\n",
+          to_stdout ? "the chart" : name, kept, ct_cli_plural(kept, "trial", "trials"), pid,
           d.name[0] ? d.name : "no device");
   exit_code = 0;
 out:

@@ -133,6 +133,7 @@ int ct_cli_tune(const ct_cli *c) {
   ct_status st = ct_tune_run(&o, &r, err, sizeof err);
   if (st != CT_OK) {
     fprintf(stderr, "convtune tune: %s\n", err);
+    if (st == CT_ERR_NO_DRIVER || st == CT_ERR_NO_DEVICE) ct_cli_no_gpu_hint("tune");
     ct_tune_result_free(&r);
     if (tune_stop) return 128 + tune_stop;
     return 1;
@@ -146,7 +147,8 @@ int ct_cli_tune(const ct_cli *c) {
     n_wrong += s == CT_TRIAL_WRONG;
     n_failed += s != CT_TRIAL_TIMED && s != CT_TRIAL_WRONG;
   }
-  double per_s = r.wall_s > 0 ? (double)r.n_screened / r.wall_s : 0.0;
+  /* The rate of screening; none when nothing was screened (all resumed). */
+  double per_s = r.n_screened > 0 && r.wall_s > 0 ? (double)r.n_screened / r.wall_s : NAN;
   if (c->json) {
     ct_json j;
     ct_json_init(&j, stdout);
@@ -203,15 +205,21 @@ int ct_cli_tune(const ct_cli *c) {
                                : row->finalist ? "  (finalist)"
                                : row->origin == CT_TUNE_RESUMED ? "  (resumed)" : "");
     }
-    printf("\n%zu variants: %zu timed, %zu wrong, %zu failed; %.1f s wall, "
-           "%.1f s NVRTC on %d threads (%.1f variants/s)\n",
-           n_tried, n_timed, n_wrong, n_failed, r.wall_s, r.compile_s,
-           r.threads, per_s);
-    printf("search   %s: %zu of %zu variants screened now, %zu resumed from "
-           "the database; %zu compiled, %zu cubins from the compile cache",
+    char rate[64] = "nothing screened: every variant resumed";
+    if (isfinite(per_s)) snprintf(rate, sizeof rate, "%.1f variants/s", per_s);
+    printf("\n%zu %s: %zu timed, %zu wrong, %zu failed; %.1f s wall, "
+           "%.1f s NVRTC on %d %s (%s)\n",
+           n_tried, ct_cli_plural(n_tried, "variant", "variants"), n_timed,
+           n_wrong, n_failed, r.wall_s, r.compile_s, r.threads,
+           ct_cli_plural((size_t)r.threads, "thread", "threads"), rate);
+    printf("search   %s: %zu of %zu %s screened now, %zu resumed from "
+           "the database; %zu compiled, %zu %s from the compile cache",
            r.budgeted ? "budgeted" : "exhaustive", r.n_screened, r.n_rows,
-           r.n_resumed, r.n_compiled, r.n_cached);
-    if (r.restarts) printf("; GPU worker restarted %d times", r.restarts);
+           ct_cli_plural(r.n_rows, "variant", "variants"), r.n_resumed,
+           r.n_compiled, r.n_cached, ct_cli_plural(r.n_cached, "cubin", "cubins"));
+    if (r.restarts)
+      printf("; GPU worker restarted %d %s", r.restarts,
+             ct_cli_plural((size_t)r.restarts, "time", "times"));
     printf("\n");
     if (r.winner >= 0) {
       const ct_cache_trial *t = &r.rows[r.winner].trial;
@@ -224,9 +232,11 @@ int ct_cli_tune(const ct_cli *c) {
   if (r.interrupted) {
     int sig = tune_stop ? tune_stop : SIGINT;
     fprintf(stderr, "convtune tune: interrupted by %s: the variant in flight "
-                    "was dropped, the %zu trials finished in this run are "
+                    "was dropped, the %zu %s finished in this run %s "
                     "kept; run the same command again to resume\n",
-            sig == SIGTERM ? "SIGTERM" : "SIGINT", r.n_screened);
+            sig == SIGTERM ? "SIGTERM" : "SIGINT", r.n_screened,
+            ct_cli_plural(r.n_screened, "trial", "trials"),
+            ct_cli_plural(r.n_screened, "is", "are"));
     ct_tune_result_free(&r);
     return 128 + sig;
   }
@@ -258,8 +268,10 @@ int ct_cli_check(const ct_cli *c) {
   memset(&d, 0, sizeof d);
   ct_context *ctx = NULL;
   int exit_code = 1;
-  if (ct_tune_gpu_open(c->device, &g, err, sizeof err) != CT_OK) {
+  ct_status gst = ct_tune_gpu_open(c->device, &g, err, sizeof err);
+  if (gst != CT_OK) {
     fprintf(stderr, "convtune check: %s\n", err);
+    if (gst == CT_ERR_NO_DRIVER || gst == CT_ERR_NO_DEVICE) ct_cli_no_gpu_hint("check");
     return 1;
   }
   if (ct_open(db, c->device, &ctx) != CT_OK) {
@@ -418,7 +430,9 @@ int ct_cli_space(const ct_cli *c) {
     ct_json_end_object(&j);
     ct_json_finish(&j);
   }
-  else printf("\n%zu valid variants in %zu families\n", n, families);
+  else
+    printf("\n%zu valid %s in %zu %s\n", n, ct_cli_plural(n, "variant", "variants"),
+           families, ct_cli_plural(families, "family", "families"));
   free(vs);
   return 0;
 }
