@@ -157,8 +157,8 @@ expect "--db /dev/null refused" 1 'not a regular file' "$ct" db list --db /dev/n
 as_user=
 if [ "$(id -u)" -ne 0 ]; then
   as_user=env
-elif setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
-  as_user="setpriv --reuid=65534 --regid=65534 --clear-groups"
+elif setpriv --reuid=65534 --regid=65534 --clear-groups "$ct" --version >/dev/null 2>&1; then
+  as_user="setpriv --reuid=65534 --regid=65534 --clear-groups" # nobody runs convtune
   chmod 711 "$tmp"
 fi
 if [ -n "$as_user" ]; then
@@ -189,7 +189,7 @@ if [ -n "$as_user" ]; then
   chmod 755 "$p"
   check "read-only database: unchanged" "[ \"\$(sum '$p/rw/r.db')\" = '$rs' ]"
 else
-  echo "skip permission tests: root, and setpriv cannot drop to nobody"
+  echo "skip permission tests: root, and nobody cannot run $ct (setpriv)"
 fi
 
 # A locked database: another process holds the write lock.
