@@ -256,10 +256,15 @@ static ct_status cache_fail(ct_cache *c, ct_status st, const char *fmt, ...)
 /* Records a failed SQLite call (src its result code) while doing `what`. */
 static ct_status cache_sqlfail(ct_cache *c, int src, const char *what)
 {
+  ct_status rc = cache_status(src) == CT_OK ? CT_ERR_DB : cache_status(src);
   c->sqlite_rc = sqlite3_extended_errcode(c->db);
-  return cache_fail(c, cache_status(src) == CT_OK ? CT_ERR_DB
-                                                  : cache_status(src),
-                    "%s: %s", what, sqlite3_errmsg(c->db));
+  if ((src & 0xff) == SQLITE_BUSY || (src & 0xff) == SQLITE_LOCKED)
+    return cache_fail(c, rc,
+                      "%s: the database is locked by another process (a "
+                      "tune or an import writing to it?) and stayed locked "
+                      "for %d s; try again when it has finished", what,
+                      CT_CACHE_BUSY_MS / 1000);
+  return cache_fail(c, rc, "%s: %s", what, sqlite3_errmsg(c->db));
 }
 
 static ct_status cache_prepare(ct_cache *c, const char *sql,

@@ -170,7 +170,7 @@ ct_status ct_cache_export(ct_cache *c, FILE *f, int flags,
     size_t nt = 0;
     rc = ct_cache_trials(c, probs[i].id, 0, &t, &nt);
     if (rc != CT_OK) goto done;
-    qsort(t, nt, sizeof *t, cmp_trial_id);
+    if (nt > 1) qsort(t, nt, sizeof *t, cmp_trial_id); /* t is NULL when nt is 0 */
     for (size_t j = 0; j < nt; j++) {
       fputs("trial", f);
       put_int(&o, "id", t[j].id);

@@ -58,8 +58,13 @@ printf 'this is not a database, just some bytes that go on for a while....' > "$
 expect db-list-corrupt 1 "$tmp/junk.db" "$ct" db list --db "$tmp/junk.db"
 
 nodrv="$tmp/no-such-dir/libcuda.so.1"
-expect tune-no-driver 1 'no CUDA driver' env CONVTUNE_LIBCUDA="$nodrv" "$ct" tune --db "$db"
+expect tune-no-driver 1 'no CUDA driver' env CONVTUNE_LIBCUDA="$nodrv" "$ct" tune --db "$tmp/nodrv.db"
+[ -e "$tmp/nodrv.db" ] && { echo "FAIL tune-no-driver: made $tmp/nodrv.db"; fail=$((fail + 1)); }
 expect check-no-driver 1 'no CUDA driver' env CONVTUNE_LIBCUDA="$nodrv" "$ct" check --db "$db"
+expect tune-no-gpu-hint 1 'without a GPU these work: `convtune space --arch sm_90a`.*db commands.*report.*CONVTUNE_TEST_FAKE_GPU=1' env CONVTUNE_LIBCUDA="$nodrv" "$ct" tune --db "$tmp/nodrv.db"
+expect check-no-gpu-hint 1 'without a GPU these work:.*CONVTUNE_TEST_FAKE_GPU=1' env CONVTUNE_LIBCUDA="$nodrv" "$ct" check --db "$db"
+expect plural-one-family 0 'valid variants in 1 family$' "$ct" space --arch sm_90a --families direct
+expect plural-families 0 'valid variants in 2 families$' "$ct" space --arch sm_90a --families direct,tc
 
 # The tuner's options and the database tools (tests/test_tune_fake.sh runs
 # them for real).
@@ -67,8 +72,8 @@ expect tune-help-resume 0 'fresh' "$ct" tune --help
 expect bad-budget 2 'seconds > 0' "$ct" tune --budget -3
 expect bad-max-variants 2 'integer in' "$ct" tune --max-variants 0
 expect bad-watchdog 2 'seconds > 0' "$ct" tune --watchdog zero
-expect unknown-family 1 "unknown family 'nosuch'" env CONVTUNE_TEST_FAKE_GPU=1 "$ct" tune --families direct,nosuch --db "$tmp/f.db"
-expect no-test-families 1 "unknown family 'test_oob'" env CONVTUNE_TEST_FAKE_GPU=1 "$ct" tune --families test_oob --db "$tmp/f.db"
+expect unknown-family 2 "unknown family 'nosuch'" env CONVTUNE_TEST_FAKE_GPU=1 "$ct" tune --families direct,nosuch --db "$tmp/f.db"
+expect no-test-families 2 "unknown family 'test_oob'" env CONVTUNE_TEST_FAKE_GPU=1 "$ct" tune --families test_oob --db "$tmp/f.db"
 expect space-families 0 '^direct ' "$ct" space --arch sm_90a --families direct
 expect report-help 0 'usage: convtune report' "$ct" report --help
 expect report-missing 1 'no tuning database' "$ct" report --db "$db"
@@ -79,6 +84,59 @@ expect db-import-missing 1 'cannot read' "$ct" db import "$tmp/none.txt" --db "$
 printf 'hello\n' > "$tmp/not-export.txt"
 expect db-import-junk 1 'not a convtune export' "$ct" db import "$tmp/not-export.txt" --db "$tmp/j.db"
 expect db-merge-missing 1 'no such file' "$ct" db merge "$tmp/none.db" --db "$tmp/j.db"
+# Output that cannot be written is a failure, not a silent success.
+full() { # full NAME CMD...: stdout on /dev/full: exit 1 with a message
+  name=$1; shift
+  out=$("$@" 2>&1 > /dev/full)
+  rc=$?
+  if [ "$rc" -ne 1 ] || ! printf '%s\n' "$out" | grep -q 'writing the standard output\|cannot write'; then
+    echo "FAIL $name: exit $rc, message '$out'"; fail=$((fail + 1))
+  else
+    echo "ok   $name"; pass=$((pass + 1))
+  fi
+}
+if [ -w /dev/full ]; then
+  full full-space "$ct" space --arch sm_90a
+  full full-space-json "$ct" space --arch sm_90a --json
+  full full-help "$ct" --help
+  full full-tune-help "$ct" tune --help
+  full full-version "$ct" --version
+  full full-db-list-json "$ct" db list --json --db "$tmp/sub/dir/tuning.db"
+  full full-db-list "$ct" db list --db "$tmp/sub/dir/tuning.db"
+else
+  echo "skip /dev/full tests: no writable /dev/full"
+fi
+
+# Options (getopt_long, one table per command): --opt=value, unknown and
+# misplaced options named as such with the command's usage line, one
+# family filter for every command.
+expect opt-equals 0 'valid variants in' "$ct" space --arch=sm_90a
+expect opt-equals-json 0 '"arch": "sm_90a"' "$ct" space --json --arch=sm_90a --families=direct
+expect unknown-last 2 'unknown option --bogus' "$ct" space --bogus
+expect unknown-usage 2 'usage: convtune space' "$ct" space --bogus
+expect unknown-short 2 'unknown option -x' "$ct" space -x
+expect flag-with-value 2 '--json takes no value' "$ct" db list --json=1 --db "$db"
+expect misplaced-budget 2 '--budget is not an option of `convtune db list`' "$ct" db list --budget 5 --db "$db"
+expect misplaced-usage 2 'usage: convtune db list' "$ct" db list --budget 5 --db "$db"
+expect misplaced-problem 2 '--problem is not an option of `convtune db show`' "$ct" db show 1 --problem X --db "$db"
+expect misplaced-out 2 '--out is not an option of `convtune tune`' "$ct" tune --out x.svg
+expect misplaced-arch 2 '--arch is not an option of `convtune check`' "$ct" check --arch sm_90a
+expect report-id-and-problem 2 'a problem ID or --problem, not both' "$ct" report 1 --problem "n=1,c=1,h=8,w=8,k=1,r=3,s=3" --db "$db"
+expect missing-value-last 2 '--db needs a value' "$ct" db list --db
+expect missing-value-usage 2 'usage: convtune db list' "$ct" db list --db
+expect extra-argument 2 "unexpected argument 'x'" "$ct" db list x --db "$db"
+expect space-extra-argument 2 "unexpected argument 'x'" "$ct" space x
+expect db-sub-first 2 'the subcommand comes first' "$ct" db --db "$db" list
+expect db-no-sub 2 'needs a subcommand' "$ct" db
+expect db-unknown-sub 2 "unknown subcommand 'frob'" "$ct" db frob
+expect db-sub-help 0 'usage: convtune db list' "$ct" db show --help
+expect double-dash 2 "unexpected argument '--json'" "$ct" db list --db "$db" -- --json
+expect space-unknown-family 2 "unknown family 'nosuch'" "$ct" space --arch sm_90a --families nosuch
+expect space-empty-family 2 'an empty family name' "$ct" space --arch sm_90a --families direct,
+expect tune-unknown-family 2 "unknown family 'nosuch'" "$ct" tune --families nosuch --db "$tmp/f.db"
+expect space-no-variant 1 'no valid variant' "$ct" space --arch sm_80 --families wgr
+[ -e "$tmp/f.db" ] && { echo "FAIL unknown-family: tune created $tmp/f.db"; fail=$((fail + 1)); }
+
 expect worker-usage 2 'started by the tuner' "$ct" __ct_worker
 
 echo "cli: $pass passed, $fail failed"

@@ -19,6 +19,8 @@ meson install -C "$build" --destdir "$tmp/stage" > "$tmp/install.log" 2>&1 \
 pc=$(find "$tmp/stage" -name convtune.pc | head -n 1)
 lib=$(find "$tmp/stage" -name 'libconvtune.so' | head -n 1)
 hdr=$(find "$tmp/stage" -name convtune.h | head -n 1)
+lic=$(find "$tmp/stage" -path '*/doc/convtune/LICENSE' | head -n 1)
+[ -n "$lic" ] && cmp -s "$lic" "$src/LICENSE" && ok "installed: the licence ($lic)" || bad "installed licence"
 [ -n "$pc" ] && [ -n "$lib" ] && [ -n "$hdr" ] && ok "installed: library, header, pkg-config file" \
   || bad "installed files (pc '$pc', library '$lib', header '$hdr')"
 

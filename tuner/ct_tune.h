@@ -268,6 +268,19 @@ size_t ct_tune_search_peek(ct_tune_search *s, size_t *out, size_t k);
 int ct_tune_search_budgeted(const ct_tune_search *s);
 
 /* ---------------------------------------------------------------------- */
+/* The family filter (families.c): --families of every command             */
+
+/* Checks list, comma-separated family names (NULL: every family): each
+** must name a family (ct_gen_family_find), none may be empty.  Returns
+** CT_OK, or CT_ERR_INVALID_ARG with the first bad name and the known
+** families in err (len bytes). */
+ct_status ct_tune_families_check(const char *list, char *err, size_t len);
+
+/* Keeps, in their order, the variants of v[0..n) whose family list names
+** (NULL: all of them); returns how many are kept. */
+size_t ct_tune_families_keep(const char *list, ct_gen_variant *v, size_t n);
+
+/* ---------------------------------------------------------------------- */
 /* The tuning loop                                                         */
 
 /* Spaces up to this many variants are searched exhaustively by default;

@@ -368,31 +368,6 @@ static ct_status run_job(ct_tune_worker *w, const tune_slot *s, int trials,
   return rc;
 }
 
-/* 1 when name is in the comma-separated list. */
-static int in_list(const char *list, const char *name) {
-  size_t n = strlen(name);
-  for (const char *p = list; *p;) {
-    const char *e = strchr(p, ',');
-    size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len == n && strncmp(p, name, n) == 0) return 1;
-    p += len + (e != NULL);
-  }
-  return 0;
-}
-
-/* Checks every name of the list is a family.  Returns the first unknown
-** one in buf, or 0 when all are known. */
-static int unknown_family(const char *list, char *buf, size_t len) {
-  for (const char *p = list; *p;) {
-    const char *e = strchr(p, ',');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    snprintf(buf, len, "%.*s", (int)n, p);
-    if (ct_gen_family_find(buf) == NULL) return 1;
-    p += n + (e != NULL);
-  }
-  return 0;
-}
-
 static int cmp_mean(const void *a, const void *b, void *rows) {
   const ct_tune_row *r = rows;
   double x = r[*(const size_t *)a].trial.mean_ms, y = r[*(const size_t *)b].trial.mean_ms;
@@ -402,196 +377,207 @@ static int cmp_mean(const void *a, const void *b, void *rows) {
 /* ---------------------------------------------------------------------- */
 /* The loop                                                                */
 
-ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
-                      size_t len) {
-  memset(r, 0, sizeof *r);
-  r->winner = -1;
-  double t0 = now_s();
-  ct_status rc;
-  ct_cache *cache = NULL;
-  ct_tune_worker *w = NULL;
-  ct_tune_search *search = NULL;
-  ct_gen_variant *variants = NULL;
-  size_t n = 0, *order = NULL;
-  tune_pool pool;
-  memset(&pool, 0, sizeof pool);
-  pthread_t *threads = NULL;
-  int n_threads = 0;
-  pthread_mutex_init(&pool.lock, NULL);
-  pthread_cond_init(&pool.work, NULL);
-  pthread_cond_init(&pool.done, NULL);
-  char options[256] = "", nvrtc_version[16] = "", arch[16] = "";
+/* What ct_tune_run's phases share. */
+typedef struct tune_run {
+  const ct_tune_options *o;
+  ct_tune_result *r;
+  double t0;                 /* when the run began */
+  ct_cache *cache;           /* the calling thread's handle */
+  ct_tune_worker *w;         /* the measuring worker */
+  ct_tune_search *search;
+  ct_gen_variant *variants;  /* the search space, n of them */
+  size_t n;
+  size_t *order;             /* finalist candidates, fastest first */
+  tune_pool pool;            /* the compile threads' work */
+  pthread_t *threads;
+  int n_threads;
+  size_t *peek, ahead;       /* the variants to compile ahead */
+  char options[256], nvrtc_version[16], arch[16];
+  int64_t device_id, problem_id;
+  size_t outputs;            /* output elements of the problem */
   tune_progress pg;
-  memset(&pg, 0, sizeof pg);
-  pg.o = o;
-  pg.r = r;
-  pg.pool = &pool;
-  pg.phase = "starting";
+} tune_run;
 
-  if ((rc = ct_problem_validate(&o->problem, err, len)) != CT_OK) goto out;
+/* Setup: the problem and families checked, the worker started on the
+** device (first: a machine without one gets no database file), the
+** database opened, the device and problem found or added, the variants
+** enumerated and filtered.  CT_OK with r->interrupted when a signal came
+** while the worker started. */
+static ct_status tune_setup(tune_run *t, char *err, size_t len) {
+  const ct_tune_options *o = t->o;
+  ct_tune_result *r = t->r;
+  ct_status rc;
+  if ((rc = ct_problem_validate(&o->problem, err, len)) != CT_OK) return rc;
   ct_problem_format(&o->problem, r->spec, sizeof r->spec);
-  if (o->families) {
-    char bad[64];
-    if (unknown_family(o->families, bad, sizeof bad)) {
-      snprintf(err, len, "unknown family '%s'", bad);
-      rc = CT_ERR_INVALID_ARG;
-      goto out;
-    }
-  }
+  if ((rc = ct_tune_families_check(o->families, err, len)) != CT_OK) return rc;
 
-  /* The device first: a machine without one gets no database file. */
-  rc = ct_tune_worker_start(o->worker_exe, o->device, o->stop, &w, err, len);
+  rc = ct_tune_worker_start(o->worker_exe, o->device, o->stop, &t->w, err, len);
   if (rc != CT_OK) {
     if (stopped(o)) { /* a signal while the worker started: nothing to keep */
       r->interrupted = 1;
       rc = CT_OK;
     }
-    goto out;
+    return rc;
   }
   char cerr[512];
-  rc = ct_cache_open(o->db_path, CT_CACHE_CREATE, &cache, cerr, sizeof cerr);
+  rc = ct_cache_open(o->db_path, CT_CACHE_CREATE, &t->cache, cerr, sizeof cerr);
   if (rc != CT_OK) {
     snprintf(err, len, "%s", cerr);
-    goto out;
+    return rc;
   }
-  r->device = *ct_tune_worker_device(w);
-  const ct_gen_limits *lim = ct_tune_worker_limits(w);
-  snprintf(arch, sizeof arch, "%s", lim->arch);
-  const char *opts = ct_rt_compile_options(arch);
-  snprintf(options, sizeof options, "%s", opts ? opts : "");
-  ct_rt_nvrtc_version(nvrtc_version, sizeof nvrtc_version);
+  r->device = *ct_tune_worker_device(t->w);
+  const ct_gen_limits *lim = ct_tune_worker_limits(t->w);
+  snprintf(t->arch, sizeof t->arch, "%s", lim->arch);
+  const char *opts = ct_rt_compile_options(t->arch);
+  snprintf(t->options, sizeof t->options, "%s", opts ? opts : "");
+  ct_rt_nvrtc_version(t->nvrtc_version, sizeof t->nvrtc_version);
 
-  int64_t device_id, problem_id;
-  if ((rc = ct_cache_device_id(cache, &r->device, &device_id)) != CT_OK ||
-      (rc = ct_cache_problem_id(cache, r->spec,
+  if ((rc = ct_cache_device_id(t->cache, &r->device, &t->device_id)) != CT_OK ||
+      (rc = ct_cache_problem_id(t->cache, r->spec,
                                 ct_precision_name(o->problem.precision),
-                                &problem_id)) != CT_OK) {
-    snprintf(err, len, "%s", ct_cache_errmsg(cache));
-    goto out;
+                                &t->problem_id)) != CT_OK) {
+    snprintf(err, len, "%s", ct_cache_errmsg(t->cache));
+    return rc;
   }
 
   /* The search space: every valid variant, or the families asked for. */
-  size_t n_all = 0;
-  rc = ct_gen_enumerate(&o->problem, lim, &variants, &n_all);
+  rc = ct_gen_enumerate(&o->problem, lim, &t->variants, &t->n);
   if (rc != CT_OK) {
     snprintf(err, len, "cannot enumerate variants: %s", ct_status_string(rc));
-    goto out;
+    return rc;
   }
-  for (size_t i = 0; i < n_all; i++)
-    if (o->families == NULL || in_list(o->families, variants[i].family->name))
-      variants[n++] = variants[i];
-  if (n == 0) {
-    snprintf(err, len, "no valid variant for %s on %s%s%s", r->spec, arch,
+  t->n = ct_tune_families_keep(o->families, t->variants, t->n);
+  if (t->n == 0) {
+    snprintf(err, len, "no valid variant for %s on %s%s%s", r->spec, t->arch,
              o->families ? " in families " : "", o->families ? o->families : "");
-    rc = CT_ERR_UNSUPPORTED;
-    goto out;
+    return CT_ERR_UNSUPPORTED;
   }
+  return CT_OK;
+}
+
+/* Planning: a row and a compile slot per variant with its source and
+** hash, the search order, and (resume) what earlier runs recorded. */
+static ct_status tune_plan(tune_run *t, char *err, size_t len) {
+  const ct_tune_options *o = t->o;
+  ct_tune_result *r = t->r;
+  tune_pool *pool = &t->pool;
+  size_t n = t->n;
+  ct_status rc;
   r->rows = calloc(n, sizeof *r->rows);
-  pool.slots = calloc(n, sizeof *pool.slots);
-  pool.queue = calloc(n, sizeof *pool.queue);
-  order = calloc(n, sizeof *order);
-  if (!r->rows || !pool.slots || !pool.queue || !order) {
+  pool->slots = calloc(n, sizeof *pool->slots);
+  pool->queue = calloc(n, sizeof *pool->queue);
+  t->order = calloc(n, sizeof *t->order);
+  if (!r->rows || !pool->slots || !pool->queue || !t->order) {
     snprintf(err, len, "out of host memory");
-    rc = CT_ERR_NOMEM;
-    goto out;
+    return CT_ERR_NOMEM;
   }
   r->n_rows = n;
-  pool.n = n;
-  pool.arch = arch;
-  pool.options = options;
-  pool.nvrtc_version = nvrtc_version;
-  pool.db_path = o->db_path;
+  pool->n = n;
+  pool->arch = t->arch;
+  pool->options = t->options;
+  pool->nvrtc_version = t->nvrtc_version;
+  pool->db_path = o->db_path;
 
   /* Sources and their hashes (cheap), then what earlier runs recorded. */
   for (size_t i = 0; i < n; i++) {
-    tune_slot *s = &pool.slots[i];
-    s->variant = variants[i];
+    tune_slot *s = &pool->slots[i];
+    s->variant = t->variants[i];
     s->out.regs = s->out.spill_bytes = s->out.stack_bytes = s->out.smem_static = -1;
     s->rc = ct_gen_source(&o->problem, &s->variant, &s->src);
     if (s->rc == CT_OK)
       s->source_hash = ct_gen_hash(s->src, strlen(s->src), CT_GEN_HASH_SEED);
-    trial_init(&r->rows[i].trial, problem_id, device_id, s);
+    trial_init(&r->rows[i].trial, t->problem_id, t->device_id, s);
   }
   int budgeted = o->max_variants > 0 || o->budget_s > 0 || n > CT_TUNE_EXHAUSTIVE_MAX;
   size_t max_screen = o->max_variants ? o->max_variants
                       : o->budget_s > 0 ? 0 : CT_TUNE_EXHAUSTIVE_MAX;
-  rc = ct_tune_search_create(variants, n, budgeted, max_screen, &search);
+  rc = ct_tune_search_create(t->variants, n, budgeted, max_screen, &t->search);
   if (rc != CT_OK) {
     snprintf(err, len, "out of host memory");
-    goto out;
+    return rc;
   }
-  r->budgeted = ct_tune_search_budgeted(search);
+  r->budgeted = ct_tune_search_budgeted(t->search);
   if (o->resume) {
     for (size_t i = 0; i < n; i++) {
-      ct_cache_trial t;
-      rc = ct_cache_trial_find(cache, problem_id, device_id, variants[i].name,
-                               pool.slots[i].source_hash, &t);
+      ct_cache_trial tr;
+      rc = ct_cache_trial_find(t->cache, t->problem_id, t->device_id,
+                               t->variants[i].name, pool->slots[i].source_hash, &tr);
       if (rc == CT_ERR_NOT_FOUND) continue;
       if (rc != CT_OK) {
-        snprintf(err, len, "%s", ct_cache_errmsg(cache));
-        goto out;
+        snprintf(err, len, "%s", ct_cache_errmsg(t->cache));
+        return rc;
       }
-      r->rows[i].trial = t;
+      r->rows[i].trial = tr;
       r->rows[i].origin = CT_TUNE_RESUMED;
       r->n_resumed++;
-      ct_tune_search_result(search, i, t.status == CT_TRIAL_TIMED ? t.mean_ms : NAN);
-      progress_count(&pg, &t);
+      ct_tune_search_result(t->search, i, tr.status == CT_TRIAL_TIMED ? tr.mean_ms : NAN);
+      progress_count(&t->pg, &tr);
     }
-    rc = CT_OK;
   }
-  pg.total = r->budgeted && max_screen && max_screen < n ? max_screen : n;
+  t->pg.total = r->budgeted && max_screen && max_screen < n ? max_screen : n;
+  return CT_OK;
+}
 
-  /* The compile threads. */
-  n_threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (n_threads < 1) n_threads = 1;
-  if ((size_t)n_threads > n) n_threads = (int)n;
-  r->threads = n_threads;
-  threads = calloc((size_t)n_threads, sizeof *threads);
-  if (threads == NULL) {
-    rc = CT_ERR_NOMEM;
+/* Starting: the compile threads, the first variants the search wants
+** queued, then the test data and its reference in the worker (on the GPU,
+** while the threads compile).  CT_OK with r->interrupted when a signal
+** came meanwhile. */
+static ct_status tune_start(tune_run *t, char *err, size_t len) {
+  const ct_tune_options *o = t->o;
+  ct_tune_result *r = t->r;
+  ct_status rc;
+  t->n_threads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (t->n_threads < 1) t->n_threads = 1;
+  if ((size_t)t->n_threads > t->n) t->n_threads = (int)t->n;
+  r->threads = t->n_threads;
+  t->threads = calloc((size_t)t->n_threads, sizeof *t->threads);
+  if (t->threads == NULL) {
     snprintf(err, len, "out of host memory");
-    goto out;
+    return CT_ERR_NOMEM;
   }
-  for (int i = 0; i < n_threads; i++)
-    if (pthread_create(&threads[i], NULL, pool_thread, &pool) != 0) {
-      n_threads = i;
-      rc = CT_ERR_NOMEM;
+  for (int i = 0; i < t->n_threads; i++)
+    if (pthread_create(&t->threads[i], NULL, pool_thread, &t->pool) != 0) {
+      t->n_threads = i;
       snprintf(err, len, "cannot start compile threads");
-      goto out;
+      return CT_ERR_NOMEM;
     }
-  /* Start compiling what the search wants first, then make the test data
-  ** (the reference runs on the GPU meanwhile). */
-  size_t ahead = (size_t)n_threads * 2;
-  size_t *peek = calloc(ahead, sizeof *peek);
-  if (peek == NULL) {
-    rc = CT_ERR_NOMEM;
+  t->ahead = (size_t)t->n_threads * 2;
+  t->peek = calloc(t->ahead, sizeof *t->peek);
+  if (t->peek == NULL) {
     snprintf(err, len, "out of host memory");
-    goto out;
+    return CT_ERR_NOMEM;
   }
-  size_t np = ct_tune_search_peek(search, peek, ahead);
-  for (size_t k = 0; k < np; k++) pool_want(&pool, cache, peek[k]);
+  size_t np = ct_tune_search_peek(t->search, t->peek, t->ahead);
+  for (size_t k = 0; k < np; k++) pool_want(&t->pool, t->cache, t->peek[k]);
 
   r->seed = o->seed ? o->seed : ct_tune_fresh_seed();
   int64_t P, Q;
   ct_problem_output(&o->problem, &P, &Q);
-  size_t outputs = (size_t)(o->problem.n * o->problem.k * P * Q);
+  t->outputs = (size_t)(o->problem.n * o->problem.k * P * Q);
   size_t inputs = (size_t)(o->problem.n * o->problem.c * o->problem.h * o->problem.w);
-  pg.phase = "reference";
-  progress_draw(&pg, 1);
-  rc = ct_tune_worker_setup(w, &o->problem, r->seed,
-                            120.0 + 1e-7 * (double)(inputs + outputs), err, len);
-  if (rc != CT_OK) {
-    free(peek);
-    if (stopped(o)) {
-      r->interrupted = 1;
-      rc = CT_OK;
-    }
-    goto out;
+  t->pg.phase = "reference";
+  progress_draw(&t->pg, 1);
+  rc = ct_tune_worker_setup(t->w, &o->problem, r->seed,
+                            120.0 + 1e-7 * (double)(inputs + t->outputs), err, len);
+  if (rc != CT_OK && stopped(o)) {
+    r->interrupted = 1;
+    rc = CT_OK;
   }
+  return rc;
+}
 
-  /* Screening, in the search's order. */
-  pg.phase = "screening";
-  pg.screen_t0 = now_s();
+/* Screening, in the search's order: each variant's cubin (compiled ahead),
+** verified and timed in the worker, recorded the moment it is known; a
+** worker that died is restarted.  Under a budget, stops in time for the
+** finalists.  CT_OK (r->interrupted when stopped), or a failure of the
+** worker or the database. */
+static ct_status tune_screen(tune_run *t, char *err, size_t len) {
+  const ct_tune_options *o = t->o;
+  ct_tune_result *r = t->r;
+  tune_pool *pool = &t->pool;
+  ct_status rc = CT_OK;
+  t->pg.phase = "screening";
+  t->pg.screen_t0 = now_s();
   double slowest = NAN, job_wall = 0.0, best_ms = INFINITY;
   for (;;) {
     if (stopped(o)) {
@@ -603,59 +589,58 @@ ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
       double per = job_wall / (double)r->n_screened;
       double reserve = o->finalists * (per + o->final_trials *
                                        (isfinite(best_ms) ? best_ms : 1.0) / 1e3);
-      if (now_s() - t0 + per + reserve > o->budget_s) break;
+      if (now_s() - t->t0 + per + reserve > o->budget_s) break;
     }
-    long next = ct_tune_search_next(search);
+    long next = ct_tune_search_next(t->search);
     if (next < 0) break;
     size_t i = (size_t)next;
-    np = ct_tune_search_peek(search, peek, ahead);
-    for (size_t k = 0; k < np; k++) pool_want(&pool, cache, peek[k]);
-    pool_want(&pool, cache, i);
-    tune_slot *s = &pool.slots[i];
-    pg.current = s->variant.name;
-    if (!pool_wait(&pool, i, &pg)) {
+    size_t np = ct_tune_search_peek(t->search, t->peek, t->ahead);
+    for (size_t k = 0; k < np; k++) pool_want(pool, t->cache, t->peek[k]);
+    pool_want(pool, t->cache, i);
+    tune_slot *s = &pool->slots[i];
+    t->pg.current = s->variant.name;
+    if (!pool_wait(pool, i, &t->pg)) {
       r->interrupted = 1;
       break;
     }
     ct_tune_row *row = &r->rows[i];
-    ct_cache_trial *t = &row->trial;
-    trial_init(t, problem_id, device_id, s);
+    ct_cache_trial *tr = &row->trial;
+    trial_init(tr, t->problem_id, t->device_id, s);
     row->cubin_cached = s->cached;
     count_cubin(r, s);
     if (s->rc != CT_OK) {
-      t->status = CT_TRIAL_COMPILE_FAILED;
+      tr->status = CT_TRIAL_COMPILE_FAILED;
       const char *log = s->out.log ? s->out.log : "";
-      snprintf(t->message, sizeof t->message, "%s: %.200s",
+      snprintf(tr->message, sizeof tr->message, "%s: %.200s",
                ct_status_string(s->rc), log);
     } else {
       ct_tune_outcome oc;
-      rc = run_job(w, s, o->screen_trials,
-                   job_timeout(o, outputs, o->screen_trials, slowest), &oc, err, len);
-      if (rc != CT_OK) goto out;
+      rc = run_job(t->w, s, o->screen_trials,
+                   job_timeout(o, t->outputs, o->screen_trials, slowest), &oc, err, len);
+      if (rc != CT_OK) return rc;
       if (oc.interrupted) {
         r->interrupted = 1;
         break;
       }
       job_wall += oc.wall_s;
-      trial_from_outcome(t, &oc);
-      if (t->status == CT_TRIAL_TIMED) {
-        if (!(t->mean_ms <= slowest)) slowest = t->mean_ms;
-        if (t->mean_ms < best_ms) best_ms = t->mean_ms;
+      trial_from_outcome(tr, &oc);
+      if (tr->status == CT_TRIAL_TIMED) {
+        if (!(tr->mean_ms <= slowest)) slowest = tr->mean_ms;
+        if (tr->mean_ms < best_ms) best_ms = tr->mean_ms;
       }
     }
-    if (ct_cache_trial_add(cache, t) != CT_OK) {
-      snprintf(err, len, "cannot record a trial: %s", ct_cache_errmsg(cache));
-      rc = CT_ERR_DB;
-      goto out;
+    if (ct_cache_trial_add(t->cache, tr) != CT_OK) {
+      snprintf(err, len, "cannot record a trial: %s", ct_cache_errmsg(t->cache));
+      return CT_ERR_DB;
     }
     row->origin = CT_TUNE_SCREENED;
     r->n_screened++;
-    ct_tune_search_result(search, i, t->status == CT_TRIAL_TIMED ? t->mean_ms : NAN);
-    progress_count(&pg, t);
-    progress_line(&pg, row, "", r->n_screened + r->n_resumed, pg.total);
-    if (t->status != CT_TRIAL_TIMED) ct_rt_compiled_clear(&s->out);
-    if (!ct_tune_worker_alive(w)) {
-      rc = ct_tune_worker_restart(w, err, len);
+    ct_tune_search_result(t->search, i, tr->status == CT_TRIAL_TIMED ? tr->mean_ms : NAN);
+    progress_count(&t->pg, tr);
+    progress_line(&t->pg, row, "", r->n_screened + r->n_resumed, t->pg.total);
+    if (tr->status != CT_TRIAL_TIMED) ct_rt_compiled_clear(&s->out);
+    if (!ct_tune_worker_alive(t->w)) {
+      rc = ct_tune_worker_restart(t->w, err, len);
       r->restarts++;
       if (rc != CT_OK) {
         if (stopped(o)) {
@@ -666,123 +651,164 @@ ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
       }
     }
   }
-  free(peek);
-  if (rc != CT_OK || r->interrupted) goto out;
+  return rc;
+}
 
-  /* Finalists: the fastest timed variants, recorded or screened now,
-  ** verified again and re-timed with the full protocol. */
-  pg.phase = "finalists";
+/* Finalists: the fastest timed variants, recorded or screened now,
+** verified again and re-timed with the full protocol (recorded as further
+** trials); the fastest of those is r->winner.  CT_OK (r->interrupted
+** when stopped: then no winner), or a failure of the worker or the
+** database. */
+static ct_status tune_finalists(tune_run *t, char *err, size_t len) {
+  const ct_tune_options *o = t->o;
+  ct_tune_result *r = t->r;
+  tune_pool *pool = &t->pool;
+  ct_status rc;
+  t->pg.phase = "finalists";
   size_t n_cand = 0;
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < t->n; i++)
     if (r->rows[i].origin != CT_TUNE_UNTRIED &&
         r->rows[i].trial.status == CT_TRIAL_TIMED && isfinite(r->rows[i].trial.mean_ms))
-      order[n_cand++] = i;
-  qsort_r(order, n_cand, sizeof *order, cmp_mean, r->rows);
+      t->order[n_cand++] = i;
+  qsort_r(t->order, n_cand, sizeof *t->order, cmp_mean, r->rows);
   double best = INFINITY;
   int good = 0;
   for (size_t c = 0; c < n_cand && good < o->finalists; c++) {
-    size_t i = order[c];
-    tune_slot *s = &pool.slots[i];
+    size_t i = t->order[c];
+    tune_slot *s = &pool->slots[i];
     ct_tune_row *row = &r->rows[i];
-    pg.current = s->variant.name;
-    pool_want(&pool, cache, i);
-    if (!pool_wait(&pool, i, &pg)) {
+    t->pg.current = s->variant.name;
+    pool_want(pool, t->cache, i);
+    if (!pool_wait(pool, i, &t->pg)) {
       r->interrupted = 1;
       break;
     }
     count_cubin(r, s);
     if (s->rc != CT_OK || s->out.cubin == NULL) continue; /* cannot happen */
     ct_tune_outcome oc;
-    rc = run_job(w, s, o->final_trials,
-                 job_timeout(o, outputs, o->final_trials, row->trial.mean_ms), &oc, err, len);
-    if (rc != CT_OK) goto out;
+    rc = run_job(t->w, s, o->final_trials,
+                 job_timeout(o, t->outputs, o->final_trials, row->trial.mean_ms), &oc,
+                 err, len);
+    if (rc != CT_OK) return rc;
     if (oc.interrupted) {
       r->interrupted = 1;
       break;
     }
-    ct_cache_trial *t = &row->trial;
-    trial_init(t, problem_id, device_id, s);
-    trial_from_outcome(t, &oc);
-    if (ct_cache_trial_add(cache, t) != CT_OK) {
-      snprintf(err, len, "cannot record a trial: %s", ct_cache_errmsg(cache));
-      rc = CT_ERR_DB;
-      goto out;
+    ct_cache_trial *tr = &row->trial;
+    trial_init(tr, t->problem_id, t->device_id, s);
+    trial_from_outcome(tr, &oc);
+    if (ct_cache_trial_add(t->cache, tr) != CT_OK) {
+      snprintf(err, len, "cannot record a trial: %s", ct_cache_errmsg(t->cache));
+      return CT_ERR_DB;
     }
     row->finalist = 1;
     row->cubin_cached = s->cached;
-    progress_count(&pg, t);
-    progress_line(&pg, row, "final ", (size_t)good + 1, (size_t)o->finalists);
-    if (t->status == CT_TRIAL_TIMED) {
+    progress_count(&t->pg, tr);
+    progress_line(&t->pg, row, "final ", (size_t)good + 1, (size_t)o->finalists);
+    if (tr->status == CT_TRIAL_TIMED) {
       good++;
-      if (t->mean_ms < best) {
-        best = t->mean_ms;
+      if (tr->mean_ms < best) {
+        best = tr->mean_ms;
         r->winner = (long)i;
       }
     }
-    if (!ct_tune_worker_alive(w)) {
-      rc = ct_tune_worker_restart(w, err, len);
+    if (!ct_tune_worker_alive(t->w)) {
+      rc = ct_tune_worker_restart(t->w, err, len);
       r->restarts++;
-      if (rc != CT_OK) goto out;
+      if (rc != CT_OK) return rc;
     }
   }
-  if (r->interrupted) {
-    r->winner = -1;
-    goto out;
-  }
+  if (r->interrupted) r->winner = -1;
+  return CT_OK;
+}
 
-  if (r->winner >= 0) {
-    const tune_slot *s = &pool.slots[r->winner];
-    const ct_cache_trial *t = &r->rows[r->winner].trial;
-    ct_cache_winner win;
-    memset(&win, 0, sizeof win);
-    win.problem_id = problem_id;
-    win.device_id = device_id;
-    win.trial_id = t->id;
-    snprintf(win.variant, sizeof win.variant, "%s", t->variant);
-    win.source_hash = s->source_hash;
-    win.cubin = s->out.cubin;
-    win.cubin_size = s->out.cubin_size;
-    win.cubin_hash = ct_gen_hash(win.cubin, win.cubin_size, CT_GEN_HASH_SEED);
-    snprintf(win.arch, sizeof win.arch, "%s", arch);
-    snprintf(win.nvrtc_version, sizeof win.nvrtc_version, "%s", r->device.nvrtc_version);
-    snprintf(win.options, sizeof win.options, "%s", options);
-    win.mean_ms = t->mean_ms;
-    if (ct_cache_winner_set(cache, &win) != CT_OK) {
-      snprintf(err, len, "cannot store the winner: %s", ct_cache_errmsg(cache));
-      rc = CT_ERR_DB;
-      goto out;
-    }
+/* Storing: the winner (when there is one) and its cubin. */
+static ct_status tune_store_winner(tune_run *t, char *err, size_t len) {
+  ct_tune_result *r = t->r;
+  if (r->winner < 0) return CT_OK;
+  const tune_slot *s = &t->pool.slots[r->winner];
+  const ct_cache_trial *tr = &r->rows[r->winner].trial;
+  ct_cache_winner win;
+  memset(&win, 0, sizeof win);
+  win.problem_id = t->problem_id;
+  win.device_id = t->device_id;
+  win.trial_id = tr->id;
+  snprintf(win.variant, sizeof win.variant, "%s", tr->variant);
+  win.source_hash = s->source_hash;
+  win.cubin = s->out.cubin;
+  win.cubin_size = s->out.cubin_size;
+  win.cubin_hash = ct_gen_hash(win.cubin, win.cubin_size, CT_GEN_HASH_SEED);
+  snprintf(win.arch, sizeof win.arch, "%s", t->arch);
+  snprintf(win.nvrtc_version, sizeof win.nvrtc_version, "%s", r->device.nvrtc_version);
+  snprintf(win.options, sizeof win.options, "%s", t->options);
+  win.mean_ms = tr->mean_ms;
+  if (ct_cache_winner_set(t->cache, &win) != CT_OK) {
+    snprintf(err, len, "cannot store the winner: %s", ct_cache_errmsg(t->cache));
+    return CT_ERR_DB;
   }
-  rc = CT_OK;
+  return CT_OK;
+}
 
-out:
-  if (o->progress && o->progress_bar && pg.last_draw > 0) {
-    progress_draw(&pg, 1);
+/* Ending: the progress line finished, the compile threads joined, the
+** worker stopped, everything freed; r->wall_s set. */
+static void tune_finish(tune_run *t) {
+  const ct_tune_options *o = t->o;
+  tune_pool *pool = &t->pool;
+  if (o->progress && o->progress_bar && t->pg.last_draw > 0) {
+    progress_draw(&t->pg, 1);
     fputc('\n', o->progress);
   }
-  if (threads) {
-    pthread_mutex_lock(&pool.lock);
-    pool.quit = 1;
-    pthread_cond_broadcast(&pool.work);
-    pthread_mutex_unlock(&pool.lock);
-    for (int i = 0; i < n_threads; i++) pthread_join(threads[i], NULL);
-    free(threads);
+  if (t->threads) {
+    pthread_mutex_lock(&pool->lock);
+    pool->quit = 1;
+    pthread_cond_broadcast(&pool->work);
+    pthread_mutex_unlock(&pool->lock);
+    for (int i = 0; i < t->n_threads; i++) pthread_join(t->threads[i], NULL);
+    free(t->threads);
   }
-  ct_tune_worker_stop(w);
-  if (pool.slots)
-    for (size_t i = 0; i < pool.n; i++) {
-      ct_rt_compiled_clear(&pool.slots[i].out);
-      free(pool.slots[i].src);
+  ct_tune_worker_stop(t->w);
+  if (pool->slots)
+    for (size_t i = 0; i < pool->n; i++) {
+      ct_rt_compiled_clear(&pool->slots[i].out);
+      free(pool->slots[i].src);
     }
-  free(pool.slots);
-  free(pool.queue);
-  pthread_mutex_destroy(&pool.lock);
-  pthread_cond_destroy(&pool.work);
-  pthread_cond_destroy(&pool.done);
-  ct_tune_search_destroy(search);
-  free(variants);
-  free(order);
-  ct_cache_close(cache);
-  r->wall_s = now_s() - t0;
+  free(pool->slots);
+  free(pool->queue);
+  pthread_mutex_destroy(&pool->lock);
+  pthread_cond_destroy(&pool->work);
+  pthread_cond_destroy(&pool->done);
+  ct_tune_search_destroy(t->search);
+  free(t->variants);
+  free(t->order);
+  free(t->peek);
+  ct_cache_close(t->cache);
+  t->r->wall_s = now_s() - t->t0;
+}
+
+ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
+                      size_t len) {
+  tune_run t;
+  ct_status rc;
+  memset(r, 0, sizeof *r);
+  r->winner = -1;
+  memset(&t, 0, sizeof t);
+  t.o = o;
+  t.r = r;
+  t.t0 = now_s();
+  pthread_mutex_init(&t.pool.lock, NULL);
+  pthread_cond_init(&t.pool.work, NULL);
+  pthread_cond_init(&t.pool.done, NULL);
+  t.pg.o = o;
+  t.pg.r = r;
+  t.pg.pool = &t.pool;
+  t.pg.phase = "starting";
+
+  rc = tune_setup(&t, err, len);
+  if (rc == CT_OK && !r->interrupted) rc = tune_plan(&t, err, len);
+  if (rc == CT_OK && !r->interrupted) rc = tune_start(&t, err, len);
+  if (rc == CT_OK && !r->interrupted) rc = tune_screen(&t, err, len);
+  if (rc == CT_OK && !r->interrupted) rc = tune_finalists(&t, err, len);
+  if (rc == CT_OK && !r->interrupted) rc = tune_store_winner(&t, err, len);
+  tune_finish(&t);
   return rc;
 }

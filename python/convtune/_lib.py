@@ -14,21 +14,29 @@ one helper that takes tensors, and it imports torch only when called.
 The library is found, in this order, at
   1. $CONVTUNE_LIB (a path),
   2. build/runtime/libconvtune.so of the source tree this package sits in
-     (python/convtune -> ../../build), for use straight from a checkout,
-  3. the installed library (`meson install`): ctypes.util.find_library
-     ("convtune"), then the plain name libconvtune.so (the loader's paths,
+     (python/convtune -> ../../build), only when the package is used
+     straight from a checkout (not after `pip install`),
+  3. the installed library (`meson install`): the libdir pkg-config gives
+     for convtune ($PKG_CONFIG_PATH), meson's default prefix /usr/local
+     (lib/<multiarch>, lib64, lib), ctypes.util.find_library("convtune"),
+     then the plain name libconvtune.so (the loader's paths,
      $LD_LIBRARY_PATH).
+When none loads, LibraryNotFound lists what was tried and the three ways
+to point at a library: $CONVTUNE_LIB, $LD_LIBRARY_PATH (or ldconfig), and
+$PKG_CONFIG_PATH.
 """
 
 import ctypes
 import ctypes.util
 import os
+import subprocess
+import sysconfig
 
 __all__ = [
     "CT_OK", "CT_PROBLEM_SPEC_MAX", "CT_PREC_TF32", "CT_PREC_FP32", "PRECISIONS",
     "STATUS", "PATHS", "Problem", "ConvtuneError", "LibraryNotFound", "Library",
     "Context", "check_tensor", "load", "repo_root", "default_library_path",
-    "library_candidates",
+    "library_candidates", "in_source_tree",
 ]
 
 # -------------------------------------------------------------------------
@@ -76,6 +84,21 @@ class Problem(ctypes.Structure):
         ("bias", ctypes.c_int),
         ("precision", ctypes.c_int),  # ct_precision, an int-sized enum
     ]
+
+    def spec(self):
+        """The canonical spec text (README.md, "Problem specs"), as
+        ct_problem_format writes it, computed here without the library."""
+        def pair(a, b):
+            return "%d" % a if a == b else "%dx%d" % (a, b)
+        prec = {CT_PREC_TF32: "tf32", CT_PREC_FP32: "fp32"}.get(self.precision,
+                                                               str(self.precision))
+        return ("n=%d,c=%d,h=%d,w=%d,k=%d,r=%d,s=%d,stride=%s,pad=%s,dil=%s,bias=%d,prec=%s"
+                % (self.n, self.c, self.h, self.w, self.k, self.r, self.s,
+                   pair(self.stride_h, self.stride_w), pair(self.pad_h, self.pad_w),
+                   pair(self.dil_h, self.dil_w), self.bias, prec))
+
+    def __repr__(self):
+        return "Problem(%r)" % self.spec()
 
     def copy(self, **changes):
         """A copy of this problem with some fields changed."""
@@ -127,14 +150,53 @@ def repo_root():
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def in_source_tree():
+    """Whether this package is used from a convtune checkout (python/convtune
+    beside meson.build and runtime/convtune.h), not an installed copy."""
+    root = repo_root()
+    return (os.path.exists(os.path.join(root, "meson.build")) and
+            os.path.exists(os.path.join(root, "runtime", "convtune.h")))
+
+
+def _pkg_config_libdir():
+    """The libdir `pkg-config` gives for convtune, or None."""
+    try:
+        r = subprocess.run(["pkg-config", "--variable=libdir", "convtune"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    libdir = r.stdout.strip()
+    return libdir if r.returncode == 0 and libdir else None
+
+
+def _prefix_libdirs(prefix="/usr/local"):
+    """The library folders `meson install` uses under prefix."""
+    dirs = []
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    if multiarch:
+        dirs.append(os.path.join(prefix, "lib", multiarch))
+    dirs += [os.path.join(prefix, "lib64"), os.path.join(prefix, "lib")]
+    return dirs
+
+
 def library_candidates():
     """Where load() looks, in order: (description, path or name) pairs."""
     out = []
     env = os.environ.get("CONVTUNE_LIB")
     if env:
         return [("$CONVTUNE_LIB", env)]
-    out.append(("the source tree's build",
-                os.path.join(repo_root(), "build", "runtime", "libconvtune.so")))
+    if in_source_tree():
+        out.append(("the source tree's build",
+                    os.path.join(repo_root(), "build", "runtime", "libconvtune.so")))
+    libdir = _pkg_config_libdir()
+    if libdir:
+        out.append(("pkg-config's libdir for convtune",
+                    os.path.join(libdir, "libconvtune.so")))
+    for d in _prefix_libdirs():
+        path = os.path.join(d, "libconvtune.so")
+        if os.path.exists(path):
+            out.append(("meson install's default prefix", path))
     found = ctypes.util.find_library("convtune")
     if found:
         out.append(("ctypes.util.find_library('convtune')", found))
@@ -179,8 +241,13 @@ class Library:
         if lib is None:
             raise LibraryNotFound(
                 "libconvtune not found; tried:\n  " + "\n  ".join(tried) +
-                "\nBuild it (meson setup build && meson compile -C build), install it "
-                "(meson install -C build), or set $CONVTUNE_LIB to its path.")
+                "\nBuild it (meson setup build && meson compile -C build) or install it "
+                "(meson install -C build), then point at it in one of three ways:\n"
+                "  1. CONVTUNE_LIB=/path/to/libconvtune.so (the file itself);\n"
+                "  2. LD_LIBRARY_PATH=/path/to/its/folder (or run ldconfig after "
+                "installing into a system folder);\n"
+                "  3. PKG_CONFIG_PATH=/path/to/the/folder/of/convtune.pc "
+                "(pkg-config's libdir is used).")
         self._lib = lib
         P = ctypes.POINTER(Problem)
         vp, cp, sz, i = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int
@@ -241,7 +308,12 @@ class Library:
         return p
 
     def parse(self, spec):
-        """Parses a spec (README.md, "Problem specs") with ct_problem_parse."""
+        """Parses a spec (README.md, "Problem specs") with ct_problem_parse.
+        Raises TypeError unless spec is a str, ConvtuneError when it is not a
+        valid spec."""
+        if not isinstance(spec, str):
+            raise TypeError("a problem spec is a str such as 'n=1,c=3,h=224,w=224,"
+                            "k=64,r=7,s=7', not %s" % type(spec).__name__)
         p = Problem()
         err = ctypes.create_string_buffer(256)
         st = self._lib.ct_problem_parse(spec.encode(), ctypes.byref(p), err, len(err))

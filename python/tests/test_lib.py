@@ -88,8 +88,97 @@ def test_candidates_order():
     if os.environ.get("CONVTUNE_LIB"):
         assert cands == [os.environ["CONVTUNE_LIB"]]
     else:
+        assert _lib.in_source_tree()
         assert cands[0].endswith(os.path.join("build", "runtime", "libconvtune.so"))
         assert cands[-1] == "libconvtune.so"
+
+
+def installed_copy(tmp_path):
+    """The package copied away from the source tree, as `pip install` leaves
+    it (site-packages/convtune): a PYTHONPATH for run_installed."""
+    import shutil
+    site = tmp_path / "site-packages"
+    shutil.copytree(os.path.join(PYTHON_DIR, "convtune"), str(site / "convtune"))
+    return str(site)
+
+
+def run_installed(site, code, **env):
+    """Runs code against the installed copy, without $CONVTUNE_LIB."""
+    e = {k: v for k, v in os.environ.items()
+         if k not in ("CONVTUNE_LIB", "PKG_CONFIG_PATH", "LD_LIBRARY_PATH")}
+    e.update(env)
+    e["PYTHONPATH"] = site
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=e, cwd=site,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=300)
+    return r.returncode, r.stdout
+
+
+FIND = """
+    import convtune
+    from convtune import _lib
+    assert not _lib.in_source_tree()
+    try:
+        print("found", convtune.load().path)
+    except convtune.LibraryNotFound as e:
+        print("notfound", e)
+    """
+
+
+def test_installed_package_never_looks_beside_itself(lib, tmp_path):
+    site = installed_copy(tmp_path)
+    code, out = run_installed(site, FIND, PKG_CONFIG_PATH=str(tmp_path / "none"))
+    assert code == 0, out
+    assert "site-packages/build" not in out and "build/runtime" not in out, out
+
+
+def test_installed_package_finds_the_library_by_pkg_config(lib, tmp_path):
+    import shutil
+    if shutil.which("pkg-config") is None:
+        pytest.skip("no pkg-config")
+    site = installed_copy(tmp_path)
+    libdir = os.path.dirname(os.path.abspath(lib.path))
+    pc = tmp_path / "pc"
+    pc.mkdir()
+    (pc / "convtune.pc").write_text(
+        "libdir=%s\nincludedir=/nonexistent\n\nName: convtune\nDescription: test\n"
+        "Version: 0.1.0\nLibs: -L${libdir} -lconvtune\nCflags: -I${includedir}\n" % libdir)
+    code, out = run_installed(site, FIND, PKG_CONFIG_PATH=str(pc))
+    assert code == 0 and out.startswith("found " + os.path.join(libdir, "libconvtune.so")), out
+
+
+def test_installed_package_finds_the_library_on_the_loader_path(lib, tmp_path):
+    site = installed_copy(tmp_path)
+    libdir = os.path.dirname(os.path.abspath(lib.path))
+    code, out = run_installed(site, FIND, PKG_CONFIG_PATH=str(tmp_path / "none"),
+                              LD_LIBRARY_PATH=libdir)
+    assert code == 0 and out.startswith("found "), out
+
+
+def test_not_found_explains_the_three_ways(tmp_path):
+    site = installed_copy(tmp_path)
+    code, out = run_installed(site, FIND, PKG_CONFIG_PATH=str(tmp_path / "none"))
+    if out.startswith("found "):
+        pytest.skip("a libconvtune is installed on this machine: " + out)
+    assert code == 0 and out.startswith("notfound"), out
+    for way in ("CONVTUNE_LIB=", "LD_LIBRARY_PATH=", "PKG_CONFIG_PATH="):
+        assert way in out, out
+
+
+def test_parse_wants_a_string(lib):
+    for bad in (None, 3, b"n=1,c=1,h=8,w=8,k=1,r=3,s=3"):
+        with pytest.raises(TypeError) as e:
+            lib.parse(bad)
+        assert "spec is a str" in str(e.value)
+
+
+def test_problem_repr_is_its_spec(lib):
+    for spec in ["n=11,c=12,h=130,w=140,k=15,r=6,s=7,stride=2x3,pad=4x5,dil=1x2,bias=0,prec=fp32",
+                 "n=1,c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3"]:
+        p = lib.parse(spec)
+        assert p.spec() == lib.format(p)
+        assert repr(p) == "Problem(%r)" % lib.format(p)
+    assert repr(lib.default_problem()).startswith("Problem('n=256,c=3,h=224,w=224,k=96,")
 
 
 def test_open_without_a_driver(lib):
