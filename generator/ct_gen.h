@@ -51,10 +51,12 @@ typedef struct ct_gen_launch {
 
 struct ct_gen_family;
 
-/* One point of a family's search space, planned for one problem. */
+/* One point of a family's search space, planned for one problem on one
+** device. */
 typedef struct ct_gen_variant {
   const struct ct_gen_family *family;
   int values[CT_GEN_MAX_PARAMS];          /* one per family parameter */
+  ct_gen_limits limits;                   /* the device it was planned for */
   char name[CT_GEN_NAME_MAX];             /* "family:P1=v1,P2=v2" */
   int n_kernels;
   ct_gen_launch kernels[CT_GEN_MAX_KERNELS];
@@ -85,10 +87,13 @@ typedef struct ct_gen_family {
   int (*valid)(const ct_problem *p, const ct_gen_limits *lim,
                const int *values);
   /* Fills v->n_kernels, v->kernels and v->workspace_bytes for a valid
-  ** point; also returns extra "#define NAME value" lines (may be empty) in
-  ** defines (at most len bytes) for launch quantities the template uses. */
-  void (*plan)(const ct_problem *p, const int *values, ct_gen_variant *v,
-               char *defines, size_t len);
+  ** point on the device lim describes (a persistent grid is sized by
+  ** lim->sm_count, see ct_gen_sm_count); also returns extra "#define NAME
+  ** value" lines (may be empty) in defines (at most len bytes) for launch
+  ** quantities the template uses. */
+  void (*plan)(const ct_problem *p, const ct_gen_limits *lim,
+               const int *values, ct_gen_variant *v, char *defines,
+               size_t len);
 } ct_gen_family;
 
 /* For a family's plan(): one launch of `kernel` with grid (gx, gy, 1),
@@ -102,6 +107,10 @@ void ct_gen_plan_one(ct_gen_variant *v, const char *kernel, unsigned gx,
                      unsigned gy, unsigned threads, unsigned smem,
                      const char *split_macro, int split, char *defines,
                      size_t len);
+
+/* For a family's plan(): the SMs a persistent grid is sized for,
+** lim->sm_count, at least 1. */
+int64_t ct_gen_sm_count(const ct_gen_limits *lim);
 
 /* For families too: the product of n factors, or -1 when it overflows
 ** int64. */
@@ -151,8 +160,9 @@ ct_status ct_gen_variant_from_name(const ct_problem *p,
 ct_status ct_gen_default_variant(const ct_problem *p, const ct_gen_limits *lim,
                                  ct_gen_variant *out);
 
-/* The CUDA source text of a variant for a problem.  Same inputs -> same
-** bytes; the precision is not part of the text.  Layout: a "// convtune:"
+/* The CUDA source text of a variant for a problem, planned as for
+** v->limits.  Same inputs -> same bytes; the precision is not part of the
+** text.  Layout: a "// convtune:"
 ** comment line; "#define" lines for CT_N CT_C CT_H CT_W CT_K CT_R CT_S CT_P
 ** CT_Q CT_STRIDE_H CT_STRIDE_W CT_PAD_H CT_PAD_W CT_DIL_H CT_DIL_W CT_BIAS;
 ** the family's parameters in order; the plan's lines; "#line 1" and the

@@ -71,8 +71,9 @@ static int direct_valid(const ct_problem *p, const ct_gen_limits *lim,
   return 1;
 }
 
-static void direct_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                        char *defines, size_t len) {
+static void direct_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                        ct_gen_variant *out, char *defines, size_t len) {
+  (void)lim;
   direct_shape sh;
   direct_shape_of(p, v, &sh);
   out->n_kernels = 1;

@@ -38,13 +38,6 @@
 
 enum { TC_TP, TC_BN, TC_WARPS, TC_WN, TC_STAGES, TC_PERSIST };
 
-/* SMs a persistent grid is sized for.  plan() does not see the device; 132
-** is the H100 / H200 SXM count.  Any grid is correct (the template loops
-** over tiles with a grid stride); on a device with fewer SMs a persistent
-** variant runs a partial second wave and times slower, so the tuner prefers
-** others there. */
-#define TC_PERSIST_SMS 132
-
 /* Threads an SM holds: the least of the architectures the generator knows
 ** (sm_89: 1536; sm_80, sm_90: 2048); ct_gen_limits does not carry it. */
 #define TC_THREADS_PER_SM 1536
@@ -66,7 +59,8 @@ typedef struct tc_shape {
 
 /* Fills *sh; returns 0 if the point's tiling is malformed or its band
 ** far too large (then *sh is partial). */
-static int tc_shape_of(const ct_problem *p, const int *v, tc_shape *sh) {
+static int tc_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                       tc_shape *sh) {
   int64_t tp = v[TC_TP], bn = v[TC_BN], warps = v[TC_WARPS], wn = v[TC_WN];
   int64_t stages = v[TC_STAGES], persist = v[TC_PERSIST];
   if (tp < 1 || bn < 8 || bn % 8 != 0 || warps < 1 || wn < 1 ||
@@ -95,10 +89,12 @@ static int tc_shape_of(const ct_problem *p, const int *v, tc_shape *sh) {
   sh->smem = (sh->ksteps * sh->nt * 64 + sh->ksteps * 8 + stages * sh->band_pad) * 4;
   sh->tiles = p->n * ((sh->P + tp - 1) / tp);
   sh->kblocks = (p->k + bn - 1) / bn;
+  /* PERSIST c: c CTAs per SM of the device, shared out over grid.y.  Any
+  ** grid is correct (the template loops over tiles with a grid stride). */
   if (persist == 0) {
     sh->grid_x = sh->tiles;
   } else {
-    int64_t ctas = (int64_t)TC_PERSIST_SMS * persist / sh->kblocks;
+    int64_t ctas = ct_gen_sm_count(lim) * persist / sh->kblocks;
     if (ctas < 1) ctas = 1;
     sh->grid_x = ctas < sh->tiles ? ctas : sh->tiles;
   }
@@ -127,7 +123,7 @@ static int tc_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                    int split) {
   const int64_t lim32 = INT32_MAX;
   tc_shape sh;
-  if (!tc_shape_of(p, v, &sh)) return 0;
+  if (!tc_shape_of(p, lim, v, &sh)) return 0;
   int64_t stages = v[TC_STAGES], persist = v[TC_PERSIST];
   if (stages == 2 && persist == 0) return 0; /* nothing to overlap */
   if (sh.threads > lim->max_threads_per_block) return 0;
@@ -175,7 +171,7 @@ static int tc_valid_common(const ct_problem *p, const ct_gen_limits *lim,
                            const int *v, int split) {
   if (!tc_fits(p, lim, v, split)) return 0;
   tc_shape sh;
-  tc_shape_of(p, v, &sh);
+  tc_shape_of(p, lim, v, &sh);
   const ct_gen_param *bns = &ct_gen_family_tc.params[TC_BN];
   int64_t least = INT64_MAX;
   for (int i = 0; i < bns->n_values; i++) {
@@ -208,24 +204,24 @@ static int tc3_valid(const ct_problem *p, const ct_gen_limits *lim,
   return tc_valid_common(p, lim, v, 1);
 }
 
-static void tc_plan_common(const ct_problem *p, const int *v,
-                           ct_gen_variant *out, char *defines, size_t len,
-                           int split) {
+static void tc_plan_common(const ct_problem *p, const ct_gen_limits *lim,
+                           const int *v, ct_gen_variant *out, char *defines,
+                           size_t len, int split) {
   tc_shape sh;
-  tc_shape_of(p, v, &sh);
+  tc_shape_of(p, lim, v, &sh);
   ct_gen_plan_one(out, "conv_tc", (unsigned)sh.grid_x, (unsigned)sh.kblocks,
                   (unsigned)sh.threads, (unsigned)sh.smem, "CT_TC_SPLIT", split, defines,
                   len);
 }
 
-static void tc_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                    char *defines, size_t len) {
-  tc_plan_common(p, v, out, defines, len, 0);
+static void tc_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                    ct_gen_variant *out, char *defines, size_t len) {
+  tc_plan_common(p, lim, v, out, defines, len, 0);
 }
 
-static void tc3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                     char *defines, size_t len) {
-  tc_plan_common(p, v, out, defines, len, 1);
+static void tc3_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                     ct_gen_variant *out, char *defines, size_t len) {
+  tc_plan_common(p, lim, v, out, defines, len, 1);
 }
 
 #define TC_PARAMS                        \

@@ -42,8 +42,10 @@ static void test_plan_mode(const ct_problem *p, int mode, unsigned threads,
 }
 
 #define TEST_FAMILY(NAME, MODE, THREADS)                                       \
-  static void NAME##_plan(const ct_problem *p, const int *values,              \
-                          ct_gen_variant *v, char *defines, size_t len) {      \
+  static void NAME##_plan(const ct_problem *p, const ct_gen_limits *lim,       \
+                          const int *values, ct_gen_variant *v,                \
+                          char *defines, size_t len) {                         \
+    (void)lim;                                                                 \
     (void)values;                                                              \
     test_plan_mode(p, MODE, THREADS, v, defines, len);                         \
   }                                                                            \

@@ -63,11 +63,6 @@
 enum { WG_TP, WG_BN, WG_WG, WG_STAGES, WG_CTAS, WG_KGC /* KG (wg) or KC (wg3) */, WG_PP,
        WG_ASKS /* AS (wg) or KS (wg3) */ };
 
-/* SMs a persistent grid is sized for.  plan() does not see the device; 132
-** is the H100 / H200 SXM count (the only devices valid() accepts).  Any grid
-** is correct: the template loops over tiles with a grid stride. */
-#define WG_PERSIST_SMS 132
-
 /* Threads an SM holds on sm_90; ct_gen_limits does not carry it. */
 #define WG_THREADS_PER_SM 2048
 
@@ -93,8 +88,8 @@ static int wg_bn_supported(int64_t bn) {
 
 /* Fills *sh; returns 0 if the point's tiling is malformed (then *sh is
 ** partial). */
-static int wg_shape_of(const ct_problem *p, const int *v, int split, int ks,
-                       wg_shape *sh) {
+static int wg_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                       int split, int ks, wg_shape *sh) {
   int64_t tp = v[WG_TP], bn = v[WG_BN], nwg = v[WG_WG];
   int64_t stages = v[WG_STAGES], ctas = v[WG_CTAS];
   if (tp < 1 || !wg_bn_supported(bn) || (nwg != 1 && nwg != 2) ||
@@ -148,8 +143,10 @@ static int wg_shape_of(const ct_problem *p, const int *v, int split, int ks,
   }
   sh->tiles = p->n * ((sh->P + tp - 1) / tp);
   sh->kblocks = (p->k + bn - 1) / bn;
-  /* KS 2: clusters of two CTAs, each cluster on tiles of its own. */
-  int64_t ctas_total = (int64_t)WG_PERSIST_SMS * ctas / sh->kblocks / ks;
+  /* CTAS per SM of the device, shared out over grid.y; KS 2: clusters of
+  ** two CTAs, each cluster on tiles of its own.  Any grid is correct: the
+  ** template loops over tiles with a grid stride. */
+  int64_t ctas_total = ct_gen_sm_count(lim) * ctas / sh->kblocks / ks;
   if (ctas_total < 1) ctas_total = 1;
   sh->grid_x = ks * (ctas_total < sh->tiles ? ctas_total : sh->tiles);
   return 1;
@@ -175,7 +172,7 @@ static int wg_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0)
     return 0;
   wg_shape sh;
-  if (!wg_shape_of(p, v, split, ks, &sh)) return 0;
+  if (!wg_shape_of(p, lim, v, split, ks, &sh)) return 0;
   int64_t ctas = v[WG_CTAS];
   if (sh.threads > lim->max_threads_per_block) return 0;
   /* 32-bit tensors (the problem's validation guarantees them; checked here
@@ -238,7 +235,7 @@ static int wg_valid_common(const ct_problem *p, const ct_gen_limits *lim,
                            const int *v, int split, int as, int ks) {
   if (!wg_fits(p, lim, v, split, as, ks)) return 0;
   wg_shape sh;
-  wg_shape_of(p, v, split, ks, &sh);
+  wg_shape_of(p, lim, v, split, ks, &sh);
   if (!wg_bn_waste_ok(p->k, v[WG_BN])) return 0;
   if (v[WG_BN] < 48) {
     const ct_gen_param *bns = &ct_gen_family_wg.params[WG_BN];
@@ -268,24 +265,24 @@ static int wg3_valid(const ct_problem *p, const ct_gen_limits *lim,
   return wg_valid_common(p, lim, v, 1, 2, v[WG_ASKS]);
 }
 
-static void wg_plan_common(const ct_problem *p, const int *v,
-                           ct_gen_variant *out, char *defines, size_t len,
-                           int split, int ks) {
+static void wg_plan_common(const ct_problem *p, const ct_gen_limits *lim,
+                           const int *v, ct_gen_variant *out, char *defines,
+                           size_t len, int split, int ks) {
   wg_shape sh;
-  wg_shape_of(p, v, split, ks, &sh);
+  wg_shape_of(p, lim, v, split, ks, &sh);
   ct_gen_plan_one(out, "conv_wg", (unsigned)sh.grid_x, (unsigned)sh.kblocks,
                   (unsigned)sh.threads, (unsigned)sh.smem, "CT_WG_SPLIT", split, defines,
                   len);
 }
 
-static void wg_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                    char *defines, size_t len) {
-  wg_plan_common(p, v, out, defines, len, 0, 1);
+static void wg_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                    ct_gen_variant *out, char *defines, size_t len) {
+  wg_plan_common(p, lim, v, out, defines, len, 0, 1);
 }
 
-static void wg3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                     char *defines, size_t len) {
-  wg_plan_common(p, v, out, defines, len, 1, v[WG_ASKS]);
+static void wg3_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                     ct_gen_variant *out, char *defines, size_t len) {
+  wg_plan_common(p, lim, v, out, defines, len, 1, v[WG_ASKS]);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -344,29 +341,30 @@ static int s2d_wg3_valid(const ct_problem *p, const ct_gen_limits *lim,
   return s2d_valid_common(p, lim, v, 1);
 }
 
-/* Blocks of 256 threads for a grid-stride pass over n elements: enough to
-** fill 132 SMs, never more than the elements need. */
+/* Blocks of 256 threads for a grid-stride pass over n elements: at most
+** cap (a multiple of the device's SMs), never more than the elements
+** need. */
 static unsigned s2d_blocks(int64_t n, int64_t cap) {
   int64_t b = (n + 255) / 256;
   return (unsigned)(b < cap ? (b > 0 ? b : 1) : cap);
 }
 
-static void s2d_plan_common(const ct_problem *p, const int *v,
-                            ct_gen_variant *out, char *defines, size_t len,
-                            int split) {
+static void s2d_plan_common(const ct_problem *p, const ct_gen_limits *lim,
+                            const int *v, ct_gen_variant *out, char *defines,
+                            size_t len, int split) {
   ct_problem t;
   s2d_problem(p, &t);
   int64_t nx, nw;
   s2d_sizes(&t, &nx, &nw);
-  wg_plan_common(&t, v, out, defines, len, split, 1); /* launch 0: conv_wg */
+  wg_plan_common(&t, lim, v, out, defines, len, split, 1); /* launch 0: conv_wg */
   out->kernels[2] = out->kernels[0];
   ct_gen_launch *lx = &out->kernels[0], *lw = &out->kernels[1];
   memset(lx, 0, sizeof *lx);
   memset(lw, 0, sizeof *lw);
   snprintf(lx->name, sizeof lx->name, "s2d_x");
   snprintf(lw->name, sizeof lw->name, "s2d_w");
-  lx->grid[0] = s2d_blocks(nx, 16 * WG_PERSIST_SMS);
-  lw->grid[0] = s2d_blocks(nw, 4 * WG_PERSIST_SMS);
+  lx->grid[0] = s2d_blocks(nx, 16 * ct_gen_sm_count(lim));
+  lw->grid[0] = s2d_blocks(nw, 4 * ct_gen_sm_count(lim));
   lx->grid[1] = lx->grid[2] = lw->grid[1] = lw->grid[2] = 1;
   lx->block[0] = lw->block[0] = 256;
   lx->block[1] = lx->block[2] = lw->block[1] = lw->block[2] = 1;
@@ -380,14 +378,14 @@ static void s2d_plan_common(const ct_problem *p, const int *v,
            t.c, t.h, t.w, t.r, t.s, nx);
 }
 
-static void s2d_wg_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                        char *defines, size_t len) {
-  s2d_plan_common(p, v, out, defines, len, 0);
+static void s2d_wg_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                        ct_gen_variant *out, char *defines, size_t len) {
+  s2d_plan_common(p, lim, v, out, defines, len, 0);
 }
 
-static void s2d_wg3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                         char *defines, size_t len) {
-  s2d_plan_common(p, v, out, defines, len, 1);
+static void s2d_wg3_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                         ct_gen_variant *out, char *defines, size_t len) {
+  s2d_plan_common(p, lim, v, out, defines, len, 1);
 }
 
 /* The parameters wg and wg3 share, in order (WG_TP .. WG_CTAS). */

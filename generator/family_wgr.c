@@ -41,9 +41,6 @@
 
 enum { WGR_U, WGR_LP, WGR_RL };
 
-/* SMs the persistent grid is sized for (the devices valid() accepts). */
-#define WGR_PERSIST_SMS 132
-
 /* Shared memory the driver reserves per block on sm_90. */
 #define WGR_SMEM_RESERVED 1024
 
@@ -61,7 +58,8 @@ typedef struct wgr_shape {
 /* Fills *sh; returns 0 (then *sh is partial) when a factor of the band
 ** passes 2^24 (before multiplying them: every field is <= INT32_MAX) or
 ** the band passes INT32_MAX floats. */
-static int wgr_shape_of(const ct_problem *p, const int *v, wgr_shape *sh) {
+static int wgr_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                        wgr_shape *sh) {
   int64_t u = v[WGR_U];
   ct_problem_output(p, &sh->P, &sh->Q);
   sh->npx = 8 * ((sh->Q + 8 * u - 1) / (8 * u));
@@ -95,7 +93,7 @@ static int wgr_shape_of(const ct_problem *p, const int *v, wgr_shape *sh) {
   sh->smem = ((fl + 1) / 2 * 2 + 512) * 4 + 12 * 8;
   sh->rows = p->n * sh->P;
   sh->kblocks = (p->k + 127) / 128;
-  int64_t ctas = WGR_PERSIST_SMS / sh->kblocks;
+  int64_t ctas = ct_gen_sm_count(lim) / sh->kblocks;
   if (ctas < 1) ctas = 1;
   sh->grid_x = ctas < sh->rows ? ctas : sh->rows;
   return 1;
@@ -109,7 +107,7 @@ static int wgr_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   if (v[WGR_LP] < 1 || v[WGR_LP] > 128) return 0;
   if (v[WGR_RL] != 0 && v[WGR_RL] != 1) return 0;
   wgr_shape sh;
-  if (!wgr_shape_of(p, v, &sh)) return 0;
+  if (!wgr_shape_of(p, lim, v, &sh)) return 0;
   /* RL 1: a row's new input rows in one pass, at most KPR_REG runs each. */
   if (v[WGR_RL] && (sh.kpr > WGR_KPR_REG || p->c * sh.newr > 128 / v[WGR_LP])) return 0;
   if (sh.npx > 64 || (u - 1) * sh.npx >= sh.Q) return 0;
@@ -126,10 +124,10 @@ static int wgr_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   return 1;
 }
 
-static void wgr_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                     char *defines, size_t len) {
+static void wgr_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                     ct_gen_variant *out, char *defines, size_t len) {
   wgr_shape sh;
-  wgr_shape_of(p, v, &sh);
+  wgr_shape_of(p, lim, v, &sh);
   ct_gen_plan_one(out, "conv_wgr", (unsigned)sh.grid_x, (unsigned)sh.kblocks, 384,
                   (unsigned)sh.smem, NULL, 0, defines, len);
 }

@@ -31,9 +31,6 @@
 
 enum { WGS_TP, WGS_BN };
 
-/* SMs the persistent grid is sized for (the devices valid() accepts). */
-#define WGS_PERSIST_SMS 132
-
 /* Shared memory the driver reserves per block on sm_90. */
 #define WGS_SMEM_RESERVED 1024
 
@@ -45,7 +42,8 @@ typedef struct wgs_shape {
 /* Fills *sh; returns 0 (then *sh is partial) when the band's factors pass
 ** 2^24, where the template's int band sizes end (and before multiplying
 ** them: every field is <= INT32_MAX, their product may not fit 64 bits). */
-static int wgs_shape_of(const ct_problem *p, const int *v, wgs_shape *sh) {
+static int wgs_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                        wgs_shape *sh) {
   int64_t tp = v[WGS_TP], bn = v[WGS_BN];
   ct_problem_output(p, &sh->P, &sh->Q);
   sh->mt = (sh->Q + 63) / 64;
@@ -63,7 +61,7 @@ static int wgs_shape_of(const ct_problem *p, const int *v, wgs_shape *sh) {
   sh->kblocks = (p->k + bn - 1) / bn;
   /* One CTA per SM, two warpgroups taking tiles each: no more CTAs than
   ** pairs of tiles. */
-  int64_t ctas = WGS_PERSIST_SMS / sh->kblocks, pairs = (sh->tiles + 1) / 2;
+  int64_t ctas = ct_gen_sm_count(lim) / sh->kblocks, pairs = (sh->tiles + 1) / 2;
   if (ctas < 1) ctas = 1;
   sh->grid_x = ctas < pairs ? ctas : pairs;
   return 1;
@@ -78,7 +76,7 @@ static int wgs_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   int64_t tp = v[WGS_TP], bn = v[WGS_BN];
   if (tp < 1 || (bn != 48 && bn != 96)) return 0;
   wgs_shape sh;
-  if (!wgs_shape_of(p, v, &sh)) return 0;
+  if (!wgs_shape_of(p, lim, v, &sh)) return 0;
   if (sh.Q < 32) return 0;                  /* m64 tiles less than half full */
   if (sh.mw * (bn / 2) > 96) return 0;      /* accumulators in registers */
   const int64_t lim32 = INT32_MAX;
@@ -96,10 +94,10 @@ static int wgs_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   return 1;
 }
 
-static void wgs_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                     char *defines, size_t len) {
+static void wgs_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                     ct_gen_variant *out, char *defines, size_t len) {
   wgs_shape sh;
-  wgs_shape_of(p, v, &sh);
+  wgs_shape_of(p, lim, v, &sh);
   ct_gen_plan_one(out, "conv_wgs", (unsigned)sh.grid_x, (unsigned)sh.kblocks, 256,
                   (unsigned)sh.smem, NULL, 0, defines, len);
 }

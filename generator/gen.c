@@ -97,6 +97,10 @@ ct_status ct_gen_limits_for_arch(const char *arch, ct_gen_limits *lim) {
   return CT_ERR_UNSUPPORTED;
 }
 
+int64_t ct_gen_sm_count(const ct_gen_limits *lim) {
+  return lim->sm_count > 1 ? lim->sm_count : 1;
+}
+
 void ct_gen_plan_one(ct_gen_variant *v, const char *kernel, unsigned gx,
                      unsigned gy, unsigned threads, unsigned smem,
                      const char *split_macro, int split, char *defines,
@@ -145,15 +149,17 @@ static int variant_name(const ct_gen_family *f, const int *values, char *buf,
   return 0;
 }
 
-/* Fills *v for a valid point of family f: zeroes it first (so whole
-** variants compare with memcmp), then names and plans it.  defines receives
-** the plan's #define lines (NULL: discarded). */
-static ct_status variant_make(const ct_problem *p, const ct_gen_family *f,
-                              const int *values, ct_gen_variant *v,
-                              char *defines, size_t len) {
+/* Fills *v for a valid point of family f on the device lim describes:
+** zeroes it first (so whole variants compare with memcmp), then names and
+** plans it.  defines receives the plan's #define lines (NULL: discarded). */
+static ct_status variant_make(const ct_problem *p, const ct_gen_limits *lim,
+                              const ct_gen_family *f, const int *values,
+                              ct_gen_variant *v, char *defines, size_t len) {
   char scratch[CT_GEN_DEFINES_MAX];
+  ct_gen_limits planned_for = *lim; /* lim may be &v->limits */
   memset(v, 0, sizeof *v);
   v->family = f;
+  v->limits = planned_for;
   for (int i = 0; i < f->n_params; i++) v->values[i] = values[i];
   if (variant_name(f, values, v->name, sizeof v->name) != 0)
     return CT_ERR_UNSUPPORTED;
@@ -162,7 +168,7 @@ static ct_status variant_make(const ct_problem *p, const ct_gen_family *f,
     len = sizeof scratch;
   }
   defines[0] = '\0';
-  f->plan(p, values, v, defines, len);
+  f->plan(p, &v->limits, values, v, defines, len);
   return CT_OK;
 }
 
@@ -221,7 +227,7 @@ ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
         list = grown;
         cap = ncap;
       }
-      if (variant_make(p, f, values, &list[n], NULL, 0) == CT_OK) n++;
+      if (variant_make(p, lim, f, values, &list[n], NULL, 0) == CT_OK) n++;
     }
   }
   *out = list;
@@ -302,7 +308,7 @@ ct_status ct_gen_variant_from_name(const ct_problem *p,
   if (!family_meets(f, p->precision)) return CT_ERR_UNSUPPORTED;
   if (ct_problem_validate(p, NULL, 0) != CT_OK) return CT_ERR_INVALID_PROBLEM;
   if (!point_valid(f, p, lim, values)) return CT_ERR_UNSUPPORTED;
-  ct_status rc = variant_make(p, f, values, out, NULL, 0);
+  ct_status rc = variant_make(p, lim, f, values, out, NULL, 0);
   if (rc != CT_OK) memset(out, 0, sizeof *out);
   return rc;
 }
@@ -319,7 +325,7 @@ ct_status ct_gen_default_variant(const ct_problem *p, const ct_gen_limits *lim,
   for (size_t idx = 0; idx < total; idx++) {
     int values[CT_GEN_MAX_PARAMS];
     point_values(f, idx, values);
-    if (point_valid(f, p, lim, values)) return variant_make(p, f, values, out, NULL, 0);
+    if (point_valid(f, p, lim, values)) return variant_make(p, lim, f, values, out, NULL, 0);
   }
   return CT_ERR_UNSUPPORTED;
 }
@@ -463,7 +469,8 @@ ct_status ct_gen_source(const ct_problem *p, const ct_gen_variant *v,
 
   char defines[CT_GEN_DEFINES_MAX];
   ct_gen_variant planned;
-  ct_status rc = variant_make(p, f, v->values, &planned, defines, sizeof defines);
+  ct_status rc = variant_make(p, &v->limits, f, v->values, &planned, defines,
+                              sizeof defines);
   if (rc != CT_OK) return rc;
 
   strbuf b = {0};
