@@ -112,6 +112,39 @@ void ct_gen_plan_one(ct_gen_variant *v, const char *kernel, unsigned gx,
 ** lim->sm_count, at least 1. */
 int64_t ct_gen_sm_count(const ct_gen_limits *lim);
 
+/* Shared memory a template may ask for on any device the generator knows,
+** bytes (227 KB, sm_90's opt-in maximum; the templates static_assert it). */
+#define CT_GEN_SMEM_MAX 232448
+
+/* Shared memory the driver reserves per resident block (sm_80 .. sm_90). */
+#define CT_GEN_SMEM_RESERVED 1024
+
+/* What one block of a point needs of the device, for ct_gen_budget_fits. */
+typedef struct ct_gen_budget {
+  int64_t threads;       /* threads per block */
+  int64_t smem;          /* dynamic shared memory per block, bytes */
+  int64_t blocks_per_sm; /* blocks that must be resident on one SM together
+                            (a family's CTAS or PERSIST); 0: no per-SM check */
+} ct_gen_budget;
+
+/* For a family's valid(): 1 when blocks of *b fit the device lim describes:
+** threads <= lim->max_threads_per_block; smem <= lim->max_smem_per_block
+** and <= CT_GEN_SMEM_MAX; and with blocks_per_sm c > 0,
+** c * (smem + CT_GEN_SMEM_RESERVED) <= lim->smem_per_sm and c * threads <=
+** ct_gen_threads_per_sm(lim). */
+int ct_gen_budget_fits(const ct_gen_limits *lim, const ct_gen_budget *b);
+
+/* Threads an SM of compute capability lim->cc_major.cc_minor holds: 1536
+** for 8.6 .. 8.9, else 2048 (ct_gen_limits does not carry it). */
+int64_t ct_gen_threads_per_sm(const ct_gen_limits *lim);
+
+/* For a family's valid(): the registers per thread that blocks_per_sm
+** blocks of `threads` threads (both >= 1) can each have resident on one SM:
+** lim->regs_per_sm / (blocks_per_sm * threads), rounded down to a multiple
+** of 8 (the allocation unit), at most 255. */
+int64_t ct_gen_regs_cap(const ct_gen_limits *lim, int64_t blocks_per_sm,
+                        int64_t threads);
+
 /* For families too: the product of n factors, or -1 when it overflows
 ** int64. */
 int64_t ct_gen_checked_product(const int64_t *f, int n);

@@ -54,8 +54,7 @@ static int direct_valid(const ct_problem *p, const ct_gen_limits *lim,
                         const int *v) {
   const int64_t lim32 = INT32_MAX;
   int64_t threads = v[DIRECT_THREADS], tp = v[DIRECT_TP], tk = v[DIRECT_TK];
-  if (threads < 32 || threads % 32 != 0 || threads > lim->max_threads_per_block)
-    return 0;
+  if (threads < 32 || threads % 32 != 0) return 0;
   if (tp < 1 || tk < 1) return 0;
   direct_shape sh;
   direct_shape_of(p, v, &sh);
@@ -67,8 +66,7 @@ static int direct_valid(const ct_problem *p, const ct_gen_limits *lim,
       (sh.P - 1) * p->stride_h + (p->r - 1) * p->dil_h > lim32)
     return 0;
   if (sh.tiles < 1 || sh.tiles > lim32) return 0;
-  if (sh.smem > lim->max_smem_per_block) return 0;
-  return 1;
+  return ct_gen_budget_fits(lim, &(ct_gen_budget){.threads = threads, .smem = sh.smem});
 }
 
 static void direct_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,

@@ -38,13 +38,6 @@
 
 enum { TC_TP, TC_BN, TC_WARPS, TC_WN, TC_STAGES, TC_PERSIST };
 
-/* Threads an SM holds: the least of the architectures the generator knows
-** (sm_89: 1536; sm_80, sm_90: 2048); ct_gen_limits does not carry it. */
-#define TC_THREADS_PER_SM 1536
-
-/* Shared memory the driver reserves per block on sm_80 .. sm_90. */
-#define TC_SMEM_RESERVED 1024
-
 /* What a point needs on a problem, in 64-bit arithmetic; the names are the
 ** template's. */
 typedef struct tc_shape {
@@ -126,7 +119,6 @@ static int tc_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   if (!tc_shape_of(p, lim, v, &sh)) return 0;
   int64_t stages = v[TC_STAGES], persist = v[TC_PERSIST];
   if (stages == 2 && persist == 0) return 0; /* nothing to overlap */
-  if (sh.threads > lim->max_threads_per_block) return 0;
   if (sh.wgm > sh.mt) return 0; /* a warp without an m16 tile */
   /* 32-bit tensors (the problem's validation guarantees them; checked here
   ** too because the template asserts them) and the template's int sizes. */
@@ -139,18 +131,11 @@ static int tc_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
     return 0;
   /* Registers: accumulators capped; the estimate within the occupancy cap. */
   if (4 * sh.mw * sh.ntw * (split ? 2 : 1) > 128) return 0;
-  int64_t minb = persist > 0 ? persist : 1;
-  int64_t cap = lim->regs_per_sm / (minb * sh.threads);
-  cap = cap / 8 * 8;
-  if (cap > 255) cap = 255;
-  if (tc_regs_estimate(&sh, split) > cap) return 0;
-  /* Shared memory: the block, and PERSIST blocks per SM. */
-  if (sh.smem > lim->max_smem_per_block || sh.smem > 232448) return 0;
-  if (persist > 0) {
-    if (persist * (sh.smem + TC_SMEM_RESERVED) > lim->smem_per_sm) return 0;
-    if (persist * sh.threads > TC_THREADS_PER_SM) return 0;
-  }
-  return 1;
+  if (tc_regs_estimate(&sh, split) > ct_gen_regs_cap(lim, persist > 0 ? persist : 1, sh.threads))
+    return 0;
+  /* Threads and shared memory: the block, and PERSIST blocks per SM. */
+  return ct_gen_budget_fits(
+      lim, &(ct_gen_budget){.threads = sh.threads, .smem = sh.smem, .blocks_per_sm = persist});
 }
 
 /* Channels computed beyond K with BN channels per CTA. */

@@ -63,12 +63,6 @@
 enum { WG_TP, WG_BN, WG_WG, WG_STAGES, WG_CTAS, WG_KGC /* KG (wg) or KC (wg3) */, WG_PP,
        WG_ASKS /* AS (wg) or KS (wg3) */ };
 
-/* Threads an SM holds on sm_90; ct_gen_limits does not carry it. */
-#define WG_THREADS_PER_SM 2048
-
-/* Shared memory the driver reserves per block on sm_90. */
-#define WG_SMEM_RESERVED 1024
-
 /* What a point needs on a problem, in 64-bit arithmetic; the names are the
 ** template's. */
 typedef struct wg_shape {
@@ -174,7 +168,6 @@ static int wg_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   wg_shape sh;
   if (!wg_shape_of(p, lim, v, split, ks, &sh)) return 0;
   int64_t ctas = v[WG_CTAS];
-  if (sh.threads > lim->max_threads_per_block) return 0;
   /* 32-bit tensors (the problem's validation guarantees them; checked here
   ** too because the template asserts them) and the template's int sizes. */
   if (p->n * p->c * p->h * p->w > lim32 || p->k * sh.crs > lim32 ||
@@ -185,9 +178,7 @@ static int wg_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
     return 0;
   /* Registers: accumulators capped; the estimate within the occupancy cap. */
   if (sh.mw * sh.nacc * (split ? 3 : 1) > (split ? 160 : 128)) return 0;
-  int64_t cap = lim->regs_per_sm / (ctas * sh.threads);
-  cap = cap / 8 * 8;
-  if (cap > 255) cap = 255;
+  int64_t cap = ct_gen_regs_cap(lim, ctas, sh.threads);
   /* KS 2: the template's setmaxnreg gives each consumer thread 232 of the
   ** 384 x 168 (2*128*232 + 128*40), with one CTA per SM. */
   if (ks == 2) {
@@ -196,12 +187,10 @@ static int wg_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   }
   if (as < 2 || as > 3 || (split && as != 2)) return 0;
   if (wg_regs_estimate(&sh, v, split, as) > cap) return 0;
-  /* Shared memory: the block (the template asserts 227 KB; the weights'
-  ** descriptors reach 256 KB), and CTAS blocks per SM. */
-  if (sh.smem > lim->max_smem_per_block || sh.smem > 232448) return 0;
-  if (ctas * (sh.smem + WG_SMEM_RESERVED) > lim->smem_per_sm) return 0;
-  if (ctas * sh.threads > WG_THREADS_PER_SM) return 0;
-  return 1;
+  /* Threads and shared memory: the block (the template asserts 227 KB; the
+  ** weights' descriptors reach 256 KB), and CTAS blocks per SM. */
+  return ct_gen_budget_fits(
+      lim, &(ct_gen_budget){.threads = sh.threads, .smem = sh.smem, .blocks_per_sm = ctas});
 }
 
 /* Channels computed beyond K with BN channels per CTA. */

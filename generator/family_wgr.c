@@ -41,9 +41,6 @@
 
 enum { WGR_U, WGR_LP, WGR_RL };
 
-/* Shared memory the driver reserves per block on sm_90. */
-#define WGR_SMEM_RESERVED 1024
-
 typedef struct wgr_shape {
   int64_t P, Q, npx, sg, ksteps, kr, span, newr, bcp, band, kpr, nld, smem, rows, kblocks,
       grid_x;
@@ -117,11 +114,9 @@ static int wgr_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   if (p->n * p->c * p->h * p->w > lim32 || p->k * p->c * p->r * p->s > lim32 ||
       p->n * p->k * sh.P * sh.Q > lim32 || sh.kblocks > 65535)
     return 0;
-  if (sh.smem > lim->max_smem_per_block || sh.smem > 232448 ||
-      sh.smem + WGR_SMEM_RESERVED > lim->smem_per_sm || sh.smem >= (1 << 18))
-    return 0;
-  if (384 > lim->max_threads_per_block) return 0;
-  return 1;
+  if (sh.smem >= (1 << 18)) return 0; /* beyond the descriptors' reach */
+  /* One CTA of 384 threads per SM. */
+  return ct_gen_budget_fits(lim, &(ct_gen_budget){.threads = 384, .smem = sh.smem, .blocks_per_sm = 1});
 }
 
 static void wgr_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,

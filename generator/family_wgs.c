@@ -31,9 +31,6 @@
 
 enum { WGS_TP, WGS_BN };
 
-/* Shared memory the driver reserves per block on sm_90. */
-#define WGS_SMEM_RESERVED 1024
-
 typedef struct wgs_shape {
   int64_t P, Q, mt, mw, sg, nq, ksteps, kp, br, bcp, band;
   int64_t smem, tiles, kblocks, grid_x;
@@ -84,10 +81,10 @@ static int wgs_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
       p->n * p->k * sh.P * sh.Q > lim32 || sh.tiles > (INT64_C(1) << 30) ||
       sh.kblocks > 65535)
     return 0;
-  if (sh.smem > lim->max_smem_per_block || sh.smem > 232448 ||
-      sh.smem + WGS_SMEM_RESERVED > lim->smem_per_sm || sh.smem >= (1 << 18))
+  if (sh.smem >= (1 << 18)) return 0; /* beyond the descriptors' reach */
+  /* One CTA of 256 threads per SM. */
+  if (!ct_gen_budget_fits(lim, &(ct_gen_budget){.threads = 256, .smem = sh.smem, .blocks_per_sm = 1}))
     return 0;
-  if (256 > lim->max_threads_per_block) return 0;
   /* BN: at most K/4 channels more waste than the other width's. */
   int64_t other = bn == 96 ? 48 : 96;
   if (4 * wgs_waste(p->k, bn) > 4 * wgs_waste(p->k, other) + p->k) return 0;

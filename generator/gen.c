@@ -101,6 +101,30 @@ int64_t ct_gen_sm_count(const ct_gen_limits *lim) {
   return lim->sm_count > 1 ? lim->sm_count : 1;
 }
 
+/* ---------------------------------------------------------------------- */
+/* The budget checks every family makes                                    */
+
+int64_t ct_gen_threads_per_sm(const ct_gen_limits *lim) {
+  return lim->cc_major == 8 && lim->cc_minor >= 6 ? 1536 : 2048;
+}
+
+int ct_gen_budget_fits(const ct_gen_limits *lim, const ct_gen_budget *b) {
+  if (b->threads > lim->max_threads_per_block) return 0;
+  if (b->smem > lim->max_smem_per_block || b->smem > CT_GEN_SMEM_MAX) return 0;
+  if (b->blocks_per_sm > 0) {
+    if (b->blocks_per_sm * (b->smem + CT_GEN_SMEM_RESERVED) > lim->smem_per_sm) return 0;
+    if (b->blocks_per_sm * b->threads > ct_gen_threads_per_sm(lim)) return 0;
+  }
+  return 1;
+}
+
+int64_t ct_gen_regs_cap(const ct_gen_limits *lim, int64_t blocks_per_sm,
+                        int64_t threads) {
+  int64_t cap = lim->regs_per_sm / (blocks_per_sm * threads);
+  cap = cap / 8 * 8;
+  return cap > 255 ? 255 : cap;
+}
+
 void ct_gen_plan_one(ct_gen_variant *v, const char *kernel, unsigned gx,
                      unsigned gy, unsigned threads, unsigned smem,
                      const char *split_macro, int split, char *defines,
