@@ -82,9 +82,17 @@ typedef struct ct_gen_family {
                                  a problem (ct_gen_index64) */
   int n_params;
   ct_gen_param params[CT_GEN_MAX_PARAMS];
-  /* 1 if this parameter point is valid for the problem on the device
-  ** (shapes accepted, tile divisibility, threads, shared memory). */
+  /* The hard limits: 1 if this parameter point compiles and runs
+  ** correctly for the problem on the device (arch, shapes the template
+  ** accepts, tile divisibility, its static_asserts, 32-bit ranges,
+  ** registers, threads, shared memory); 0 if it cannot. */
   int (*valid)(const ct_problem *p, const ct_gen_limits *lim,
+               const int *values);
+  /* The pruning heuristic, asked only of valid points: 1 to offer the
+  ** point, 0 when it is correct but cannot win (channels or tiles wasted,
+  ** a better-buffered twin that fits).  NULL: every valid point is
+  ** offered. */
+  int (*worth)(const ct_problem *p, const ct_gen_limits *lim,
                const int *values);
   /* Fills v->n_kernels, v->kernels and v->workspace_bytes for a valid
   ** point on the device lim describes (a persistent grid is sized by
@@ -164,7 +172,9 @@ const ct_gen_family *ct_gen_family_find(const char *name);
 ** Returns CT_OK, CT_ERR_UNSUPPORTED (other names) or CT_ERR_INVALID_ARG. */
 ct_status ct_gen_limits_for_arch(const char *arch, ct_gen_limits *lim);
 
-/* Enumerates every valid variant of every family meeting p->precision, in a
+/* Enumerates every variant of every family meeting p->precision that is
+** valid and worth offering (both the family's hard limits and its pruning
+** heuristic pass), in a
 ** fixed order (families in table order, parameters odometer-wise, last
 ** parameter fastest).  *out is a malloc'd array the caller frees; *count
 ** may be 0.  Each variant is zero-filled before it is written, so variants
@@ -173,6 +183,13 @@ ct_status ct_gen_limits_for_arch(const char *arch, ct_gen_limits *lim);
 ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
                            ct_gen_variant **out, size_t *count);
 
+/* As ct_gen_enumerate, but every valid point, the pruning heuristics off:
+** the points ct_gen_enumerate offers and those it prunes, in the same
+** order.  For tests and studies of the heuristics; the tuner searches
+** ct_gen_enumerate's set. */
+ct_status ct_gen_enumerate_all(const ct_problem *p, const ct_gen_limits *lim,
+                               ct_gen_variant **out, size_t *count);
+
 /* Rebuilds a variant from its name ("family:P=v,..."): the family must
 ** exist, meet p->precision, every parameter must appear once (any order)
 ** with a value from its list, and the point must be valid.  out->name is
@@ -180,7 +197,7 @@ ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
 ** Returns CT_OK, CT_ERR_PARSE (malformed; unknown, repeated or missing
 ** parameter), CT_ERR_NOT_FOUND (no such family), CT_ERR_UNSUPPORTED (a value
 ** outside its list, a precision the family does not meet, or a point not
-** valid for this problem or device), CT_ERR_INVALID_PROBLEM or
+** valid or pruned for this problem or device), CT_ERR_INVALID_PROBLEM or
 ** CT_ERR_INVALID_ARG. */
 ct_status ct_gen_variant_from_name(const ct_problem *p,
                                    const ct_gen_limits *lim, const char *name,

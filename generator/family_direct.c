@@ -45,8 +45,7 @@ static void direct_shape_of(const ct_problem *p, const int *v, direct_shape *sh)
   sh->smem = sh->rows * p->s * tk * 4;
 }
 
-/* Valid when: the block fits the device; TK and TP waste less than half a
-** tile (TK < 2K, TP < 2Q) unless they are 1; the coordinates along a row
+/* The hard limits: the block fits the device; the coordinates along a row
 ** and a column and the block count fit in 32 bits.  Tensors of any size
 ** the problem's validation admits: the template forms 64-bit offsets when
 ** a tensor has 2^31 elements or more.  The problem itself is assumed valid. */
@@ -58,8 +57,6 @@ static int direct_valid(const ct_problem *p, const ct_gen_limits *lim,
   if (tp < 1 || tk < 1) return 0;
   direct_shape sh;
   direct_shape_of(p, v, &sh);
-  if (tk > 1 && tk >= 2 * p->k) return 0;
-  if (tp > 1 && tp >= 2 * sh.Q) return 0;
   /* Coordinates in 32 bits (see the template's static_asserts). */
   if (p->pad_h > lim32 || p->pad_w > lim32 ||
       (sh.Q - 1 + tp - 1) * p->stride_w + (p->s - 1) * p->dil_w > lim32 ||
@@ -67,6 +64,18 @@ static int direct_valid(const ct_problem *p, const ct_gen_limits *lim,
     return 0;
   if (sh.tiles < 1 || sh.tiles > lim32) return 0;
   return ct_gen_budget_fits(lim, &(ct_gen_budget){.threads = threads, .smem = sh.smem});
+}
+
+/* The pruning heuristic: TK and TP waste less than half a tile (TK < 2K,
+** TP < 2Q) unless they are 1. */
+static int direct_worth(const ct_problem *p, const ct_gen_limits *lim,
+                        const int *v) {
+  (void)lim;
+  int64_t tp = v[DIRECT_TP], tk = v[DIRECT_TK], P, Q;
+  ct_problem_output(p, &P, &Q);
+  if (tk > 1 && tk >= 2 * p->k) return 0;
+  if (tp > 1 && tp >= 2 * Q) return 0;
+  return 1;
 }
 
 static void direct_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
@@ -104,5 +113,6 @@ const ct_gen_family ct_gen_family_direct = {
     {"TK", 4, {8, 4, 16, 1}},
   },
   .valid = direct_valid,
+  .worth = direct_worth,
   .plan = direct_plan,
 };

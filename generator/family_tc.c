@@ -24,8 +24,8 @@
 ** 128 of them, and the register estimate below the cap that PERSIST's
 ** occupancy implies); shared memory (weights + offset table + bands) exceeds
 ** the device's block or, for PERSIST c, c blocks' share of an SM; or a size
-** leaves 32-bit range.  Points that cannot win are pruned as well (see
-** tc_valid_common).  The direct family covers every declined problem.
+** leaves 32-bit range (tc_fits).  Points that cannot win are pruned as
+** well (tc_worth_common).  The direct family covers every declined problem.
 **
 ** The launch arithmetic below mirrors the template's derived quantities;
 ** the template static_asserts that the CT_PLAN_* values agree.
@@ -143,7 +143,8 @@ static int64_t tc_channel_waste(int64_t k, int64_t bn) {
   return (k + bn - 1) / bn * bn - k;
 }
 
-/* tc_fits, less points that cannot win, to keep the space small:
+/* The pruning heuristic, points that tc_fits passes but cannot win, to keep
+** the space small:
 **  - BN wasting more than K/4 channels beyond the least waste of any BN
 **    listed (for K = 96: 64 is out, 96 48 32 16 stay);
 **  - warp tiles whose shared-memory loads per mma exceed 2.5 wavefronts
@@ -152,9 +153,8 @@ static int64_t tc_channel_waste(int64_t k, int64_t bn) {
 **  - PERSIST 0 when the weight tile it re-stages per tile exceeds 16 KB;
 **  - STAGES 1 with PERSIST 1 when the same point fits double-buffered or
 **    with two CTAs per SM (either hides the band load; this one cannot). */
-static int tc_valid_common(const ct_problem *p, const ct_gen_limits *lim,
+static int tc_worth_common(const ct_problem *p, const ct_gen_limits *lim,
                            const int *v, int split) {
-  if (!tc_fits(p, lim, v, split)) return 0;
   tc_shape sh;
   tc_shape_of(p, lim, v, &sh);
   const ct_gen_param *bns = &ct_gen_family_tc.params[TC_BN];
@@ -181,12 +181,22 @@ static int tc_valid_common(const ct_problem *p, const ct_gen_limits *lim,
 
 static int tc_valid(const ct_problem *p, const ct_gen_limits *lim,
                     const int *v) {
-  return tc_valid_common(p, lim, v, 0);
+  return tc_fits(p, lim, v, 0);
 }
 
 static int tc3_valid(const ct_problem *p, const ct_gen_limits *lim,
                      const int *v) {
-  return tc_valid_common(p, lim, v, 1);
+  return tc_fits(p, lim, v, 1);
+}
+
+static int tc_worth(const ct_problem *p, const ct_gen_limits *lim,
+                    const int *v) {
+  return tc_worth_common(p, lim, v, 0);
+}
+
+static int tc3_worth(const ct_problem *p, const ct_gen_limits *lim,
+                     const int *v) {
+  return tc_worth_common(p, lim, v, 1);
 }
 
 static void tc_plan_common(const ct_problem *p, const ct_gen_limits *lim,
@@ -226,6 +236,7 @@ const ct_gen_family ct_gen_family_tc = {
   .n_params = 6,
   .params = TC_PARAMS,
   .valid = tc_valid,
+  .worth = tc_worth,
   .plan = tc_plan,
 };
 
@@ -236,5 +247,6 @@ const ct_gen_family ct_gen_family_tc3 = {
   .n_params = 6,
   .params = TC_PARAMS,
   .valid = tc3_valid,
+  .worth = tc3_worth,
   .plan = tc3_plan,
 };

@@ -47,7 +47,8 @@
 ** that CTAS's occupancy implies); shared memory (weights + offset table +
 ** bands) exceeds the device's block or CTAS blocks' share of an SM (which
 ** also bounds C*R*S: the weights of BN channels must fit); or a size leaves
-** 32-bit range.  The direct family covers every declined problem.
+** 32-bit range (wg_fits).  Points that cannot win are pruned as well
+** (wg_worth_common).  The direct family covers every declined problem.
 **
 ** The launch arithmetic below mirrors the template's derived quantities;
 ** the template static_asserts that the CT_PLAN_* values agree.
@@ -212,7 +213,8 @@ static int wg_bn_waste_ok(int64_t k, int64_t bn) {
   return 4 * wg_channel_waste(k, bn) <= 4 * least + k;
 }
 
-/* wg_fits, less points that cannot win, to keep the space small:
+/* The pruning heuristic, points that wg_fits passes but cannot win, to keep
+** the space small:
 **  - BN wasting more than K/4 channels beyond the least waste of any BN
 **    listed (for K = 96: 64 is out), and BN below 48 when a larger listed
 **    BN passes that rule (each CTA along N gathers A again: narrow ones
@@ -220,9 +222,8 @@ static int wg_bn_waste_ok(int64_t k, int64_t bn) {
 **  - m64 tiles less than half full (TP*Q < 32*MT: tiny Q);
 **  - STAGES 1 with CTAS 1 when the same point fits double-buffered or with
 **    two CTAs per SM (either hides the band load; this one cannot). */
-static int wg_valid_common(const ct_problem *p, const ct_gen_limits *lim,
+static int wg_worth_common(const ct_problem *p, const ct_gen_limits *lim,
                            const int *v, int split, int as, int ks) {
-  if (!wg_fits(p, lim, v, split, as, ks)) return 0;
   wg_shape sh;
   wg_shape_of(p, lim, v, split, ks, &sh);
   if (!wg_bn_waste_ok(p->k, v[WG_BN])) return 0;
@@ -246,12 +247,22 @@ static int wg_valid_common(const ct_problem *p, const ct_gen_limits *lim,
 
 static int wg_valid(const ct_problem *p, const ct_gen_limits *lim,
                     const int *v) {
-  return wg_valid_common(p, lim, v, 0, v[WG_ASKS], 1);
+  return wg_fits(p, lim, v, 0, v[WG_ASKS], 1);
 }
 
 static int wg3_valid(const ct_problem *p, const ct_gen_limits *lim,
                      const int *v) {
-  return wg_valid_common(p, lim, v, 1, 2, v[WG_ASKS]);
+  return wg_fits(p, lim, v, 1, 2, v[WG_ASKS]);
+}
+
+static int wg_worth(const ct_problem *p, const ct_gen_limits *lim,
+                    const int *v) {
+  return wg_worth_common(p, lim, v, 0, v[WG_ASKS], 1);
+}
+
+static int wg3_worth(const ct_problem *p, const ct_gen_limits *lim,
+                     const int *v) {
+  return wg_worth_common(p, lim, v, 1, 2, v[WG_ASKS]);
 }
 
 static void wg_plan_common(const ct_problem *p, const ct_gen_limits *lim,
@@ -310,6 +321,8 @@ static void s2d_sizes(const ct_problem *t, int64_t *nx, int64_t *nw) {
   if (*nx >= 0) *nx = (*nx + 3) / 4 * 4;
 }
 
+/* The hard limits: the transform applies, its workspace counts fit 32
+** bits, and wg / wg3 fit the transformed problem. */
 static int s2d_valid_common(const ct_problem *p, const ct_gen_limits *lim,
                             const int *v, int split) {
   ct_problem t;
@@ -317,7 +330,7 @@ static int s2d_valid_common(const ct_problem *p, const ct_gen_limits *lim,
   int64_t nx, nw;
   s2d_sizes(&t, &nx, &nw);
   if (nx < 0 || nw < 0 || nx + nw > INT32_MAX) return 0;
-  return wg_valid_common(&t, lim, v, split, 2, 1);
+  return wg_fits(&t, lim, v, split, 2, 1);
 }
 
 static int s2d_wg_valid(const ct_problem *p, const ct_gen_limits *lim,
@@ -328,6 +341,24 @@ static int s2d_wg_valid(const ct_problem *p, const ct_gen_limits *lim,
 static int s2d_wg3_valid(const ct_problem *p, const ct_gen_limits *lim,
                          const int *v) {
   return s2d_valid_common(p, lim, v, 1);
+}
+
+/* The pruning heuristic: wg's, on the transformed problem. */
+static int s2d_worth_common(const ct_problem *p, const ct_gen_limits *lim,
+                            const int *v, int split) {
+  ct_problem t;
+  s2d_problem(p, &t);
+  return wg_worth_common(&t, lim, v, split, 2, 1);
+}
+
+static int s2d_wg_worth(const ct_problem *p, const ct_gen_limits *lim,
+                        const int *v) {
+  return s2d_worth_common(p, lim, v, 0);
+}
+
+static int s2d_wg3_worth(const ct_problem *p, const ct_gen_limits *lim,
+                         const int *v) {
+  return s2d_worth_common(p, lim, v, 1);
 }
 
 /* Blocks of 256 threads for a grid-stride pass over n elements: at most
@@ -392,6 +423,7 @@ const ct_gen_family ct_gen_family_wg = {
   .n_params = 8,
   .params = {WG_HEAD_PARAMS, {"KG", 3, {4, 2, 1}}, {"PP", 2, {0, 1}}, {"AS", 2, {2, 3}}},
   .valid = wg_valid,
+  .worth = wg_worth,
   .plan = wg_plan,
 };
 
@@ -402,6 +434,7 @@ const ct_gen_family ct_gen_family_wg3 = {
   .n_params = 8,
   .params = {WG_HEAD_PARAMS, {"KC", 3, {2, 4, 8}}, {"PP", 2, {0, 1}}, {"KS", 2, {1, 2}}},
   .valid = wg3_valid,
+  .worth = wg3_worth,
   .plan = wg3_plan,
 };
 
@@ -415,6 +448,7 @@ const ct_gen_family ct_gen_family_s2d_wg = {
   .n_params = 7,
   .params = {WG_HEAD_PARAMS, {"KG", 1, {4}}, {"PP", 2, {0, 1}}},
   .valid = s2d_wg_valid,
+  .worth = s2d_wg_worth,
   .plan = s2d_wg_plan,
 };
 
@@ -425,5 +459,6 @@ const ct_gen_family ct_gen_family_s2d_wg3 = {
   .n_params = 7,
   .params = {WG_HEAD_PARAMS, {"KC", 1, {4}}, {"PP", 2, {0, 1}}},
   .valid = s2d_wg3_valid,
+  .worth = s2d_wg3_worth,
   .plan = s2d_wg3_plan,
 };

@@ -24,11 +24,12 @@
 ** unit of the row would hold no pixel; not one k-step's weights fit a
 ** consumer's registers beside its NPX/2 accumulators (KR < 1); with RL 1,
 ** an output row's new input rows (C*min(SH, SPAN)) take more than one pass
-** of 128/LP rows, or a thread more than 6 runs of a row (24 registers);
-** K <= 64 (the second consumer's channels would all lie past K); shared
+** of 128/LP rows, or a thread more than 6 runs of a row (24 registers); shared
 ** memory (the ring of input rows, the staging, the output slabs, the
 ** weights past KR, 2 KB of slack) above the block's or the SM's limit; a
-** size leaves 32-bit range.
+** size leaves 32-bit range (wgr_valid).  Pruned (wgr_worth): K <= 64, where
+** the second consumer's channels would all lie past K (correct: the
+** template guards every channel, but half the CTA idles).
 **
 ** The arithmetic mirrors the template's derived quantities; the template
 ** static_asserts that the CT_PLAN_* values agree.
@@ -109,7 +110,6 @@ static int wgr_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   if (v[WGR_RL] && (sh.kpr > WGR_KPR_REG || p->c * sh.newr > 128 / v[WGR_LP])) return 0;
   if (sh.npx > 64 || (u - 1) * sh.npx >= sh.Q) return 0;
   if (sh.kr < 1) return 0; /* registers */
-  if (p->k <= 64) return 0; /* an idle consumer */
   const int64_t lim32 = INT32_MAX;
   if (p->n * p->c * p->h * p->w > lim32 || p->k * p->c * p->r * p->s > lim32 ||
       p->n * p->k * sh.P * sh.Q > lim32 || sh.kblocks > 65535)
@@ -117,6 +117,12 @@ static int wgr_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   if (sh.smem >= (1 << 18)) return 0; /* beyond the descriptors' reach */
   /* One CTA of 384 threads per SM. */
   return ct_gen_budget_fits(lim, &(ct_gen_budget){.threads = 384, .smem = sh.smem, .blocks_per_sm = 1});
+}
+
+static int wgr_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  (void)lim;
+  (void)v;
+  return p->k > 64; /* else an idle consumer */
 }
 
 static void wgr_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
@@ -134,5 +140,6 @@ const ct_gen_family ct_gen_family_wgr = {
   .n_params = 3,
   .params = {{"U", 4, {1, 2, 3, 4}}, {"LP", 3, {10, 8, 16}}, {"RL", 2, {1, 0}}},
   .valid = wgr_valid,
+  .worth = wgr_worth,
   .plan = wgr_plan,
 };

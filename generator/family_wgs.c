@@ -15,10 +15,10 @@
 ** is not cc 9.0 with the arch-specific target "sm_90a"; the stride along
 ** the width is not 4 or the dilation there not 1; more than 96 accumulators
 ** per thread; shared memory (weights, biases, two bands, 2 KB of slack)
-** above the block's
-** or the SM's limit; a size leaves 32-bit range; BN wastes more channels
-** than the rule of family wg allows; or m64 tiles would be less than half
-** full (Q < 32).
+** above the block's or the SM's limit; or a size leaves 32-bit range
+** (wgs_valid).  Pruned as well (wgs_worth): BN wasting more channels than
+** the rule of family wg allows, and m64 tiles less than half full
+** (Q < 32).
 **
 ** The arithmetic mirrors the template's derived quantities; the template
 ** static_asserts that the CT_PLAN_* values agree.
@@ -74,7 +74,6 @@ static int wgs_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   if (tp < 1 || (bn != 48 && bn != 96)) return 0;
   wgs_shape sh;
   if (!wgs_shape_of(p, lim, v, &sh)) return 0;
-  if (sh.Q < 32) return 0;                  /* m64 tiles less than half full */
   if (sh.mw * (bn / 2) > 96) return 0;      /* accumulators in registers */
   const int64_t lim32 = INT32_MAX;
   if (p->n * p->c * p->h * p->w > lim32 || p->k * p->c * p->r * p->s > lim32 ||
@@ -85,10 +84,18 @@ static int wgs_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   /* One CTA of 256 threads per SM. */
   if (!ct_gen_budget_fits(lim, &(ct_gen_budget){.threads = 256, .smem = sh.smem, .blocks_per_sm = 1}))
     return 0;
-  /* BN: at most K/4 channels more waste than the other width's. */
-  int64_t other = bn == 96 ? 48 : 96;
-  if (4 * wgs_waste(p->k, bn) > 4 * wgs_waste(p->k, other) + p->k) return 0;
   return 1;
+}
+
+/* The pruning heuristic: m64 tiles at least half full, and BN wasting at
+** most K/4 channels more than the other width. */
+static int wgs_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  (void)lim;
+  int64_t bn = v[WGS_BN], P, Q;
+  ct_problem_output(p, &P, &Q);
+  if (Q < 32) return 0;
+  int64_t other = bn == 96 ? 48 : 96;
+  return 4 * wgs_waste(p->k, bn) <= 4 * wgs_waste(p->k, other) + p->k;
 }
 
 static void wgs_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
@@ -106,5 +113,6 @@ const ct_gen_family ct_gen_family_wgs = {
   .n_params = 2,
   .params = {{"TP", 2, {1, 2}}, {"BN", 2, {96, 48}}},
   .valid = wgs_valid,
+  .worth = wgs_worth,
   .plan = wgs_plan,
 };

@@ -211,18 +211,21 @@ static size_t point_count(const ct_gen_family *f) {
   return total;
 }
 
-/* A family's validity check, behind the one hard limit the generator
-** applies for every family: tensors past 2^31 - 1 elements only for those
-** that take them. */
+/* A family's hard limits, behind the one the generator applies for every
+** family (tensors past 2^31 - 1 elements only for those that take them),
+** then, unless hard_only, its pruning heuristic. */
 static int point_valid(const ct_gen_family *f, const ct_problem *p,
-                       const ct_gen_limits *lim, const int *values) {
+                       const ct_gen_limits *lim, const int *values,
+                       int hard_only) {
   if (!f->big_tensors && ct_gen_index64(p)) return 0;
-  return f->valid(p, lim, values);
+  if (!f->valid(p, lim, values)) return 0;
+  return hard_only || f->worth == NULL || f->worth(p, lim, values);
 }
 
-/* ct_gen_enumerate: see ct_gen.h. */
-ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
-                           ct_gen_variant **out, size_t *count) {
+/* ct_gen_enumerate and ct_gen_enumerate_all. */
+static ct_status enumerate(const ct_problem *p, const ct_gen_limits *lim,
+                           int hard_only, ct_gen_variant **out,
+                           size_t *count) {
   if (out) *out = NULL;
   if (count) *count = 0;
   if (p == NULL || lim == NULL || out == NULL || count == NULL)
@@ -240,7 +243,7 @@ ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
     for (size_t idx = 0; idx < total; idx++) {
       int values[CT_GEN_MAX_PARAMS];
       point_values(f, idx, values);
-      if (!point_valid(f, p, lim, values)) continue;
+      if (!point_valid(f, p, lim, values, hard_only)) continue;
       if (n == cap) {
         size_t ncap = cap ? 2 * cap : 32;
         ct_gen_variant *grown = realloc(list, ncap * sizeof *grown);
@@ -257,6 +260,16 @@ ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
   *out = list;
   *count = n;
   return CT_OK;
+}
+
+ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
+                           ct_gen_variant **out, size_t *count) {
+  return enumerate(p, lim, 0, out, count);
+}
+
+ct_status ct_gen_enumerate_all(const ct_problem *p, const ct_gen_limits *lim,
+                               ct_gen_variant **out, size_t *count) {
+  return enumerate(p, lim, 1, out, count);
 }
 
 /* Parses a decimal int filling all of [s, end).  Returns 0 or -1. */
@@ -331,7 +344,7 @@ ct_status ct_gen_variant_from_name(const ct_problem *p,
   if (outside_list) return CT_ERR_UNSUPPORTED;
   if (!family_meets(f, p->precision)) return CT_ERR_UNSUPPORTED;
   if (ct_problem_validate(p, NULL, 0) != CT_OK) return CT_ERR_INVALID_PROBLEM;
-  if (!point_valid(f, p, lim, values)) return CT_ERR_UNSUPPORTED;
+  if (!point_valid(f, p, lim, values, 0)) return CT_ERR_UNSUPPORTED;
   ct_status rc = variant_make(p, lim, f, values, out, NULL, 0);
   if (rc != CT_OK) memset(out, 0, sizeof *out);
   return rc;
@@ -349,7 +362,7 @@ ct_status ct_gen_default_variant(const ct_problem *p, const ct_gen_limits *lim,
   for (size_t idx = 0; idx < total; idx++) {
     int values[CT_GEN_MAX_PARAMS];
     point_values(f, idx, values);
-    if (point_valid(f, p, lim, values)) return variant_make(p, lim, f, values, out, NULL, 0);
+    if (point_valid(f, p, lim, values, 0)) return variant_make(p, lim, f, values, out, NULL, 0);
   }
   return CT_ERR_UNSUPPORTED;
 }
