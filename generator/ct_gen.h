@@ -11,11 +11,14 @@
 ** parameters, the launch quantities the plan computed) + the template text.
 ** Every template compiles on its own with its default parameters.
 **
-** Every kernel of every family is extern "C" and takes the same arguments:
+** A family declares the kind of arguments its kernels take (ct_gen_args).
+** Every family today takes plain pointers: each kernel is extern "C" with
 **   (const float *x, const float *w, const float *b, float *y, float *ws)
 ** x, w, b, y as in convtune.h (b is NULL when the problem has no bias), ws a
 ** device workspace of variant->workspace_bytes (NULL when 0).  A variant
-** runs its kernels in order on one stream.
+** runs its kernels in order on one stream.  No launcher builds tensor maps
+** yet: the generator refuses a family that takes them
+** (ct_gen_family_launchable).
 */
 #ifndef CT_GEN_H
 #define CT_GEN_H
@@ -70,12 +73,20 @@ typedef struct ct_gen_param {
   int values[CT_GEN_MAX_VALUES];
 } ct_gen_param;
 
+/* The kind of arguments a family's kernels take. */
+typedef enum ct_gen_args {
+  CT_GEN_ARGS_POINTERS = 0,   /* (x, w, b, y, ws) as plain device pointers */
+  CT_GEN_ARGS_TENSOR_MAPS = 1 /* CUtensorMaps the host builds, passed as
+                                 __grid_constant__ parameters */
+} ct_gen_args;
+
 /* A template family.  Adding a family: write templates/<name>.cu, define a
 ** descriptor in generator/, list it in ct_gen_families (generator/gen.c). */
 typedef struct ct_gen_family {
   const char *name;           /* short, [a-z0-9_] */
   const char *template_name;  /* embedded template file, e.g. "conv_direct.cu" */
   unsigned precisions;        /* bit (1u << ct_precision) for each precision met */
+  ct_gen_args args;           /* the kind of kernel arguments it takes */
   int big_tensors;            /* 1: its template forms 64-bit offsets, so it
                                  takes tensors of 2^31 elements or more; 0:
                                  the generator never asks valid() about such
@@ -167,6 +178,14 @@ extern const ct_gen_family *const ct_gen_families[];
 /* Looks a family up by name; NULL if none. */
 const ct_gen_family *ct_gen_family_find(const char *name);
 
+/* 1 when the runtime and the tuner can launch the kernels of family f:
+** those of a family taking plain pointers.  A family taking tensor maps is
+** refused until the runtime encodes them: ct_gen_enumerate and
+** ct_gen_enumerate_all leave it out; ct_gen_variant_from_name,
+** ct_gen_default_variant and ct_gen_source return CT_ERR_UNSUPPORTED for
+** it.  0 for NULL. */
+int ct_gen_family_launchable(const ct_gen_family *f);
+
 /* Limits of a named architecture for use without a GPU: "sm_90a" and
 ** "sm_90" give an H100/H200's, "sm_89" an L40S's, "sm_80" an A100's.
 ** Returns CT_OK, CT_ERR_UNSUPPORTED (other names) or CT_ERR_INVALID_ARG. */
@@ -196,7 +215,8 @@ ct_status ct_gen_enumerate_all(const ct_problem *p, const ct_gen_limits *lim,
 ** the canonical name; out equals (memcmp) the enumerated variant.
 ** Returns CT_OK, CT_ERR_PARSE (malformed; unknown, repeated or missing
 ** parameter), CT_ERR_NOT_FOUND (no such family), CT_ERR_UNSUPPORTED (a value
-** outside its list, a precision the family does not meet, or a point not
+** outside its list, a family the runtime cannot launch
+** (ct_gen_family_launchable), a precision the family does not meet, or a point not
 ** valid or pruned for this problem or device), CT_ERR_INVALID_PROBLEM or
 ** CT_ERR_INVALID_ARG. */
 ct_status ct_gen_variant_from_name(const ct_problem *p,
@@ -217,7 +237,9 @@ ct_status ct_gen_default_variant(const ct_problem *p, const ct_gen_limits *lim,
 ** CT_Q CT_STRIDE_H CT_STRIDE_W CT_PAD_H CT_PAD_W CT_DIL_H CT_DIL_W CT_BIAS;
 ** the family's parameters in order; the plan's lines; "#line 1" and the
 ** template.  *src is malloc'd; the caller frees it.  Returns CT_OK,
-** CT_ERR_INVALID_ARG, CT_ERR_NOT_FOUND (template missing) or CT_ERR_NOMEM. */
+** CT_ERR_INVALID_ARG, CT_ERR_NOT_FOUND (template missing),
+** CT_ERR_UNSUPPORTED (a family the runtime cannot launch,
+** ct_gen_family_launchable) or CT_ERR_NOMEM. */
 ct_status ct_gen_source(const ct_problem *p, const ct_gen_variant *v,
                         char **src);
 

@@ -43,17 +43,25 @@ const ct_gen_family *const ct_gen_families[] = {
 /* TEST ONLY: the deliberately broken families of generator/family_test.c,
 ** offered (by ct_gen_enumerate, before the real ones, and by
 ** ct_gen_family_find) only when CONVTUNE_TEST_FAMILIES=1 is set, so that a
-** test tune meets its faults first and must carry on past them. */
+** test tune meets its faults first and must carry on past them.
+** test_tmap declares tensor-map arguments, so that the refusal of such a
+** family (ct_gen_family_launchable) is tested. */
 extern const ct_gen_family ct_gen_family_test_oob, ct_gen_family_test_hang,
-    ct_gen_family_test_wrong, ct_gen_family_test_refuse;
+    ct_gen_family_test_wrong, ct_gen_family_test_refuse,
+    ct_gen_family_test_tmap;
 static const ct_gen_family *const ct_gen_test_families[] = {
   &ct_gen_family_test_oob, &ct_gen_family_test_hang,
-  &ct_gen_family_test_wrong, &ct_gen_family_test_refuse, NULL
+  &ct_gen_family_test_wrong, &ct_gen_family_test_refuse,
+  &ct_gen_family_test_tmap, NULL
 };
 
 static const ct_gen_family *const *gen_test_families(void) {
   const char *on = getenv("CONVTUNE_TEST_FAMILIES");
   return on != NULL && strcmp(on, "1") == 0 ? ct_gen_test_families : NULL;
+}
+
+int ct_gen_family_launchable(const ct_gen_family *f) {
+  return f != NULL && f->args == CT_GEN_ARGS_POINTERS;
 }
 
 /* The family ct_gen_default_variant draws from: it accepts every problem. */
@@ -238,7 +246,7 @@ static ct_status enumerate(const ct_problem *p, const ct_gen_limits *lim,
   for (int li = 0; li < 2; li++)
   for (size_t fi = 0; lists[li] != NULL && lists[li][fi] != NULL; fi++) {
     const ct_gen_family *f = lists[li][fi];
-    if (!family_meets(f, p->precision)) continue;
+    if (!family_meets(f, p->precision) || !ct_gen_family_launchable(f)) continue;
     size_t total = point_count(f);
     for (size_t idx = 0; idx < total; idx++) {
       int values[CT_GEN_MAX_PARAMS];
@@ -341,7 +349,7 @@ ct_status ct_gen_variant_from_name(const ct_problem *p,
   for (int i = 0; i < f->n_params; i++)
     if (!seen[i]) return CT_ERR_PARSE;
 
-  if (outside_list) return CT_ERR_UNSUPPORTED;
+  if (outside_list || !ct_gen_family_launchable(f)) return CT_ERR_UNSUPPORTED;
   if (!family_meets(f, p->precision)) return CT_ERR_UNSUPPORTED;
   if (ct_problem_validate(p, NULL, 0) != CT_OK) return CT_ERR_INVALID_PROBLEM;
   if (!point_valid(f, p, lim, values, 0)) return CT_ERR_UNSUPPORTED;
@@ -357,7 +365,8 @@ ct_status ct_gen_default_variant(const ct_problem *p, const ct_gen_limits *lim,
   memset(out, 0, sizeof *out);
   if (ct_problem_validate(p, NULL, 0) != CT_OK) return CT_ERR_INVALID_PROBLEM;
   const ct_gen_family *f = ct_gen_family_find(CT_GEN_DEFAULT_FAMILY);
-  if (f == NULL || !family_meets(f, p->precision)) return CT_ERR_UNSUPPORTED;
+  if (f == NULL || !ct_gen_family_launchable(f) || !family_meets(f, p->precision))
+    return CT_ERR_UNSUPPORTED;
   size_t total = point_count(f);
   for (size_t idx = 0; idx < total; idx++) {
     int values[CT_GEN_MAX_PARAMS];
@@ -501,6 +510,7 @@ ct_status ct_gen_source(const ct_problem *p, const ct_gen_variant *v,
   if (p == NULL || v == NULL || src == NULL || v->family == NULL)
     return CT_ERR_INVALID_ARG;
   const ct_gen_family *f = v->family;
+  if (!ct_gen_family_launchable(f)) return CT_ERR_UNSUPPORTED;
   const char *text = ct_gen_template(f->template_name);
   if (text == NULL) return CT_ERR_NOT_FOUND;
 

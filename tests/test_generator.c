@@ -1,8 +1,10 @@
 /*
 ** test_generator.c — the generator without a GPU: enumeration, names and
-** their round trip, the hard-valid set apart from the pruned one, determinism of the source text, launch plans within the
-** device's limits, default variants for odd problems, name errors, device
-** limits by architecture, embedded templates, hashing.
+** their round trip, the hard-valid set apart from the pruned one, the
+** refusal of a family taking tensor maps, determinism of the source text,
+** launch plans within the device's limits, default variants for odd
+** problems, name errors, device limits by architecture, embedded
+** templates, hashing.
 */
 #include <stdint.h>
 #include <stdio.h>
@@ -287,6 +289,48 @@ static void test_enumerate_all(void) {
   ASSERT_TRUE(all == NULL && n_all == 0);
 }
 
+/* A family taking tensor maps (test_tmap, a test family) is refused, as no
+** launcher builds them: never enumerated, its name and its source
+** unsupported.  Every real family takes plain pointers. */
+static void test_tensor_map_family_refused(void) {
+  for (size_t i = 0; ct_gen_families[i] != NULL; i++) {
+    ASSERT_TRUE(ct_gen_families[i]->args == CT_GEN_ARGS_POINTERS);
+    ASSERT_TRUE(ct_gen_family_launchable(ct_gen_families[i]));
+  }
+  ASSERT_TRUE(!ct_gen_family_launchable(NULL));
+  ASSERT_TRUE(ct_gen_family_find("test_tmap") == NULL); /* test families off */
+  ASSERT_EQ_INT(setenv("CONVTUNE_TEST_FAMILIES", "1", 1), 0);
+  const ct_gen_family *f = ct_gen_family_find("test_tmap");
+  int found = f != NULL && f->args == CT_GEN_ARGS_TENSOR_MAPS && !ct_gen_family_launchable(f);
+  ct_gen_limits lim = h200();
+  ct_problem p;
+  ct_problem_default(&p);
+  ct_gen_variant *v = NULL, got;
+  size_t n = 0, n_test = 0, n_tmap = 0;
+  ct_status enum_rc = ct_gen_enumerate_all(&p, &lim, &v, &n);
+  for (size_t i = 0; i < n; i++) {
+    n_test += strncmp(v[i].family->name, "test_", 5) == 0;
+    n_tmap += v[i].family == f;
+  }
+  free(v);
+  ct_status name_rc = ct_gen_variant_from_name(&p, &lim, "test_tmap", &got);
+  ct_status wrong_rc = ct_gen_variant_from_name(&p, &lim, "test_wrong", &got);
+  memset(&got, 0, sizeof got);
+  got.family = f;
+  got.limits = lim;
+  char *src = (char *)"untouched";
+  ct_status src_rc = found ? ct_gen_source(&p, &got, &src) : CT_ERR_NOT_FOUND;
+  ASSERT_EQ_INT(unsetenv("CONVTUNE_TEST_FAMILIES"), 0);
+  ASSERT_TRUE(found);
+  ASSERT_EQ_INT(enum_rc, CT_OK);
+  ASSERT_EQ_INT(n_test, 4); /* the pointer-taking test families */
+  ASSERT_EQ_INT(n_tmap, 0);
+  ASSERT_EQ_INT(name_rc, CT_ERR_UNSUPPORTED);
+  ASSERT_EQ_INT(wrong_rc, CT_OK);
+  ASSERT_EQ_INT(src_rc, CT_ERR_UNSUPPORTED);
+  ASSERT_TRUE(src == NULL);
+}
+
 /* wgr's RL 1 (a row's new input rows in the producer's registers) is
 ** offered only where they take one pass of 128/LP rows and at most 6 runs
 ** of 4 floats per thread: on the headline (12 new rows of 56 runs) with
@@ -511,6 +555,7 @@ int main(void) {
   RUN_TEST(test_default_variant_odd);
   RUN_TEST(test_small_k_and_q_prune);
   RUN_TEST(test_enumerate_all);
+  RUN_TEST(test_tensor_map_family_refused);
   RUN_TEST(test_wgr_register_loads);
   RUN_TEST(test_huge_strides);
   RUN_TEST(test_from_name_errors);
