@@ -9,19 +9,18 @@
 **   TP       consecutive output columns per thread
 **   TK       output channels per thread and per block
 **
-** The launch arithmetic below mirrors the template's derived quantities;
-** the template static_asserts that the CT_PLAN_* values agree.
+** The launch arithmetic (blocks, staged rows, shared memory) and the weight
+** staging budget are templates/ct_direct.cuh's, which the template
+** includes too; it static_asserts that the CT_PLAN_* values agree.
 */
 #include <stdint.h>
 #include <stdio.h>
 
 #include "convtune.h"
+#include "ct_direct.cuh"
 #include "ct_gen.h"
 
 enum { DIRECT_THREADS, DIRECT_TP, DIRECT_TK };
-
-/* Weight staging budget in floats; DIRECT_WBUF_FLOATS in the template. */
-#define DIRECT_WBUF_FLOATS 6144
 
 /* What a point needs on a problem, in 64-bit arithmetic. */
 typedef struct direct_shape {
@@ -34,15 +33,9 @@ typedef struct direct_shape {
 static void direct_shape_of(const ct_problem *p, const int *v, direct_shape *sh) {
   int64_t threads = v[DIRECT_THREADS], tp = v[DIRECT_TP], tk = v[DIRECT_TK];
   ct_problem_output(p, &sh->P, &sh->Q);
-  int64_t qg = (sh->Q + tp - 1) / tp;
-  int64_t groups = p->n * sh->P * qg;
-  int64_t pix_blocks = (groups + threads - 1) / threads;
-  int64_t k_tiles = (p->k + tk - 1) / tk;
-  sh->tiles = pix_blocks * k_tiles;
-  int64_t cr = p->c * p->r;
-  sh->rows = DIRECT_WBUF_FLOATS / (tk * p->s);
-  if (sh->rows > cr) sh->rows = cr;
-  sh->smem = sh->rows * p->s * tk * 4;
+  sh->tiles = ct_direct_tiles(p->n, sh->P, sh->Q, p->k, threads, tp, tk);
+  sh->rows = ct_direct_rows(p->c, p->r, p->s, tk);
+  sh->smem = ct_direct_smem_bytes(p->c, p->r, p->s, tk);
 }
 
 /* The hard limits: the block fits the device; the coordinates along a row
