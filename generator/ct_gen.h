@@ -3,9 +3,15 @@
 **
 ** The generator knows no driver and no GPU.  A template family is one
 ** CUDA source template (templates/<family>.cu, embedded at build time) plus
-** one descriptor (ct_gen_family): its tunable parameters as data, a validity
-** check against the problem and the device's limits, and the launch plan
-** (grid, block, dynamic shared memory, workspace) of a valid variant.
+** one descriptor (ct_gen_family): its tunable parameters as data, its hard
+** limits (valid) apart from its pruning heuristic (worth), both against the
+** problem and the device's limits (ct_gen_limits; ct_gen_budget_fits does
+** the threads / shared memory checks, ct_gen_regs_cap the register cap),
+** the launch plan (grid, block, dynamic shared memory, workspace) of a
+** valid variant on that device, and the kind of kernel arguments it takes.
+** Constants and layout arithmetic the template and the descriptor share
+** are written once, in a header under templates/ valid as C and CUDA that
+** both include (templates/ct_direct.cuh is the pattern).
 **
 ** Source of a variant = "#define" lines (problem sizes CT_*, the family's
 ** parameters, the launch quantities the plan computed) + the template text.
@@ -80,8 +86,17 @@ typedef enum ct_gen_args {
                                  __grid_constant__ parameters */
 } ct_gen_args;
 
-/* A template family.  Adding a family: write templates/<name>.cu, define a
-** descriptor in generator/, list it in ct_gen_families (generator/gen.c). */
+/* A template family.  Adding a family touches its own files and the build
+** lists only:
+**   - templates/<name>.cu, compiling on its own with default parameters
+**     (every tunable "#ifndef P / #define P v / #endif"), static_asserting
+**     the plan's CT_PLAN_* against its own quantities; listed in
+**     templates/meson.build (with any templates/ct_<name>.cuh it shares
+**     with the descriptor);
+**   - generator/family_<name>.c, defining const ct_gen_family
+**     ct_gen_family_<name>; listed in generator/meson.build;
+**   - one X(<name>) line in CT_GEN_FAMILY_LIST (generator/gen.c), which
+**     places it in the enumeration order. */
 typedef struct ct_gen_family {
   const char *name;           /* short, [a-z0-9_] */
   const char *template_name;  /* embedded template file, e.g. "conv_direct.cu" */

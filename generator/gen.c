@@ -19,9 +19,10 @@
 /* ---------------------------------------------------------------------- */
 /* The families                                                            */
 
-/* Every family, in enumeration order.  Adding a family: one X(name) line
-** here (its descriptor is ct_gen_family_<name>) and its .c file in
-** generator/meson.build.  "direct" is the safe default family and stays. */
+/* Every family, in enumeration order.  Adding a family (see ct_gen_family in
+** ct_gen.h): one X(name) line here (its descriptor is ct_gen_family_<name>),
+** its .c file in generator/meson.build, its template in
+** templates/meson.build.  "direct" is the safe default family and stays. */
 #define CT_GEN_FAMILY_LIST(X) \
   X(direct) \
   X(wg) \
