@@ -27,26 +27,23 @@
 ** leaves 32-bit range (tc_fits).  Points that cannot win are pruned as
 ** well (tc_worth_common).  The direct family covers every declined problem.
 **
-** The launch arithmetic below mirrors the template's derived quantities;
-** the template static_asserts that the CT_PLAN_* values agree.
+** The tile layout and shared memory are templates/ct_tc.cuh's, which the
+** template includes too; it static_asserts that the CT_PLAN_* values agree.
 */
 #include <stdint.h>
 #include <stdio.h>
 
 #include "convtune.h"
 #include "ct_gen.h"
+#include "ct_tc.cuh"
 
 enum { TC_TP, TC_BN, TC_WARPS, TC_WN, TC_STAGES, TC_PERSIST };
 
-/* What a point needs on a problem, in 64-bit arithmetic; the names are the
-** template's. */
+/* What a point needs on a problem: the template's layout (ct_tc.cuh) and
+** the plan's grid.x. */
 typedef struct tc_shape {
   int64_t P, Q;
-  int64_t threads, nt, wgm, ntw, tm, mt, mw;
-  int64_t crs, ksteps, kp, br, bc, band, band_pad;
-  int64_t smem;          /* dynamic shared memory, bytes */
-  int64_t tiles;         /* N * ceil(P/TP) */
-  int64_t kblocks;       /* ceil(K/BN) = grid.y */
+  ct_tc_layout l;
   int64_t grid_x;
 } tc_shape;
 
@@ -61,35 +58,21 @@ static int tc_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
       persist < 0)
     return 0;
   ct_problem_output(p, &sh->P, &sh->Q);
-  sh->threads = 32 * warps;
-  sh->nt = bn / 8;
-  sh->wgm = warps / wn;
-  sh->ntw = sh->nt / wn;
-  sh->tm = tp * sh->Q;
-  sh->mt = (sh->tm + 15) / 16;
-  sh->mw = (sh->mt + sh->wgm - 1) / sh->wgm;
-  sh->crs = p->c * p->r * p->s;
-  sh->ksteps = (sh->crs + 7) / 8;
-  sh->kp = sh->ksteps * 8;
-  sh->br = (tp - 1) * p->stride_h + (p->r - 1) * p->dil_h + 1;
-  sh->bc = (sh->Q - 1) * p->stride_w + (p->s - 1) * p->dil_w + 1;
   /* Every field is <= INT32_MAX (validation); bound the band's factors
   ** before multiplying them (the template needs band <= 2^24 anyway). */
-  if (sh->br > (1 << 24) || sh->bc > (1 << 24) || p->c * sh->br > (1 << 24))
-    return 0;
-  sh->band = p->c * sh->br * sh->bc;
-  sh->band_pad = (sh->band + 3) / 4 * 4;
-  sh->smem = (sh->ksteps * sh->nt * 64 + sh->ksteps * 8 + stages * sh->band_pad) * 4;
-  sh->tiles = p->n * ((sh->P + tp - 1) / tp);
-  sh->kblocks = (p->k + bn - 1) / bn;
+  int64_t br = ct_tc_band_rows(tp, p->stride_h, p->r, p->dil_h);
+  int64_t bc = ct_tc_band_cols(sh->Q, p->stride_w, p->s, p->dil_w);
+  if (br > (1 << 24) || bc > (1 << 24) || p->c * br > (1 << 24)) return 0;
+  sh->l = ct_tc_layout_of(p->n, p->c, p->k, p->r, p->s, sh->P, sh->Q, p->stride_h,
+                          p->stride_w, p->dil_h, p->dil_w, tp, bn, warps, wn, stages);
   /* PERSIST c: c CTAs per SM of the device, shared out over grid.y.  Any
   ** grid is correct (the template loops over tiles with a grid stride). */
   if (persist == 0) {
-    sh->grid_x = sh->tiles;
+    sh->grid_x = sh->l.tiles;
   } else {
-    int64_t ctas = ct_gen_sm_count(lim) * persist / sh->kblocks;
+    int64_t ctas = ct_gen_sm_count(lim) * persist / sh->l.kblocks;
     if (ctas < 1) ctas = 1;
-    sh->grid_x = ctas < sh->tiles ? ctas : sh->tiles;
+    sh->grid_x = ctas < sh->l.tiles ? ctas : sh->l.tiles;
   }
   return 1;
 }
@@ -102,10 +85,10 @@ static int tc_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
 ** either way; it only has to keep variants off a launch-bounds cap they
 ** would spill under (every variant CI compiles is checked for spills). */
 static int64_t tc_regs_estimate(const tc_shape *sh, int split) {
-  int64_t acc = 4 * sh->mw * sh->ntw * (split ? 2 : 1);
-  int64_t frags = 2 * (4 * sh->mw + 2 * sh->ntw);
-  int64_t hilo = split ? 8 * sh->mw + 4 * sh->ntw : 0;
-  return acc + frags + hilo + 2 * sh->mw + 32;
+  int64_t acc = 4 * sh->l.mw * sh->l.ntw * (split ? 2 : 1);
+  int64_t frags = 2 * (4 * sh->l.mw + 2 * sh->l.ntw);
+  int64_t hilo = split ? 8 * sh->l.mw + 4 * sh->l.ntw : 0;
+  return acc + frags + hilo + 2 * sh->l.mw + 32;
 }
 
 extern const ct_gen_family ct_gen_family_tc;
@@ -119,23 +102,23 @@ static int tc_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   if (!tc_shape_of(p, lim, v, &sh)) return 0;
   int64_t stages = v[TC_STAGES], persist = v[TC_PERSIST];
   if (stages == 2 && persist == 0) return 0; /* nothing to overlap */
-  if (sh.wgm > sh.mt) return 0; /* a warp without an m16 tile */
+  if (sh.l.wgm > sh.l.mt) return 0; /* a warp without an m16 tile */
   /* 32-bit tensors (the problem's validation guarantees them; checked here
   ** too because the template asserts them) and the template's int sizes. */
-  if (p->n * p->c * p->h * p->w > lim32 || p->k * sh.crs > lim32 ||
+  if (p->n * p->c * p->h * p->w > lim32 || p->k * sh.l.crs > lim32 ||
       p->n * p->k * sh.P * sh.Q > lim32)
     return 0;
-  if (sh.band > (1 << 24) || sh.ksteps * sh.nt * 64 > (1 << 24) ||
-      v[TC_BN] * sh.kp > (1 << 24) || sh.mt * 16 > (1 << 24) ||
-      sh.tiles > (INT64_C(1) << 30) || sh.kblocks > 65535)
+  if (sh.l.band > (1 << 24) || sh.l.ksteps * sh.l.nt * 64 > (1 << 24) ||
+      v[TC_BN] * sh.l.kp > (1 << 24) || sh.l.mt * 16 > (1 << 24) ||
+      sh.l.tiles > (INT64_C(1) << 30) || sh.l.kblocks > 65535)
     return 0;
   /* Registers: accumulators capped; the estimate within the occupancy cap. */
-  if (4 * sh.mw * sh.ntw * (split ? 2 : 1) > 128) return 0;
-  if (tc_regs_estimate(&sh, split) > ct_gen_regs_cap(lim, persist > 0 ? persist : 1, sh.threads))
+  if (4 * sh.l.mw * sh.l.ntw * (split ? 2 : 1) > 128) return 0;
+  if (tc_regs_estimate(&sh, split) > ct_gen_regs_cap(lim, persist > 0 ? persist : 1, sh.l.threads))
     return 0;
   /* Threads and shared memory: the block, and PERSIST blocks per SM. */
   return ct_gen_budget_fits(
-      lim, &(ct_gen_budget){.threads = sh.threads, .smem = sh.smem, .blocks_per_sm = persist});
+      lim, &(ct_gen_budget){.threads = sh.l.threads, .smem = sh.l.smem, .blocks_per_sm = persist});
 }
 
 /* Channels computed beyond K with BN channels per CTA. */
@@ -164,9 +147,9 @@ static int tc_worth_common(const ct_problem *p, const ct_gen_limits *lim,
     if (wst < least) least = wst;
   }
   if (4 * tc_channel_waste(p->k, v[TC_BN]) > 4 * least + p->k) return 0;
-  if (p->k > 16 && 2 * (4 * sh.mw + 2 * sh.ntw + 1) > 5 * sh.mw * sh.ntw)
+  if (p->k > 16 && 2 * (4 * sh.l.mw + 2 * sh.l.ntw + 1) > 5 * sh.l.mw * sh.l.ntw)
     return 0;
-  if (v[TC_PERSIST] == 0 && v[TC_BN] * sh.kp * 4 > 16384) return 0;
+  if (v[TC_PERSIST] == 0 && v[TC_BN] * sh.l.kp * 4 > 16384) return 0;
   if (v[TC_STAGES] == 1 && v[TC_PERSIST] == 1) {
     int alt[CT_GEN_MAX_PARAMS];
     for (int i = 0; i < CT_GEN_MAX_PARAMS; i++) alt[i] = v[i];
@@ -204,8 +187,8 @@ static void tc_plan_common(const ct_problem *p, const ct_gen_limits *lim,
                            size_t len, int split) {
   tc_shape sh;
   tc_shape_of(p, lim, v, &sh);
-  ct_gen_plan_one(out, "conv_tc", (unsigned)sh.grid_x, (unsigned)sh.kblocks,
-                  (unsigned)sh.threads, (unsigned)sh.smem, "CT_TC_SPLIT", split, defines,
+  ct_gen_plan_one(out, "conv_tc", (unsigned)sh.grid_x, (unsigned)sh.l.kblocks,
+                  (unsigned)sh.l.threads, (unsigned)sh.l.smem, "CT_TC_SPLIT", split, defines,
                   len);
 }
 
