@@ -3,19 +3,28 @@
 **
 ** The generator knows no driver and no GPU.  A template family is one
 ** CUDA source template (templates/<family>.cu, embedded at build time) plus
-** one descriptor (ct_gen_family): its tunable parameters as data, a validity
-** check against the problem and the device's limits, and the launch plan
-** (grid, block, dynamic shared memory, workspace) of a valid variant.
+** one descriptor (ct_gen_family): its tunable parameters as data, its hard
+** limits (valid) apart from its pruning heuristic (worth), both against the
+** problem and the device's limits (ct_gen_limits; ct_gen_budget_fits does
+** the threads / shared memory checks, ct_gen_regs_cap the register cap),
+** the launch plan (grid, block, dynamic shared memory, workspace) of a
+** valid variant on that device, and the kind of kernel arguments it takes.
+** Constants and layout arithmetic the template and the descriptor share
+** are written once, in a header under templates/ valid as C and CUDA that
+** both include (templates/ct_direct.cuh is the pattern).
 **
 ** Source of a variant = "#define" lines (problem sizes CT_*, the family's
 ** parameters, the launch quantities the plan computed) + the template text.
 ** Every template compiles on its own with its default parameters.
 **
-** Every kernel of every family is extern "C" and takes the same arguments:
+** A family declares the kind of arguments its kernels take (ct_gen_args).
+** Every family today takes plain pointers: each kernel is extern "C" with
 **   (const float *x, const float *w, const float *b, float *y, float *ws)
 ** x, w, b, y as in convtune.h (b is NULL when the problem has no bias), ws a
 ** device workspace of variant->workspace_bytes (NULL when 0).  A variant
-** runs its kernels in order on one stream.
+** runs its kernels in order on one stream.  No launcher builds tensor maps
+** yet: the generator refuses a family that takes them
+** (ct_gen_family_launchable).
 */
 #ifndef CT_GEN_H
 #define CT_GEN_H
@@ -51,10 +60,12 @@ typedef struct ct_gen_launch {
 
 struct ct_gen_family;
 
-/* One point of a family's search space, planned for one problem. */
+/* One point of a family's search space, planned for one problem on one
+** device. */
 typedef struct ct_gen_variant {
   const struct ct_gen_family *family;
   int values[CT_GEN_MAX_PARAMS];          /* one per family parameter */
+  ct_gen_limits limits;                   /* the device it was planned for */
   char name[CT_GEN_NAME_MAX];             /* "family:P1=v1,P2=v2" */
   int n_kernels;
   ct_gen_launch kernels[CT_GEN_MAX_KERNELS];
@@ -68,27 +79,55 @@ typedef struct ct_gen_param {
   int values[CT_GEN_MAX_VALUES];
 } ct_gen_param;
 
-/* A template family.  Adding a family: write templates/<name>.cu, define a
-** descriptor in generator/, list it in ct_gen_families (generator/gen.c). */
+/* The kind of arguments a family's kernels take. */
+typedef enum ct_gen_args {
+  CT_GEN_ARGS_POINTERS = 0,   /* (x, w, b, y, ws) as plain device pointers */
+  CT_GEN_ARGS_TENSOR_MAPS = 1 /* CUtensorMaps the host builds, passed as
+                                 __grid_constant__ parameters */
+} ct_gen_args;
+
+/* A template family.  Adding a family touches its own files and the build
+** lists only:
+**   - templates/<name>.cu, compiling on its own with default parameters
+**     (every tunable "#ifndef P / #define P v / #endif"), static_asserting
+**     the plan's CT_PLAN_* against its own quantities; listed in
+**     templates/meson.build (with any templates/ct_<name>.cuh it shares
+**     with the descriptor);
+**   - generator/family_<name>.c, defining const ct_gen_family
+**     ct_gen_family_<name>; listed in generator/meson.build;
+**   - one X(<name>) line in CT_GEN_FAMILY_LIST (generator/gen.c), which
+**     places it in the enumeration order. */
 typedef struct ct_gen_family {
   const char *name;           /* short, [a-z0-9_] */
   const char *template_name;  /* embedded template file, e.g. "conv_direct.cu" */
   unsigned precisions;        /* bit (1u << ct_precision) for each precision met */
+  ct_gen_args args;           /* the kind of kernel arguments it takes */
   int big_tensors;            /* 1: its template forms 64-bit offsets, so it
                                  takes tensors of 2^31 elements or more; 0:
                                  the generator never asks valid() about such
                                  a problem (ct_gen_index64) */
   int n_params;
   ct_gen_param params[CT_GEN_MAX_PARAMS];
-  /* 1 if this parameter point is valid for the problem on the device
-  ** (shapes accepted, tile divisibility, threads, shared memory). */
+  /* The hard limits: 1 if this parameter point compiles and runs
+  ** correctly for the problem on the device (arch, shapes the template
+  ** accepts, tile divisibility, its static_asserts, 32-bit ranges,
+  ** registers, threads, shared memory); 0 if it cannot. */
   int (*valid)(const ct_problem *p, const ct_gen_limits *lim,
                const int *values);
+  /* The pruning heuristic, asked only of valid points: 1 to offer the
+  ** point, 0 when it is correct but cannot win (channels or tiles wasted,
+  ** a better-buffered twin that fits).  NULL: every valid point is
+  ** offered. */
+  int (*worth)(const ct_problem *p, const ct_gen_limits *lim,
+               const int *values);
   /* Fills v->n_kernels, v->kernels and v->workspace_bytes for a valid
-  ** point; also returns extra "#define NAME value" lines (may be empty) in
-  ** defines (at most len bytes) for launch quantities the template uses. */
-  void (*plan)(const ct_problem *p, const int *values, ct_gen_variant *v,
-               char *defines, size_t len);
+  ** point on the device lim describes (a persistent grid is sized by
+  ** lim->sm_count, see ct_gen_sm_count); also returns extra "#define NAME
+  ** value" lines (may be empty) in defines (at most len bytes) for launch
+  ** quantities the template uses. */
+  void (*plan)(const ct_problem *p, const ct_gen_limits *lim,
+               const int *values, ct_gen_variant *v, char *defines,
+               size_t len);
 } ct_gen_family;
 
 /* For a family's plan(): one launch of `kernel` with grid (gx, gy, 1),
@@ -102,6 +141,43 @@ void ct_gen_plan_one(ct_gen_variant *v, const char *kernel, unsigned gx,
                      unsigned gy, unsigned threads, unsigned smem,
                      const char *split_macro, int split, char *defines,
                      size_t len);
+
+/* For a family's plan(): the SMs a persistent grid is sized for,
+** lim->sm_count, at least 1. */
+int64_t ct_gen_sm_count(const ct_gen_limits *lim);
+
+/* Shared memory a template may ask for on any device the generator knows,
+** bytes (227 KB, sm_90's opt-in maximum; the templates static_assert it). */
+#define CT_GEN_SMEM_MAX 232448
+
+/* Shared memory the driver reserves per resident block (sm_80 .. sm_90). */
+#define CT_GEN_SMEM_RESERVED 1024
+
+/* What one block of a point needs of the device, for ct_gen_budget_fits. */
+typedef struct ct_gen_budget {
+  int64_t threads;       /* threads per block */
+  int64_t smem;          /* dynamic shared memory per block, bytes */
+  int64_t blocks_per_sm; /* blocks that must be resident on one SM together
+                            (a family's CTAS or PERSIST); 0: no per-SM check */
+} ct_gen_budget;
+
+/* For a family's valid(): 1 when blocks of *b fit the device lim describes:
+** threads <= lim->max_threads_per_block; smem <= lim->max_smem_per_block
+** and <= CT_GEN_SMEM_MAX; and with blocks_per_sm c > 0,
+** c * (smem + CT_GEN_SMEM_RESERVED) <= lim->smem_per_sm and c * threads <=
+** ct_gen_threads_per_sm(lim). */
+int ct_gen_budget_fits(const ct_gen_limits *lim, const ct_gen_budget *b);
+
+/* Threads an SM of compute capability lim->cc_major.cc_minor holds: 1536
+** for 8.6 .. 8.9, else 2048 (ct_gen_limits does not carry it). */
+int64_t ct_gen_threads_per_sm(const ct_gen_limits *lim);
+
+/* For a family's valid(): the registers per thread that blocks_per_sm
+** blocks of `threads` threads (both >= 1) can each have resident on one SM:
+** lim->regs_per_sm / (blocks_per_sm * threads), rounded down to a multiple
+** of 8 (the allocation unit), at most 255. */
+int64_t ct_gen_regs_cap(const ct_gen_limits *lim, int64_t blocks_per_sm,
+                        int64_t threads);
 
 /* For families too: the product of n factors, or -1 when it overflows
 ** int64. */
@@ -117,12 +193,22 @@ extern const ct_gen_family *const ct_gen_families[];
 /* Looks a family up by name; NULL if none. */
 const ct_gen_family *ct_gen_family_find(const char *name);
 
+/* 1 when the runtime and the tuner can launch the kernels of family f:
+** those of a family taking plain pointers.  A family taking tensor maps is
+** refused until the runtime encodes them: ct_gen_enumerate and
+** ct_gen_enumerate_all leave it out; ct_gen_variant_from_name,
+** ct_gen_default_variant and ct_gen_source return CT_ERR_UNSUPPORTED for
+** it.  0 for NULL. */
+int ct_gen_family_launchable(const ct_gen_family *f);
+
 /* Limits of a named architecture for use without a GPU: "sm_90a" and
 ** "sm_90" give an H100/H200's, "sm_89" an L40S's, "sm_80" an A100's.
 ** Returns CT_OK, CT_ERR_UNSUPPORTED (other names) or CT_ERR_INVALID_ARG. */
 ct_status ct_gen_limits_for_arch(const char *arch, ct_gen_limits *lim);
 
-/* Enumerates every valid variant of every family meeting p->precision, in a
+/* Enumerates every variant of every family meeting p->precision that is
+** valid and worth offering (both the family's hard limits and its pruning
+** heuristic pass), in a
 ** fixed order (families in table order, parameters odometer-wise, last
 ** parameter fastest).  *out is a malloc'd array the caller frees; *count
 ** may be 0.  Each variant is zero-filled before it is written, so variants
@@ -131,14 +217,22 @@ ct_status ct_gen_limits_for_arch(const char *arch, ct_gen_limits *lim);
 ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
                            ct_gen_variant **out, size_t *count);
 
+/* As ct_gen_enumerate, but every valid point, the pruning heuristics off:
+** the points ct_gen_enumerate offers and those it prunes, in the same
+** order.  For tests and studies of the heuristics; the tuner searches
+** ct_gen_enumerate's set. */
+ct_status ct_gen_enumerate_all(const ct_problem *p, const ct_gen_limits *lim,
+                               ct_gen_variant **out, size_t *count);
+
 /* Rebuilds a variant from its name ("family:P=v,..."): the family must
 ** exist, meet p->precision, every parameter must appear once (any order)
 ** with a value from its list, and the point must be valid.  out->name is
 ** the canonical name; out equals (memcmp) the enumerated variant.
 ** Returns CT_OK, CT_ERR_PARSE (malformed; unknown, repeated or missing
 ** parameter), CT_ERR_NOT_FOUND (no such family), CT_ERR_UNSUPPORTED (a value
-** outside its list, a precision the family does not meet, or a point not
-** valid for this problem or device), CT_ERR_INVALID_PROBLEM or
+** outside its list, a family the runtime cannot launch
+** (ct_gen_family_launchable), a precision the family does not meet, or a point not
+** valid or pruned for this problem or device), CT_ERR_INVALID_PROBLEM or
 ** CT_ERR_INVALID_ARG. */
 ct_status ct_gen_variant_from_name(const ct_problem *p,
                                    const ct_gen_limits *lim, const char *name,
@@ -151,13 +245,16 @@ ct_status ct_gen_variant_from_name(const ct_problem *p,
 ct_status ct_gen_default_variant(const ct_problem *p, const ct_gen_limits *lim,
                                  ct_gen_variant *out);
 
-/* The CUDA source text of a variant for a problem.  Same inputs -> same
-** bytes; the precision is not part of the text.  Layout: a "// convtune:"
+/* The CUDA source text of a variant for a problem, planned as for
+** v->limits.  Same inputs -> same bytes; the precision is not part of the
+** text.  Layout: a "// convtune:"
 ** comment line; "#define" lines for CT_N CT_C CT_H CT_W CT_K CT_R CT_S CT_P
 ** CT_Q CT_STRIDE_H CT_STRIDE_W CT_PAD_H CT_PAD_W CT_DIL_H CT_DIL_W CT_BIAS;
 ** the family's parameters in order; the plan's lines; "#line 1" and the
 ** template.  *src is malloc'd; the caller frees it.  Returns CT_OK,
-** CT_ERR_INVALID_ARG, CT_ERR_NOT_FOUND (template missing) or CT_ERR_NOMEM. */
+** CT_ERR_INVALID_ARG, CT_ERR_NOT_FOUND (template missing),
+** CT_ERR_UNSUPPORTED (a family the runtime cannot launch,
+** ct_gen_family_launchable) or CT_ERR_NOMEM. */
 ct_status ct_gen_source(const ct_problem *p, const ct_gen_variant *v,
                         char **src);
 

@@ -9,19 +9,18 @@
 **   TP       consecutive output columns per thread
 **   TK       output channels per thread and per block
 **
-** The launch arithmetic below mirrors the template's derived quantities;
-** the template static_asserts that the CT_PLAN_* values agree.
+** The launch arithmetic (blocks, staged rows, shared memory) and the weight
+** staging budget are templates/ct_direct.cuh's, which the template
+** includes too; it static_asserts that the CT_PLAN_* values agree.
 */
 #include <stdint.h>
 #include <stdio.h>
 
 #include "convtune.h"
+#include "ct_direct.cuh"
 #include "ct_gen.h"
 
 enum { DIRECT_THREADS, DIRECT_TP, DIRECT_TK };
-
-/* Weight staging budget in floats; DIRECT_WBUF_FLOATS in the template. */
-#define DIRECT_WBUF_FLOATS 6144
 
 /* What a point needs on a problem, in 64-bit arithmetic. */
 typedef struct direct_shape {
@@ -34,19 +33,12 @@ typedef struct direct_shape {
 static void direct_shape_of(const ct_problem *p, const int *v, direct_shape *sh) {
   int64_t threads = v[DIRECT_THREADS], tp = v[DIRECT_TP], tk = v[DIRECT_TK];
   ct_problem_output(p, &sh->P, &sh->Q);
-  int64_t qg = (sh->Q + tp - 1) / tp;
-  int64_t groups = p->n * sh->P * qg;
-  int64_t pix_blocks = (groups + threads - 1) / threads;
-  int64_t k_tiles = (p->k + tk - 1) / tk;
-  sh->tiles = pix_blocks * k_tiles;
-  int64_t cr = p->c * p->r;
-  sh->rows = DIRECT_WBUF_FLOATS / (tk * p->s);
-  if (sh->rows > cr) sh->rows = cr;
-  sh->smem = sh->rows * p->s * tk * 4;
+  sh->tiles = ct_direct_tiles(p->n, sh->P, sh->Q, p->k, threads, tp, tk);
+  sh->rows = ct_direct_rows(p->c, p->r, p->s, tk);
+  sh->smem = ct_direct_smem_bytes(p->c, p->r, p->s, tk);
 }
 
-/* Valid when: the block fits the device; TK and TP waste less than half a
-** tile (TK < 2K, TP < 2Q) unless they are 1; the coordinates along a row
+/* The hard limits: the block fits the device; the coordinates along a row
 ** and a column and the block count fit in 32 bits.  Tensors of any size
 ** the problem's validation admits: the template forms 64-bit offsets when
 ** a tensor has 2^31 elements or more.  The problem itself is assumed valid. */
@@ -54,25 +46,34 @@ static int direct_valid(const ct_problem *p, const ct_gen_limits *lim,
                         const int *v) {
   const int64_t lim32 = INT32_MAX;
   int64_t threads = v[DIRECT_THREADS], tp = v[DIRECT_TP], tk = v[DIRECT_TK];
-  if (threads < 32 || threads % 32 != 0 || threads > lim->max_threads_per_block)
-    return 0;
+  if (threads < 32 || threads % 32 != 0) return 0;
   if (tp < 1 || tk < 1) return 0;
   direct_shape sh;
   direct_shape_of(p, v, &sh);
-  if (tk > 1 && tk >= 2 * p->k) return 0;
-  if (tp > 1 && tp >= 2 * sh.Q) return 0;
   /* Coordinates in 32 bits (see the template's static_asserts). */
   if (p->pad_h > lim32 || p->pad_w > lim32 ||
       (sh.Q - 1 + tp - 1) * p->stride_w + (p->s - 1) * p->dil_w > lim32 ||
       (sh.P - 1) * p->stride_h + (p->r - 1) * p->dil_h > lim32)
     return 0;
   if (sh.tiles < 1 || sh.tiles > lim32) return 0;
-  if (sh.smem > lim->max_smem_per_block) return 0;
+  return ct_gen_budget_fits(lim, &(ct_gen_budget){.threads = threads, .smem = sh.smem});
+}
+
+/* The pruning heuristic: TK and TP waste less than half a tile (TK < 2K,
+** TP < 2Q) unless they are 1. */
+static int direct_worth(const ct_problem *p, const ct_gen_limits *lim,
+                        const int *v) {
+  (void)lim;
+  int64_t tp = v[DIRECT_TP], tk = v[DIRECT_TK], P, Q;
+  ct_problem_output(p, &P, &Q);
+  if (tk > 1 && tk >= 2 * p->k) return 0;
+  if (tp > 1 && tp >= 2 * Q) return 0;
   return 1;
 }
 
-static void direct_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                        char *defines, size_t len) {
+static void direct_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                        ct_gen_variant *out, char *defines, size_t len) {
+  (void)lim;
   direct_shape sh;
   direct_shape_of(p, v, &sh);
   out->n_kernels = 1;
@@ -97,6 +98,7 @@ const ct_gen_family ct_gen_family_direct = {
   .name = "direct",
   .template_name = "conv_direct.cu",
   .precisions = (1u << CT_PREC_TF32) | (1u << CT_PREC_FP32),
+  .args = CT_GEN_ARGS_POINTERS,
   .big_tensors = 1,
   .n_params = 3,
   .params = {
@@ -105,5 +107,6 @@ const ct_gen_family ct_gen_family_direct = {
     {"TK", 4, {8, 4, 16, 1}},
   },
   .valid = direct_valid,
+  .worth = direct_worth,
   .plan = direct_plan,
 };

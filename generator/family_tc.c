@@ -24,49 +24,33 @@
 ** 128 of them, and the register estimate below the cap that PERSIST's
 ** occupancy implies); shared memory (weights + offset table + bands) exceeds
 ** the device's block or, for PERSIST c, c blocks' share of an SM; or a size
-** leaves 32-bit range.  Points that cannot win are pruned as well (see
-** tc_valid_common).  The direct family covers every declined problem.
+** leaves 32-bit range (tc_fits).  Points that cannot win are pruned as
+** well (tc_worth_common).  The direct family covers every declined problem.
 **
-** The launch arithmetic below mirrors the template's derived quantities;
-** the template static_asserts that the CT_PLAN_* values agree.
+** The tile layout and shared memory are templates/ct_tc.cuh's, which the
+** template includes too; it static_asserts that the CT_PLAN_* values agree.
 */
 #include <stdint.h>
 #include <stdio.h>
 
 #include "convtune.h"
 #include "ct_gen.h"
+#include "ct_tc.cuh"
 
 enum { TC_TP, TC_BN, TC_WARPS, TC_WN, TC_STAGES, TC_PERSIST };
 
-/* SMs a persistent grid is sized for.  plan() does not see the device; 132
-** is the H100 / H200 SXM count.  Any grid is correct (the template loops
-** over tiles with a grid stride); on a device with fewer SMs a persistent
-** variant runs a partial second wave and times slower, so the tuner prefers
-** others there. */
-#define TC_PERSIST_SMS 132
-
-/* Threads an SM holds: the least of the architectures the generator knows
-** (sm_89: 1536; sm_80, sm_90: 2048); ct_gen_limits does not carry it. */
-#define TC_THREADS_PER_SM 1536
-
-/* Shared memory the driver reserves per block on sm_80 .. sm_90. */
-#define TC_SMEM_RESERVED 1024
-
-/* What a point needs on a problem, in 64-bit arithmetic; the names are the
-** template's. */
+/* What a point needs on a problem: the template's layout (ct_tc.cuh) and
+** the plan's grid.x. */
 typedef struct tc_shape {
   int64_t P, Q;
-  int64_t threads, nt, wgm, ntw, tm, mt, mw;
-  int64_t crs, ksteps, kp, br, bc, band, band_pad;
-  int64_t smem;          /* dynamic shared memory, bytes */
-  int64_t tiles;         /* N * ceil(P/TP) */
-  int64_t kblocks;       /* ceil(K/BN) = grid.y */
+  ct_tc_layout l;
   int64_t grid_x;
 } tc_shape;
 
 /* Fills *sh; returns 0 if the point's tiling is malformed or its band
 ** far too large (then *sh is partial). */
-static int tc_shape_of(const ct_problem *p, const int *v, tc_shape *sh) {
+static int tc_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                       tc_shape *sh) {
   int64_t tp = v[TC_TP], bn = v[TC_BN], warps = v[TC_WARPS], wn = v[TC_WN];
   int64_t stages = v[TC_STAGES], persist = v[TC_PERSIST];
   if (tp < 1 || bn < 8 || bn % 8 != 0 || warps < 1 || wn < 1 ||
@@ -74,33 +58,21 @@ static int tc_shape_of(const ct_problem *p, const int *v, tc_shape *sh) {
       persist < 0)
     return 0;
   ct_problem_output(p, &sh->P, &sh->Q);
-  sh->threads = 32 * warps;
-  sh->nt = bn / 8;
-  sh->wgm = warps / wn;
-  sh->ntw = sh->nt / wn;
-  sh->tm = tp * sh->Q;
-  sh->mt = (sh->tm + 15) / 16;
-  sh->mw = (sh->mt + sh->wgm - 1) / sh->wgm;
-  sh->crs = p->c * p->r * p->s;
-  sh->ksteps = (sh->crs + 7) / 8;
-  sh->kp = sh->ksteps * 8;
-  sh->br = (tp - 1) * p->stride_h + (p->r - 1) * p->dil_h + 1;
-  sh->bc = (sh->Q - 1) * p->stride_w + (p->s - 1) * p->dil_w + 1;
   /* Every field is <= INT32_MAX (validation); bound the band's factors
   ** before multiplying them (the template needs band <= 2^24 anyway). */
-  if (sh->br > (1 << 24) || sh->bc > (1 << 24) || p->c * sh->br > (1 << 24))
-    return 0;
-  sh->band = p->c * sh->br * sh->bc;
-  sh->band_pad = (sh->band + 3) / 4 * 4;
-  sh->smem = (sh->ksteps * sh->nt * 64 + sh->ksteps * 8 + stages * sh->band_pad) * 4;
-  sh->tiles = p->n * ((sh->P + tp - 1) / tp);
-  sh->kblocks = (p->k + bn - 1) / bn;
+  int64_t br = ct_tc_band_rows(tp, p->stride_h, p->r, p->dil_h);
+  int64_t bc = ct_tc_band_cols(sh->Q, p->stride_w, p->s, p->dil_w);
+  if (br > (1 << 24) || bc > (1 << 24) || p->c * br > (1 << 24)) return 0;
+  sh->l = ct_tc_layout_of(p->n, p->c, p->k, p->r, p->s, sh->P, sh->Q, p->stride_h,
+                          p->stride_w, p->dil_h, p->dil_w, tp, bn, warps, wn, stages);
+  /* PERSIST c: c CTAs per SM of the device, shared out over grid.y.  Any
+  ** grid is correct (the template loops over tiles with a grid stride). */
   if (persist == 0) {
-    sh->grid_x = sh->tiles;
+    sh->grid_x = sh->l.tiles;
   } else {
-    int64_t ctas = (int64_t)TC_PERSIST_SMS * persist / sh->kblocks;
+    int64_t ctas = ct_gen_sm_count(lim) * persist / sh->l.kblocks;
     if (ctas < 1) ctas = 1;
-    sh->grid_x = ctas < sh->tiles ? ctas : sh->tiles;
+    sh->grid_x = ctas < sh->l.tiles ? ctas : sh->l.tiles;
   }
   return 1;
 }
@@ -113,10 +85,10 @@ static int tc_shape_of(const ct_problem *p, const int *v, tc_shape *sh) {
 ** either way; it only has to keep variants off a launch-bounds cap they
 ** would spill under (every variant CI compiles is checked for spills). */
 static int64_t tc_regs_estimate(const tc_shape *sh, int split) {
-  int64_t acc = 4 * sh->mw * sh->ntw * (split ? 2 : 1);
-  int64_t frags = 2 * (4 * sh->mw + 2 * sh->ntw);
-  int64_t hilo = split ? 8 * sh->mw + 4 * sh->ntw : 0;
-  return acc + frags + hilo + 2 * sh->mw + 32;
+  int64_t acc = 4 * sh->l.mw * sh->l.ntw * (split ? 2 : 1);
+  int64_t frags = 2 * (4 * sh->l.mw + 2 * sh->l.ntw);
+  int64_t hilo = split ? 8 * sh->l.mw + 4 * sh->l.ntw : 0;
+  return acc + frags + hilo + 2 * sh->l.mw + 32;
 }
 
 extern const ct_gen_family ct_gen_family_tc;
@@ -127,34 +99,26 @@ static int tc_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                    int split) {
   const int64_t lim32 = INT32_MAX;
   tc_shape sh;
-  if (!tc_shape_of(p, v, &sh)) return 0;
+  if (!tc_shape_of(p, lim, v, &sh)) return 0;
   int64_t stages = v[TC_STAGES], persist = v[TC_PERSIST];
   if (stages == 2 && persist == 0) return 0; /* nothing to overlap */
-  if (sh.threads > lim->max_threads_per_block) return 0;
-  if (sh.wgm > sh.mt) return 0; /* a warp without an m16 tile */
+  if (sh.l.wgm > sh.l.mt) return 0; /* a warp without an m16 tile */
   /* 32-bit tensors (the problem's validation guarantees them; checked here
   ** too because the template asserts them) and the template's int sizes. */
-  if (p->n * p->c * p->h * p->w > lim32 || p->k * sh.crs > lim32 ||
+  if (p->n * p->c * p->h * p->w > lim32 || p->k * sh.l.crs > lim32 ||
       p->n * p->k * sh.P * sh.Q > lim32)
     return 0;
-  if (sh.band > (1 << 24) || sh.ksteps * sh.nt * 64 > (1 << 24) ||
-      v[TC_BN] * sh.kp > (1 << 24) || sh.mt * 16 > (1 << 24) ||
-      sh.tiles > (INT64_C(1) << 30) || sh.kblocks > 65535)
+  if (sh.l.band > (1 << 24) || sh.l.ksteps * sh.l.nt * 64 > (1 << 24) ||
+      v[TC_BN] * sh.l.kp > (1 << 24) || sh.l.mt * 16 > (1 << 24) ||
+      sh.l.tiles > (INT64_C(1) << 30) || sh.l.kblocks > 65535)
     return 0;
   /* Registers: accumulators capped; the estimate within the occupancy cap. */
-  if (4 * sh.mw * sh.ntw * (split ? 2 : 1) > 128) return 0;
-  int64_t minb = persist > 0 ? persist : 1;
-  int64_t cap = lim->regs_per_sm / (minb * sh.threads);
-  cap = cap / 8 * 8;
-  if (cap > 255) cap = 255;
-  if (tc_regs_estimate(&sh, split) > cap) return 0;
-  /* Shared memory: the block, and PERSIST blocks per SM. */
-  if (sh.smem > lim->max_smem_per_block || sh.smem > 232448) return 0;
-  if (persist > 0) {
-    if (persist * (sh.smem + TC_SMEM_RESERVED) > lim->smem_per_sm) return 0;
-    if (persist * sh.threads > TC_THREADS_PER_SM) return 0;
-  }
-  return 1;
+  if (4 * sh.l.mw * sh.l.ntw * (split ? 2 : 1) > 128) return 0;
+  if (tc_regs_estimate(&sh, split) > ct_gen_regs_cap(lim, persist > 0 ? persist : 1, sh.l.threads))
+    return 0;
+  /* Threads and shared memory: the block, and PERSIST blocks per SM. */
+  return ct_gen_budget_fits(
+      lim, &(ct_gen_budget){.threads = sh.l.threads, .smem = sh.l.smem, .blocks_per_sm = persist});
 }
 
 /* Channels computed beyond K with BN channels per CTA. */
@@ -162,7 +126,8 @@ static int64_t tc_channel_waste(int64_t k, int64_t bn) {
   return (k + bn - 1) / bn * bn - k;
 }
 
-/* tc_fits, less points that cannot win, to keep the space small:
+/* The pruning heuristic, points that tc_fits passes but cannot win, to keep
+** the space small:
 **  - BN wasting more than K/4 channels beyond the least waste of any BN
 **    listed (for K = 96: 64 is out, 96 48 32 16 stay);
 **  - warp tiles whose shared-memory loads per mma exceed 2.5 wavefronts
@@ -171,11 +136,10 @@ static int64_t tc_channel_waste(int64_t k, int64_t bn) {
 **  - PERSIST 0 when the weight tile it re-stages per tile exceeds 16 KB;
 **  - STAGES 1 with PERSIST 1 when the same point fits double-buffered or
 **    with two CTAs per SM (either hides the band load; this one cannot). */
-static int tc_valid_common(const ct_problem *p, const ct_gen_limits *lim,
+static int tc_worth_common(const ct_problem *p, const ct_gen_limits *lim,
                            const int *v, int split) {
-  if (!tc_fits(p, lim, v, split)) return 0;
   tc_shape sh;
-  tc_shape_of(p, v, &sh);
+  tc_shape_of(p, lim, v, &sh);
   const ct_gen_param *bns = &ct_gen_family_tc.params[TC_BN];
   int64_t least = INT64_MAX;
   for (int i = 0; i < bns->n_values; i++) {
@@ -183,9 +147,9 @@ static int tc_valid_common(const ct_problem *p, const ct_gen_limits *lim,
     if (wst < least) least = wst;
   }
   if (4 * tc_channel_waste(p->k, v[TC_BN]) > 4 * least + p->k) return 0;
-  if (p->k > 16 && 2 * (4 * sh.mw + 2 * sh.ntw + 1) > 5 * sh.mw * sh.ntw)
+  if (p->k > 16 && 2 * (4 * sh.l.mw + 2 * sh.l.ntw + 1) > 5 * sh.l.mw * sh.l.ntw)
     return 0;
-  if (v[TC_PERSIST] == 0 && v[TC_BN] * sh.kp * 4 > 16384) return 0;
+  if (v[TC_PERSIST] == 0 && v[TC_BN] * sh.l.kp * 4 > 16384) return 0;
   if (v[TC_STAGES] == 1 && v[TC_PERSIST] == 1) {
     int alt[CT_GEN_MAX_PARAMS];
     for (int i = 0; i < CT_GEN_MAX_PARAMS; i++) alt[i] = v[i];
@@ -200,32 +164,42 @@ static int tc_valid_common(const ct_problem *p, const ct_gen_limits *lim,
 
 static int tc_valid(const ct_problem *p, const ct_gen_limits *lim,
                     const int *v) {
-  return tc_valid_common(p, lim, v, 0);
+  return tc_fits(p, lim, v, 0);
 }
 
 static int tc3_valid(const ct_problem *p, const ct_gen_limits *lim,
                      const int *v) {
-  return tc_valid_common(p, lim, v, 1);
+  return tc_fits(p, lim, v, 1);
 }
 
-static void tc_plan_common(const ct_problem *p, const int *v,
-                           ct_gen_variant *out, char *defines, size_t len,
-                           int split) {
+static int tc_worth(const ct_problem *p, const ct_gen_limits *lim,
+                    const int *v) {
+  return tc_worth_common(p, lim, v, 0);
+}
+
+static int tc3_worth(const ct_problem *p, const ct_gen_limits *lim,
+                     const int *v) {
+  return tc_worth_common(p, lim, v, 1);
+}
+
+static void tc_plan_common(const ct_problem *p, const ct_gen_limits *lim,
+                           const int *v, ct_gen_variant *out, char *defines,
+                           size_t len, int split) {
   tc_shape sh;
-  tc_shape_of(p, v, &sh);
-  ct_gen_plan_one(out, "conv_tc", (unsigned)sh.grid_x, (unsigned)sh.kblocks,
-                  (unsigned)sh.threads, (unsigned)sh.smem, "CT_TC_SPLIT", split, defines,
+  tc_shape_of(p, lim, v, &sh);
+  ct_gen_plan_one(out, "conv_tc", (unsigned)sh.grid_x, (unsigned)sh.l.kblocks,
+                  (unsigned)sh.l.threads, (unsigned)sh.l.smem, "CT_TC_SPLIT", split, defines,
                   len);
 }
 
-static void tc_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                    char *defines, size_t len) {
-  tc_plan_common(p, v, out, defines, len, 0);
+static void tc_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                    ct_gen_variant *out, char *defines, size_t len) {
+  tc_plan_common(p, lim, v, out, defines, len, 0);
 }
 
-static void tc3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                     char *defines, size_t len) {
-  tc_plan_common(p, v, out, defines, len, 1);
+static void tc3_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                     ct_gen_variant *out, char *defines, size_t len) {
+  tc_plan_common(p, lim, v, out, defines, len, 1);
 }
 
 #define TC_PARAMS                        \
@@ -242,9 +216,11 @@ const ct_gen_family ct_gen_family_tc = {
   .name = "tc",
   .template_name = "conv_tc.cu",
   .precisions = 1u << CT_PREC_TF32,
+  .args = CT_GEN_ARGS_POINTERS,
   .n_params = 6,
   .params = TC_PARAMS,
   .valid = tc_valid,
+  .worth = tc_worth,
   .plan = tc_plan,
 };
 
@@ -252,8 +228,10 @@ const ct_gen_family ct_gen_family_tc3 = {
   .name = "tc3",
   .template_name = "conv_tc.cu",
   .precisions = 1u << CT_PREC_FP32,
+  .args = CT_GEN_ARGS_POINTERS,
   .n_params = 6,
   .params = TC_PARAMS,
   .valid = tc3_valid,
+  .worth = tc3_worth,
   .plan = tc3_plan,
 };

@@ -8,7 +8,9 @@
 **
 ** Each family has one variant (no parameters) that accepts every problem:
 ** one thread per output element, 256 per block (test_refuse: 2048, more
-** than any GPU allows, so the driver refuses the launch).
+** than any GPU allows, so the driver refuses the launch).  test_tmap
+** declares tensor-map arguments, which no launcher builds yet: the
+** generator never offers it and refuses its name and its source.
 */
 #include <stdio.h>
 
@@ -41,9 +43,11 @@ static void test_plan_mode(const ct_problem *p, int mode, unsigned threads,
   snprintf(defines, len, "#define CT_TEST_MODE %d\n", mode);
 }
 
-#define TEST_FAMILY(NAME, MODE, THREADS)                                       \
-  static void NAME##_plan(const ct_problem *p, const int *values,              \
-                          ct_gen_variant *v, char *defines, size_t len) {      \
+#define TEST_FAMILY(NAME, MODE, THREADS, ARGS)                                 \
+  static void NAME##_plan(const ct_problem *p, const ct_gen_limits *lim,       \
+                          const int *values, ct_gen_variant *v,                \
+                          char *defines, size_t len) {                         \
+    (void)lim;                                                                 \
     (void)values;                                                              \
     test_plan_mode(p, MODE, THREADS, v, defines, len);                         \
   }                                                                            \
@@ -51,12 +55,16 @@ static void test_plan_mode(const ct_problem *p, int mode, unsigned threads,
       .name = #NAME,                                                           \
       .template_name = "test_faults.cu",                                       \
       .precisions = (1u << CT_PREC_TF32) | (1u << CT_PREC_FP32),               \
+      .args = ARGS,                                                            \
       .n_params = 0,                                                           \
       .valid = test_valid,                                                     \
       .plan = NAME##_plan,                                                     \
   };
 
-TEST_FAMILY(test_oob, 1, 256)
-TEST_FAMILY(test_hang, 2, 256)
-TEST_FAMILY(test_wrong, 3, 256)
-TEST_FAMILY(test_refuse, 4, 2048)
+TEST_FAMILY(test_oob, 1, 256, CT_GEN_ARGS_POINTERS)
+TEST_FAMILY(test_hang, 2, 256, CT_GEN_ARGS_POINTERS)
+TEST_FAMILY(test_wrong, 3, 256, CT_GEN_ARGS_POINTERS)
+TEST_FAMILY(test_refuse, 4, 2048, CT_GEN_ARGS_POINTERS)
+/* Declares tensor-map arguments (its kernel is test_wrong's): the
+** generator must refuse it (ct_gen_family_launchable). */
+TEST_FAMILY(test_tmap, 3, 256, CT_GEN_ARGS_TENSOR_MAPS)

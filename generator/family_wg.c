@@ -47,7 +47,8 @@
 ** that CTAS's occupancy implies); shared memory (weights + offset table +
 ** bands) exceeds the device's block or CTAS blocks' share of an SM (which
 ** also bounds C*R*S: the weights of BN channels must fit); or a size leaves
-** 32-bit range.  The direct family covers every declined problem.
+** 32-bit range (wg_fits).  Points that cannot win are pruned as well
+** (wg_worth_common).  The direct family covers every declined problem.
 **
 ** The launch arithmetic below mirrors the template's derived quantities;
 ** the template static_asserts that the CT_PLAN_* values agree.
@@ -62,17 +63,6 @@
 
 enum { WG_TP, WG_BN, WG_WG, WG_STAGES, WG_CTAS, WG_KGC /* KG (wg) or KC (wg3) */, WG_PP,
        WG_ASKS /* AS (wg) or KS (wg3) */ };
-
-/* SMs a persistent grid is sized for.  plan() does not see the device; 132
-** is the H100 / H200 SXM count (the only devices valid() accepts).  Any grid
-** is correct: the template loops over tiles with a grid stride. */
-#define WG_PERSIST_SMS 132
-
-/* Threads an SM holds on sm_90; ct_gen_limits does not carry it. */
-#define WG_THREADS_PER_SM 2048
-
-/* Shared memory the driver reserves per block on sm_90. */
-#define WG_SMEM_RESERVED 1024
 
 /* What a point needs on a problem, in 64-bit arithmetic; the names are the
 ** template's. */
@@ -93,8 +83,8 @@ static int wg_bn_supported(int64_t bn) {
 
 /* Fills *sh; returns 0 if the point's tiling is malformed (then *sh is
 ** partial). */
-static int wg_shape_of(const ct_problem *p, const int *v, int split, int ks,
-                       wg_shape *sh) {
+static int wg_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                       int split, int ks, wg_shape *sh) {
   int64_t tp = v[WG_TP], bn = v[WG_BN], nwg = v[WG_WG];
   int64_t stages = v[WG_STAGES], ctas = v[WG_CTAS];
   if (tp < 1 || !wg_bn_supported(bn) || (nwg != 1 && nwg != 2) ||
@@ -148,8 +138,10 @@ static int wg_shape_of(const ct_problem *p, const int *v, int split, int ks,
   }
   sh->tiles = p->n * ((sh->P + tp - 1) / tp);
   sh->kblocks = (p->k + bn - 1) / bn;
-  /* KS 2: clusters of two CTAs, each cluster on tiles of its own. */
-  int64_t ctas_total = (int64_t)WG_PERSIST_SMS * ctas / sh->kblocks / ks;
+  /* CTAS per SM of the device, shared out over grid.y; KS 2: clusters of
+  ** two CTAs, each cluster on tiles of its own.  Any grid is correct: the
+  ** template loops over tiles with a grid stride. */
+  int64_t ctas_total = ct_gen_sm_count(lim) * ctas / sh->kblocks / ks;
   if (ctas_total < 1) ctas_total = 1;
   sh->grid_x = ks * (ctas_total < sh->tiles ? ctas_total : sh->tiles);
   return 1;
@@ -175,9 +167,8 @@ static int wg_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0)
     return 0;
   wg_shape sh;
-  if (!wg_shape_of(p, v, split, ks, &sh)) return 0;
+  if (!wg_shape_of(p, lim, v, split, ks, &sh)) return 0;
   int64_t ctas = v[WG_CTAS];
-  if (sh.threads > lim->max_threads_per_block) return 0;
   /* 32-bit tensors (the problem's validation guarantees them; checked here
   ** too because the template asserts them) and the template's int sizes. */
   if (p->n * p->c * p->h * p->w > lim32 || p->k * sh.crs > lim32 ||
@@ -188,9 +179,7 @@ static int wg_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
     return 0;
   /* Registers: accumulators capped; the estimate within the occupancy cap. */
   if (sh.mw * sh.nacc * (split ? 3 : 1) > (split ? 160 : 128)) return 0;
-  int64_t cap = lim->regs_per_sm / (ctas * sh.threads);
-  cap = cap / 8 * 8;
-  if (cap > 255) cap = 255;
+  int64_t cap = ct_gen_regs_cap(lim, ctas, sh.threads);
   /* KS 2: the template's setmaxnreg gives each consumer thread 232 of the
   ** 384 x 168 (2*128*232 + 128*40), with one CTA per SM. */
   if (ks == 2) {
@@ -199,12 +188,10 @@ static int wg_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   }
   if (as < 2 || as > 3 || (split && as != 2)) return 0;
   if (wg_regs_estimate(&sh, v, split, as) > cap) return 0;
-  /* Shared memory: the block (the template asserts 227 KB; the weights'
-  ** descriptors reach 256 KB), and CTAS blocks per SM. */
-  if (sh.smem > lim->max_smem_per_block || sh.smem > 232448) return 0;
-  if (ctas * (sh.smem + WG_SMEM_RESERVED) > lim->smem_per_sm) return 0;
-  if (ctas * sh.threads > WG_THREADS_PER_SM) return 0;
-  return 1;
+  /* Threads and shared memory: the block (the template asserts 227 KB; the
+  ** weights' descriptors reach 256 KB), and CTAS blocks per SM. */
+  return ct_gen_budget_fits(
+      lim, &(ct_gen_budget){.threads = sh.threads, .smem = sh.smem, .blocks_per_sm = ctas});
 }
 
 /* Channels computed beyond K with BN channels per CTA. */
@@ -226,7 +213,8 @@ static int wg_bn_waste_ok(int64_t k, int64_t bn) {
   return 4 * wg_channel_waste(k, bn) <= 4 * least + k;
 }
 
-/* wg_fits, less points that cannot win, to keep the space small:
+/* The pruning heuristic, points that wg_fits passes but cannot win, to keep
+** the space small:
 **  - BN wasting more than K/4 channels beyond the least waste of any BN
 **    listed (for K = 96: 64 is out), and BN below 48 when a larger listed
 **    BN passes that rule (each CTA along N gathers A again: narrow ones
@@ -234,11 +222,10 @@ static int wg_bn_waste_ok(int64_t k, int64_t bn) {
 **  - m64 tiles less than half full (TP*Q < 32*MT: tiny Q);
 **  - STAGES 1 with CTAS 1 when the same point fits double-buffered or with
 **    two CTAs per SM (either hides the band load; this one cannot). */
-static int wg_valid_common(const ct_problem *p, const ct_gen_limits *lim,
+static int wg_worth_common(const ct_problem *p, const ct_gen_limits *lim,
                            const int *v, int split, int as, int ks) {
-  if (!wg_fits(p, lim, v, split, as, ks)) return 0;
   wg_shape sh;
-  wg_shape_of(p, v, split, ks, &sh);
+  wg_shape_of(p, lim, v, split, ks, &sh);
   if (!wg_bn_waste_ok(p->k, v[WG_BN])) return 0;
   if (v[WG_BN] < 48) {
     const ct_gen_param *bns = &ct_gen_family_wg.params[WG_BN];
@@ -260,32 +247,42 @@ static int wg_valid_common(const ct_problem *p, const ct_gen_limits *lim,
 
 static int wg_valid(const ct_problem *p, const ct_gen_limits *lim,
                     const int *v) {
-  return wg_valid_common(p, lim, v, 0, v[WG_ASKS], 1);
+  return wg_fits(p, lim, v, 0, v[WG_ASKS], 1);
 }
 
 static int wg3_valid(const ct_problem *p, const ct_gen_limits *lim,
                      const int *v) {
-  return wg_valid_common(p, lim, v, 1, 2, v[WG_ASKS]);
+  return wg_fits(p, lim, v, 1, 2, v[WG_ASKS]);
 }
 
-static void wg_plan_common(const ct_problem *p, const int *v,
-                           ct_gen_variant *out, char *defines, size_t len,
-                           int split, int ks) {
+static int wg_worth(const ct_problem *p, const ct_gen_limits *lim,
+                    const int *v) {
+  return wg_worth_common(p, lim, v, 0, v[WG_ASKS], 1);
+}
+
+static int wg3_worth(const ct_problem *p, const ct_gen_limits *lim,
+                     const int *v) {
+  return wg_worth_common(p, lim, v, 1, 2, v[WG_ASKS]);
+}
+
+static void wg_plan_common(const ct_problem *p, const ct_gen_limits *lim,
+                           const int *v, ct_gen_variant *out, char *defines,
+                           size_t len, int split, int ks) {
   wg_shape sh;
-  wg_shape_of(p, v, split, ks, &sh);
+  wg_shape_of(p, lim, v, split, ks, &sh);
   ct_gen_plan_one(out, "conv_wg", (unsigned)sh.grid_x, (unsigned)sh.kblocks,
                   (unsigned)sh.threads, (unsigned)sh.smem, "CT_WG_SPLIT", split, defines,
                   len);
 }
 
-static void wg_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                    char *defines, size_t len) {
-  wg_plan_common(p, v, out, defines, len, 0, 1);
+static void wg_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                    ct_gen_variant *out, char *defines, size_t len) {
+  wg_plan_common(p, lim, v, out, defines, len, 0, 1);
 }
 
-static void wg3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                     char *defines, size_t len) {
-  wg_plan_common(p, v, out, defines, len, 1, v[WG_ASKS]);
+static void wg3_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                     ct_gen_variant *out, char *defines, size_t len) {
+  wg_plan_common(p, lim, v, out, defines, len, 1, v[WG_ASKS]);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -324,6 +321,8 @@ static void s2d_sizes(const ct_problem *t, int64_t *nx, int64_t *nw) {
   if (*nx >= 0) *nx = (*nx + 3) / 4 * 4;
 }
 
+/* The hard limits: the transform applies, its workspace counts fit 32
+** bits, and wg / wg3 fit the transformed problem. */
 static int s2d_valid_common(const ct_problem *p, const ct_gen_limits *lim,
                             const int *v, int split) {
   ct_problem t;
@@ -331,7 +330,7 @@ static int s2d_valid_common(const ct_problem *p, const ct_gen_limits *lim,
   int64_t nx, nw;
   s2d_sizes(&t, &nx, &nw);
   if (nx < 0 || nw < 0 || nx + nw > INT32_MAX) return 0;
-  return wg_valid_common(&t, lim, v, split, 2, 1);
+  return wg_fits(&t, lim, v, split, 2, 1);
 }
 
 static int s2d_wg_valid(const ct_problem *p, const ct_gen_limits *lim,
@@ -344,29 +343,48 @@ static int s2d_wg3_valid(const ct_problem *p, const ct_gen_limits *lim,
   return s2d_valid_common(p, lim, v, 1);
 }
 
-/* Blocks of 256 threads for a grid-stride pass over n elements: enough to
-** fill 132 SMs, never more than the elements need. */
+/* The pruning heuristic: wg's, on the transformed problem. */
+static int s2d_worth_common(const ct_problem *p, const ct_gen_limits *lim,
+                            const int *v, int split) {
+  ct_problem t;
+  s2d_problem(p, &t);
+  return wg_worth_common(&t, lim, v, split, 2, 1);
+}
+
+static int s2d_wg_worth(const ct_problem *p, const ct_gen_limits *lim,
+                        const int *v) {
+  return s2d_worth_common(p, lim, v, 0);
+}
+
+static int s2d_wg3_worth(const ct_problem *p, const ct_gen_limits *lim,
+                         const int *v) {
+  return s2d_worth_common(p, lim, v, 1);
+}
+
+/* Blocks of 256 threads for a grid-stride pass over n elements: at most
+** cap (a multiple of the device's SMs), never more than the elements
+** need. */
 static unsigned s2d_blocks(int64_t n, int64_t cap) {
   int64_t b = (n + 255) / 256;
   return (unsigned)(b < cap ? (b > 0 ? b : 1) : cap);
 }
 
-static void s2d_plan_common(const ct_problem *p, const int *v,
-                            ct_gen_variant *out, char *defines, size_t len,
-                            int split) {
+static void s2d_plan_common(const ct_problem *p, const ct_gen_limits *lim,
+                            const int *v, ct_gen_variant *out, char *defines,
+                            size_t len, int split) {
   ct_problem t;
   s2d_problem(p, &t);
   int64_t nx, nw;
   s2d_sizes(&t, &nx, &nw);
-  wg_plan_common(&t, v, out, defines, len, split, 1); /* launch 0: conv_wg */
+  wg_plan_common(&t, lim, v, out, defines, len, split, 1); /* launch 0: conv_wg */
   out->kernels[2] = out->kernels[0];
   ct_gen_launch *lx = &out->kernels[0], *lw = &out->kernels[1];
   memset(lx, 0, sizeof *lx);
   memset(lw, 0, sizeof *lw);
   snprintf(lx->name, sizeof lx->name, "s2d_x");
   snprintf(lw->name, sizeof lw->name, "s2d_w");
-  lx->grid[0] = s2d_blocks(nx, 16 * WG_PERSIST_SMS);
-  lw->grid[0] = s2d_blocks(nw, 4 * WG_PERSIST_SMS);
+  lx->grid[0] = s2d_blocks(nx, 16 * ct_gen_sm_count(lim));
+  lw->grid[0] = s2d_blocks(nw, 4 * ct_gen_sm_count(lim));
   lx->grid[1] = lx->grid[2] = lw->grid[1] = lw->grid[2] = 1;
   lx->block[0] = lw->block[0] = 256;
   lx->block[1] = lx->block[2] = lw->block[1] = lw->block[2] = 1;
@@ -380,14 +398,14 @@ static void s2d_plan_common(const ct_problem *p, const int *v,
            t.c, t.h, t.w, t.r, t.s, nx);
 }
 
-static void s2d_wg_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                        char *defines, size_t len) {
-  s2d_plan_common(p, v, out, defines, len, 0);
+static void s2d_wg_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                        ct_gen_variant *out, char *defines, size_t len) {
+  s2d_plan_common(p, lim, v, out, defines, len, 0);
 }
 
-static void s2d_wg3_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                         char *defines, size_t len) {
-  s2d_plan_common(p, v, out, defines, len, 1);
+static void s2d_wg3_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                         ct_gen_variant *out, char *defines, size_t len) {
+  s2d_plan_common(p, lim, v, out, defines, len, 1);
 }
 
 /* The parameters wg and wg3 share, in order (WG_TP .. WG_CTAS). */
@@ -402,9 +420,11 @@ const ct_gen_family ct_gen_family_wg = {
   .name = "wg",
   .template_name = "conv_wg.cu",
   .precisions = 1u << CT_PREC_TF32,
+  .args = CT_GEN_ARGS_POINTERS,
   .n_params = 8,
   .params = {WG_HEAD_PARAMS, {"KG", 3, {4, 2, 1}}, {"PP", 2, {0, 1}}, {"AS", 2, {2, 3}}},
   .valid = wg_valid,
+  .worth = wg_worth,
   .plan = wg_plan,
 };
 
@@ -412,9 +432,11 @@ const ct_gen_family ct_gen_family_wg3 = {
   .name = "wg3",
   .template_name = "conv_wg.cu",
   .precisions = 1u << CT_PREC_FP32,
+  .args = CT_GEN_ARGS_POINTERS,
   .n_params = 8,
   .params = {WG_HEAD_PARAMS, {"KC", 3, {2, 4, 8}}, {"PP", 2, {0, 1}}, {"KS", 2, {1, 2}}},
   .valid = wg3_valid,
+  .worth = wg3_worth,
   .plan = wg3_plan,
 };
 
@@ -425,9 +447,11 @@ const ct_gen_family ct_gen_family_s2d_wg = {
   .name = "s2d_wg",
   .template_name = "conv_s2d.cu",
   .precisions = 1u << CT_PREC_TF32,
+  .args = CT_GEN_ARGS_POINTERS,
   .n_params = 7,
   .params = {WG_HEAD_PARAMS, {"KG", 1, {4}}, {"PP", 2, {0, 1}}},
   .valid = s2d_wg_valid,
+  .worth = s2d_wg_worth,
   .plan = s2d_wg_plan,
 };
 
@@ -435,8 +459,10 @@ const ct_gen_family ct_gen_family_s2d_wg3 = {
   .name = "s2d_wg3",
   .template_name = "conv_s2d.cu",
   .precisions = 1u << CT_PREC_FP32,
+  .args = CT_GEN_ARGS_POINTERS,
   .n_params = 7,
   .params = {WG_HEAD_PARAMS, {"KC", 1, {4}}, {"PP", 2, {0, 1}}},
   .valid = s2d_wg3_valid,
+  .worth = s2d_wg3_worth,
   .plan = s2d_wg3_plan,
 };

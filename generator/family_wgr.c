@@ -24,11 +24,12 @@
 ** unit of the row would hold no pixel; not one k-step's weights fit a
 ** consumer's registers beside its NPX/2 accumulators (KR < 1); with RL 1,
 ** an output row's new input rows (C*min(SH, SPAN)) take more than one pass
-** of 128/LP rows, or a thread more than 6 runs of a row (24 registers);
-** K <= 64 (the second consumer's channels would all lie past K); shared
+** of 128/LP rows, or a thread more than 6 runs of a row (24 registers); shared
 ** memory (the ring of input rows, the staging, the output slabs, the
 ** weights past KR, 2 KB of slack) above the block's or the SM's limit; a
-** size leaves 32-bit range.
+** size leaves 32-bit range (wgr_valid).  Pruned (wgr_worth): K <= 64, where
+** the second consumer's channels would all lie past K (correct: the
+** template guards every channel, but half the CTA idles).
 **
 ** The arithmetic mirrors the template's derived quantities; the template
 ** static_asserts that the CT_PLAN_* values agree.
@@ -40,12 +41,6 @@
 #include "ct_gen.h"
 
 enum { WGR_U, WGR_LP, WGR_RL };
-
-/* SMs the persistent grid is sized for (the devices valid() accepts). */
-#define WGR_PERSIST_SMS 132
-
-/* Shared memory the driver reserves per block on sm_90. */
-#define WGR_SMEM_RESERVED 1024
 
 typedef struct wgr_shape {
   int64_t P, Q, npx, sg, ksteps, kr, span, newr, bcp, band, kpr, nld, smem, rows, kblocks,
@@ -61,7 +56,8 @@ typedef struct wgr_shape {
 /* Fills *sh; returns 0 (then *sh is partial) when a factor of the band
 ** passes 2^24 (before multiplying them: every field is <= INT32_MAX) or
 ** the band passes INT32_MAX floats. */
-static int wgr_shape_of(const ct_problem *p, const int *v, wgr_shape *sh) {
+static int wgr_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                        wgr_shape *sh) {
   int64_t u = v[WGR_U];
   ct_problem_output(p, &sh->P, &sh->Q);
   sh->npx = 8 * ((sh->Q + 8 * u - 1) / (8 * u));
@@ -95,7 +91,7 @@ static int wgr_shape_of(const ct_problem *p, const int *v, wgr_shape *sh) {
   sh->smem = ((fl + 1) / 2 * 2 + 512) * 4 + 12 * 8;
   sh->rows = p->n * sh->P;
   sh->kblocks = (p->k + 127) / 128;
-  int64_t ctas = WGR_PERSIST_SMS / sh->kblocks;
+  int64_t ctas = ct_gen_sm_count(lim) / sh->kblocks;
   if (ctas < 1) ctas = 1;
   sh->grid_x = ctas < sh->rows ? ctas : sh->rows;
   return 1;
@@ -109,27 +105,30 @@ static int wgr_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   if (v[WGR_LP] < 1 || v[WGR_LP] > 128) return 0;
   if (v[WGR_RL] != 0 && v[WGR_RL] != 1) return 0;
   wgr_shape sh;
-  if (!wgr_shape_of(p, v, &sh)) return 0;
+  if (!wgr_shape_of(p, lim, v, &sh)) return 0;
   /* RL 1: a row's new input rows in one pass, at most KPR_REG runs each. */
   if (v[WGR_RL] && (sh.kpr > WGR_KPR_REG || p->c * sh.newr > 128 / v[WGR_LP])) return 0;
   if (sh.npx > 64 || (u - 1) * sh.npx >= sh.Q) return 0;
   if (sh.kr < 1) return 0; /* registers */
-  if (p->k <= 64) return 0; /* an idle consumer */
   const int64_t lim32 = INT32_MAX;
   if (p->n * p->c * p->h * p->w > lim32 || p->k * p->c * p->r * p->s > lim32 ||
       p->n * p->k * sh.P * sh.Q > lim32 || sh.kblocks > 65535)
     return 0;
-  if (sh.smem > lim->max_smem_per_block || sh.smem > 232448 ||
-      sh.smem + WGR_SMEM_RESERVED > lim->smem_per_sm || sh.smem >= (1 << 18))
-    return 0;
-  if (384 > lim->max_threads_per_block) return 0;
-  return 1;
+  if (sh.smem >= (1 << 18)) return 0; /* beyond the descriptors' reach */
+  /* One CTA of 384 threads per SM. */
+  return ct_gen_budget_fits(lim, &(ct_gen_budget){.threads = 384, .smem = sh.smem, .blocks_per_sm = 1});
 }
 
-static void wgr_plan(const ct_problem *p, const int *v, ct_gen_variant *out,
-                     char *defines, size_t len) {
+static int wgr_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  (void)lim;
+  (void)v;
+  return p->k > 64; /* else an idle consumer */
+}
+
+static void wgr_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                     ct_gen_variant *out, char *defines, size_t len) {
   wgr_shape sh;
-  wgr_shape_of(p, v, &sh);
+  wgr_shape_of(p, lim, v, &sh);
   ct_gen_plan_one(out, "conv_wgr", (unsigned)sh.grid_x, (unsigned)sh.kblocks, 384,
                   (unsigned)sh.smem, NULL, 0, defines, len);
 }
@@ -138,8 +137,10 @@ const ct_gen_family ct_gen_family_wgr = {
   .name = "wgr",
   .template_name = "conv_wgr.cu",
   .precisions = 1u << CT_PREC_TF32,
+  .args = CT_GEN_ARGS_POINTERS,
   .n_params = 3,
   .params = {{"U", 4, {1, 2, 3, 4}}, {"LP", 3, {10, 8, 16}}, {"RL", 2, {1, 0}}},
   .valid = wgr_valid,
+  .worth = wgr_worth,
   .plan = wgr_plan,
 };

@@ -19,9 +19,10 @@
 /* ---------------------------------------------------------------------- */
 /* The families                                                            */
 
-/* Every family, in enumeration order.  Adding a family: one X(name) line
-** here (its descriptor is ct_gen_family_<name>) and its .c file in
-** generator/meson.build.  "direct" is the safe default family and stays. */
+/* Every family, in enumeration order.  Adding a family (see ct_gen_family in
+** ct_gen.h): one X(name) line here (its descriptor is ct_gen_family_<name>),
+** its .c file in generator/meson.build, its template in
+** templates/meson.build.  "direct" is the safe default family and stays. */
 #define CT_GEN_FAMILY_LIST(X) \
   X(direct) \
   X(wg) \
@@ -43,17 +44,25 @@ const ct_gen_family *const ct_gen_families[] = {
 /* TEST ONLY: the deliberately broken families of generator/family_test.c,
 ** offered (by ct_gen_enumerate, before the real ones, and by
 ** ct_gen_family_find) only when CONVTUNE_TEST_FAMILIES=1 is set, so that a
-** test tune meets its faults first and must carry on past them. */
+** test tune meets its faults first and must carry on past them.
+** test_tmap declares tensor-map arguments, so that the refusal of such a
+** family (ct_gen_family_launchable) is tested. */
 extern const ct_gen_family ct_gen_family_test_oob, ct_gen_family_test_hang,
-    ct_gen_family_test_wrong, ct_gen_family_test_refuse;
+    ct_gen_family_test_wrong, ct_gen_family_test_refuse,
+    ct_gen_family_test_tmap;
 static const ct_gen_family *const ct_gen_test_families[] = {
   &ct_gen_family_test_oob, &ct_gen_family_test_hang,
-  &ct_gen_family_test_wrong, &ct_gen_family_test_refuse, NULL
+  &ct_gen_family_test_wrong, &ct_gen_family_test_refuse,
+  &ct_gen_family_test_tmap, NULL
 };
 
 static const ct_gen_family *const *gen_test_families(void) {
   const char *on = getenv("CONVTUNE_TEST_FAMILIES");
   return on != NULL && strcmp(on, "1") == 0 ? ct_gen_test_families : NULL;
+}
+
+int ct_gen_family_launchable(const ct_gen_family *f) {
+  return f != NULL && f->args == CT_GEN_ARGS_POINTERS;
 }
 
 /* The family ct_gen_default_variant draws from: it accepts every problem. */
@@ -95,6 +104,34 @@ ct_status ct_gen_limits_for_arch(const char *arch, ct_gen_limits *lim) {
     }
   }
   return CT_ERR_UNSUPPORTED;
+}
+
+int64_t ct_gen_sm_count(const ct_gen_limits *lim) {
+  return lim->sm_count > 1 ? lim->sm_count : 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The budget checks every family makes                                    */
+
+int64_t ct_gen_threads_per_sm(const ct_gen_limits *lim) {
+  return lim->cc_major == 8 && lim->cc_minor >= 6 ? 1536 : 2048;
+}
+
+int ct_gen_budget_fits(const ct_gen_limits *lim, const ct_gen_budget *b) {
+  if (b->threads > lim->max_threads_per_block) return 0;
+  if (b->smem > lim->max_smem_per_block || b->smem > CT_GEN_SMEM_MAX) return 0;
+  if (b->blocks_per_sm > 0) {
+    if (b->blocks_per_sm * (b->smem + CT_GEN_SMEM_RESERVED) > lim->smem_per_sm) return 0;
+    if (b->blocks_per_sm * b->threads > ct_gen_threads_per_sm(lim)) return 0;
+  }
+  return 1;
+}
+
+int64_t ct_gen_regs_cap(const ct_gen_limits *lim, int64_t blocks_per_sm,
+                        int64_t threads) {
+  int64_t cap = lim->regs_per_sm / (blocks_per_sm * threads);
+  cap = cap / 8 * 8;
+  return cap > 255 ? 255 : cap;
 }
 
 void ct_gen_plan_one(ct_gen_variant *v, const char *kernel, unsigned gx,
@@ -145,15 +182,17 @@ static int variant_name(const ct_gen_family *f, const int *values, char *buf,
   return 0;
 }
 
-/* Fills *v for a valid point of family f: zeroes it first (so whole
-** variants compare with memcmp), then names and plans it.  defines receives
-** the plan's #define lines (NULL: discarded). */
-static ct_status variant_make(const ct_problem *p, const ct_gen_family *f,
-                              const int *values, ct_gen_variant *v,
-                              char *defines, size_t len) {
+/* Fills *v for a valid point of family f on the device lim describes:
+** zeroes it first (so whole variants compare with memcmp), then names and
+** plans it.  defines receives the plan's #define lines (NULL: discarded). */
+static ct_status variant_make(const ct_problem *p, const ct_gen_limits *lim,
+                              const ct_gen_family *f, const int *values,
+                              ct_gen_variant *v, char *defines, size_t len) {
   char scratch[CT_GEN_DEFINES_MAX];
+  ct_gen_limits planned_for = *lim; /* lim may be &v->limits */
   memset(v, 0, sizeof *v);
   v->family = f;
+  v->limits = planned_for;
   for (int i = 0; i < f->n_params; i++) v->values[i] = values[i];
   if (variant_name(f, values, v->name, sizeof v->name) != 0)
     return CT_ERR_UNSUPPORTED;
@@ -162,7 +201,7 @@ static ct_status variant_make(const ct_problem *p, const ct_gen_family *f,
     len = sizeof scratch;
   }
   defines[0] = '\0';
-  f->plan(p, values, v, defines, len);
+  f->plan(p, &v->limits, values, v, defines, len);
   return CT_OK;
 }
 
@@ -181,18 +220,21 @@ static size_t point_count(const ct_gen_family *f) {
   return total;
 }
 
-/* A family's validity check, behind the one hard limit the generator
-** applies for every family: tensors past 2^31 - 1 elements only for those
-** that take them. */
+/* A family's hard limits, behind the one the generator applies for every
+** family (tensors past 2^31 - 1 elements only for those that take them),
+** then, unless hard_only, its pruning heuristic. */
 static int point_valid(const ct_gen_family *f, const ct_problem *p,
-                       const ct_gen_limits *lim, const int *values) {
+                       const ct_gen_limits *lim, const int *values,
+                       int hard_only) {
   if (!f->big_tensors && ct_gen_index64(p)) return 0;
-  return f->valid(p, lim, values);
+  if (!f->valid(p, lim, values)) return 0;
+  return hard_only || f->worth == NULL || f->worth(p, lim, values);
 }
 
-/* ct_gen_enumerate: see ct_gen.h. */
-ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
-                           ct_gen_variant **out, size_t *count) {
+/* ct_gen_enumerate and ct_gen_enumerate_all. */
+static ct_status enumerate(const ct_problem *p, const ct_gen_limits *lim,
+                           int hard_only, ct_gen_variant **out,
+                           size_t *count) {
   if (out) *out = NULL;
   if (count) *count = 0;
   if (p == NULL || lim == NULL || out == NULL || count == NULL)
@@ -205,12 +247,12 @@ ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
   for (int li = 0; li < 2; li++)
   for (size_t fi = 0; lists[li] != NULL && lists[li][fi] != NULL; fi++) {
     const ct_gen_family *f = lists[li][fi];
-    if (!family_meets(f, p->precision)) continue;
+    if (!family_meets(f, p->precision) || !ct_gen_family_launchable(f)) continue;
     size_t total = point_count(f);
     for (size_t idx = 0; idx < total; idx++) {
       int values[CT_GEN_MAX_PARAMS];
       point_values(f, idx, values);
-      if (!point_valid(f, p, lim, values)) continue;
+      if (!point_valid(f, p, lim, values, hard_only)) continue;
       if (n == cap) {
         size_t ncap = cap ? 2 * cap : 32;
         ct_gen_variant *grown = realloc(list, ncap * sizeof *grown);
@@ -221,12 +263,22 @@ ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
         list = grown;
         cap = ncap;
       }
-      if (variant_make(p, f, values, &list[n], NULL, 0) == CT_OK) n++;
+      if (variant_make(p, lim, f, values, &list[n], NULL, 0) == CT_OK) n++;
     }
   }
   *out = list;
   *count = n;
   return CT_OK;
+}
+
+ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
+                           ct_gen_variant **out, size_t *count) {
+  return enumerate(p, lim, 0, out, count);
+}
+
+ct_status ct_gen_enumerate_all(const ct_problem *p, const ct_gen_limits *lim,
+                               ct_gen_variant **out, size_t *count) {
+  return enumerate(p, lim, 1, out, count);
 }
 
 /* Parses a decimal int filling all of [s, end).  Returns 0 or -1. */
@@ -298,11 +350,11 @@ ct_status ct_gen_variant_from_name(const ct_problem *p,
   for (int i = 0; i < f->n_params; i++)
     if (!seen[i]) return CT_ERR_PARSE;
 
-  if (outside_list) return CT_ERR_UNSUPPORTED;
+  if (outside_list || !ct_gen_family_launchable(f)) return CT_ERR_UNSUPPORTED;
   if (!family_meets(f, p->precision)) return CT_ERR_UNSUPPORTED;
   if (ct_problem_validate(p, NULL, 0) != CT_OK) return CT_ERR_INVALID_PROBLEM;
-  if (!point_valid(f, p, lim, values)) return CT_ERR_UNSUPPORTED;
-  ct_status rc = variant_make(p, f, values, out, NULL, 0);
+  if (!point_valid(f, p, lim, values, 0)) return CT_ERR_UNSUPPORTED;
+  ct_status rc = variant_make(p, lim, f, values, out, NULL, 0);
   if (rc != CT_OK) memset(out, 0, sizeof *out);
   return rc;
 }
@@ -314,12 +366,13 @@ ct_status ct_gen_default_variant(const ct_problem *p, const ct_gen_limits *lim,
   memset(out, 0, sizeof *out);
   if (ct_problem_validate(p, NULL, 0) != CT_OK) return CT_ERR_INVALID_PROBLEM;
   const ct_gen_family *f = ct_gen_family_find(CT_GEN_DEFAULT_FAMILY);
-  if (f == NULL || !family_meets(f, p->precision)) return CT_ERR_UNSUPPORTED;
+  if (f == NULL || !ct_gen_family_launchable(f) || !family_meets(f, p->precision))
+    return CT_ERR_UNSUPPORTED;
   size_t total = point_count(f);
   for (size_t idx = 0; idx < total; idx++) {
     int values[CT_GEN_MAX_PARAMS];
     point_values(f, idx, values);
-    if (point_valid(f, p, lim, values)) return variant_make(p, f, values, out, NULL, 0);
+    if (point_valid(f, p, lim, values, 0)) return variant_make(p, lim, f, values, out, NULL, 0);
   }
   return CT_ERR_UNSUPPORTED;
 }
@@ -458,12 +511,14 @@ ct_status ct_gen_source(const ct_problem *p, const ct_gen_variant *v,
   if (p == NULL || v == NULL || src == NULL || v->family == NULL)
     return CT_ERR_INVALID_ARG;
   const ct_gen_family *f = v->family;
+  if (!ct_gen_family_launchable(f)) return CT_ERR_UNSUPPORTED;
   const char *text = ct_gen_template(f->template_name);
   if (text == NULL) return CT_ERR_NOT_FOUND;
 
   char defines[CT_GEN_DEFINES_MAX];
   ct_gen_variant planned;
-  ct_status rc = variant_make(p, f, v->values, &planned, defines, sizeof defines);
+  ct_status rc = variant_make(p, &v->limits, f, v->values, &planned, defines,
+                              sizeof defines);
   if (rc != CT_OK) return rc;
 
   strbuf b = {0};

@@ -48,11 +48,9 @@
 #define TK 8 // output channels per thread (and per block)
 #endif
 
-// Weight staging budget in floats (24 KB).  generator/family_direct.c uses the
-// same figure to size the launch; CT_PLAN_SMEM below checks the two agree.
-#ifndef DIRECT_WBUF_FLOATS
-#define DIRECT_WBUF_FLOATS 6144
-#endif
+// DIRECT_WBUF_FLOATS and the launch arithmetic (blocks, staged rows, shared
+// memory), shared with generator/family_direct.c.
+#include "ct_direct.cuh"
 
 // ----------------------------------------------------------------------------
 // Derived quantities
@@ -77,10 +75,10 @@ constexpr int kQG = (Q + TP - 1) / TP;        // column groups per output row
 constexpr long long kGroups = (long long)N * P * kQG; // thread tiles of pixels
 constexpr long long kPixBlocks = (kGroups + THREADS - 1) / THREADS;
 constexpr int kKTiles = (K + TK - 1) / TK;    // channel tiles
-constexpr long long kTiles = kPixBlocks * kKTiles; // blocks of work
-constexpr int kRows = (int)(kCR < DIRECT_WBUF_FLOATS / (TK * S) ? kCR
-                            : DIRECT_WBUF_FLOATS / (TK * S)); // staged rows
-constexpr int kSmemBytes = kRows * S * TK * 4;
+constexpr long long kTiles = ct_direct_tiles(N, P, Q, K, THREADS, TP, TK); // blocks of work
+static_assert(kTiles == kPixBlocks * kKTiles, "blocks: pixel blocks x channel tiles");
+constexpr int kRows = (int)ct_direct_rows(C, R, S, TK); // staged rows
+constexpr int kSmemBytes = (int)ct_direct_smem_bytes(C, R, S, TK);
 // Input columns a thread touches in one filter row, first to last.
 constexpr long long kSpan = (long long)(TP - 1) * SW + (long long)(S - 1) * DW + 1;
 // Load that span into registers once per filter row (s loop fully unrolled).

@@ -116,32 +116,40 @@
 // Derived quantities
 
 #include "ct_ptx.cuh"
+#include "ct_tc.cuh"
 
 namespace tc {
 
 CT_PROBLEM_CONSTANTS
 constexpr bool SPLIT = CT_TC_SPLIT != 0;
 
-constexpr int THREADS = WARPS * 32;
-constexpr int NT = BN / 8;              // n8 tiles per CTA
-constexpr int WGM = WARPS / WN;         // warps along M
-constexpr int NTW = NT / WN;            // n8 tiles per warp
-constexpr int TM = TP * Q;              // pixels per tile
-constexpr int MT = (TM + 15) / 16;      // m16 tiles per tile
-constexpr int MW = (MT + WGM - 1) / WGM; // m16 tiles per warp
-constexpr int CRS = C * R * S;
-constexpr int KSTEPS = (CRS + 7) / 8;   // k8 steps
-constexpr int KP = KSTEPS * 8;          // padded reduction length
-constexpr int BR = (TP - 1) * SH + (R - 1) * DH + 1; // band rows
-constexpr int BC = (Q - 1) * SW + (S - 1) * DW + 1;  // band columns
-constexpr int BAND = C * BR * BC;
-constexpr int BAND_PAD = (BAND + 3) / 4 * 4;
+// The layout, shared with generator/family_tc.c (ct_tc.cuh); a function,
+// not a variable, so that no copy of it is emitted.
+constexpr ct_tc_layout layout() {
+  return ct_tc_layout_of(N, C, K, R, S, P, Q, SH, SW, DH, DW, TP, BN, WARPS, WN, STAGES);
+}
+constexpr int THREADS = (int)layout().threads;
+constexpr int NT = (int)layout().nt;      // n8 tiles per CTA
+constexpr int WGM = (int)layout().wgm;    // warps along M
+constexpr int NTW = (int)layout().ntw;    // n8 tiles per warp
+constexpr int TM = (int)layout().tm;      // pixels per tile
+constexpr int MT = (int)layout().mt;      // m16 tiles per tile
+constexpr int MW = (int)layout().mw;      // m16 tiles per warp
+constexpr int CRS = (int)layout().crs;
+constexpr int KSTEPS = (int)layout().ksteps; // k8 steps
+constexpr int KP = (int)layout().kp;      // padded reduction length
+constexpr int BR = (int)layout().br;      // band rows
+constexpr int BC = (int)layout().bc;      // band columns
+constexpr int BAND = (int)layout().band;
+constexpr int BAND_PAD = (int)layout().band_pad;
 constexpr int WFRAG_FLOATS = KSTEPS * NT * 64;
 constexpr int KOFF_INTS = KSTEPS * 8;
-constexpr int SMEM_BYTES = (WFRAG_FLOATS + KOFF_INTS + STAGES * BAND_PAD) * 4;
+constexpr int SMEM_BYTES = (int)layout().smem;
+static_assert(SMEM_BYTES == (WFRAG_FLOATS + KOFF_INTS + STAGES * BAND_PAD) * 4,
+              "shared memory: weights, offsets, bands");
 constexpr int TILES_PER_IMG = (P + TP - 1) / TP;
-constexpr int NTILES = N * TILES_PER_IMG;
-constexpr int KBLOCKS = (K + BN - 1) / BN;
+constexpr int NTILES = (int)layout().tiles;
+constexpr int KBLOCKS = (int)layout().kblocks;
 constexpr int PQ = P * Q;
 constexpr int CHW = C * H * W;
 constexpr int MINB = PERSIST > 0 ? PERSIST : 1;

@@ -1,8 +1,10 @@
 /*
 ** test_generator.c — the generator without a GPU: enumeration, names and
-** their round trip, determinism of the source text, launch plans within the
-** device's limits, default variants for odd problems, name errors, device
-** limits by architecture, embedded templates, hashing.
+** their round trip, the hard-valid set apart from the pruned one, the
+** refusal of a family taking tensor maps, determinism of the source text,
+** launch plans within the device's limits, default variants for odd
+** problems, name errors, device limits by architecture, embedded
+** templates, hashing.
 */
 #include <stdint.h>
 #include <stdio.h>
@@ -254,6 +256,81 @@ static void test_small_k_and_q_prune(void) {
   ASSERT_EQ_INT(n_direct, 3); /* one per THREADS value */
 }
 
+/* The hard-valid set: ct_gen_enumerate_all lists every point
+** ct_gen_enumerate offers, in the same order, and the pruned ones besides;
+** a pruned point's name does not rebuild (it is not offered), while the
+** offered ones do. */
+static void test_enumerate_all(void) {
+  ct_gen_limits lim = h200();
+  ct_problem p;
+  ASSERT_EQ_INT(parse("n=1,c=1,h=3,w=3,k=1,r=3,s=3", CT_PREC_TF32, &p), 0);
+  ct_gen_variant *all = NULL, *kept = NULL;
+  size_t n_all = 0, n_kept = 0, k = 0, pruned_direct = 0;
+  ASSERT_EQ_INT(ct_gen_enumerate_all(&p, &lim, &all, &n_all), CT_OK);
+  ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &kept, &n_kept), CT_OK);
+  int ok = n_all > n_kept;
+  for (size_t a = 0; ok && a < n_all; a++) {
+    ct_gen_variant back;
+    ct_status rc = ct_gen_variant_from_name(&p, &lim, all[a].name, &back);
+    if (k < n_kept && memcmp(&all[a], &kept[k], sizeof all[a]) == 0) {
+      k++;
+      ok = rc == CT_OK && memcmp(&back, &all[a], sizeof back) == 0;
+    } else {
+      pruned_direct += strcmp(all[a].family->name, "direct") == 0;
+      ok = rc == CT_ERR_UNSUPPORTED && launches_fit(&all[a], &lim);
+    }
+  }
+  free(all);
+  free(kept);
+  ASSERT_TRUE(ok);
+  ASSERT_EQ_INT(k, n_kept);
+  ASSERT_EQ_INT(pruned_direct, 3 * 3 * 4 - 3); /* all but TP = TK = 1 */
+  ASSERT_EQ_INT(ct_gen_enumerate_all(NULL, &lim, &all, &n_all), CT_ERR_INVALID_ARG);
+  ASSERT_TRUE(all == NULL && n_all == 0);
+}
+
+/* A family taking tensor maps (test_tmap, a test family) is refused, as no
+** launcher builds them: never enumerated, its name and its source
+** unsupported.  Every real family takes plain pointers. */
+static void test_tensor_map_family_refused(void) {
+  for (size_t i = 0; ct_gen_families[i] != NULL; i++) {
+    ASSERT_TRUE(ct_gen_families[i]->args == CT_GEN_ARGS_POINTERS);
+    ASSERT_TRUE(ct_gen_family_launchable(ct_gen_families[i]));
+  }
+  ASSERT_TRUE(!ct_gen_family_launchable(NULL));
+  ASSERT_TRUE(ct_gen_family_find("test_tmap") == NULL); /* test families off */
+  ASSERT_EQ_INT(setenv("CONVTUNE_TEST_FAMILIES", "1", 1), 0);
+  const ct_gen_family *f = ct_gen_family_find("test_tmap");
+  int found = f != NULL && f->args == CT_GEN_ARGS_TENSOR_MAPS && !ct_gen_family_launchable(f);
+  ct_gen_limits lim = h200();
+  ct_problem p;
+  ct_problem_default(&p);
+  ct_gen_variant *v = NULL, got;
+  size_t n = 0, n_test = 0, n_tmap = 0;
+  ct_status enum_rc = ct_gen_enumerate_all(&p, &lim, &v, &n);
+  for (size_t i = 0; i < n; i++) {
+    n_test += strncmp(v[i].family->name, "test_", 5) == 0;
+    n_tmap += v[i].family == f;
+  }
+  free(v);
+  ct_status name_rc = ct_gen_variant_from_name(&p, &lim, "test_tmap", &got);
+  ct_status wrong_rc = ct_gen_variant_from_name(&p, &lim, "test_wrong", &got);
+  memset(&got, 0, sizeof got);
+  got.family = f;
+  got.limits = lim;
+  char *src = (char *)"untouched";
+  ct_status src_rc = found ? ct_gen_source(&p, &got, &src) : CT_ERR_NOT_FOUND;
+  ASSERT_EQ_INT(unsetenv("CONVTUNE_TEST_FAMILIES"), 0);
+  ASSERT_TRUE(found);
+  ASSERT_EQ_INT(enum_rc, CT_OK);
+  ASSERT_EQ_INT(n_test, 4); /* the pointer-taking test families */
+  ASSERT_EQ_INT(n_tmap, 0);
+  ASSERT_EQ_INT(name_rc, CT_ERR_UNSUPPORTED);
+  ASSERT_EQ_INT(wrong_rc, CT_OK);
+  ASSERT_EQ_INT(src_rc, CT_ERR_UNSUPPORTED);
+  ASSERT_TRUE(src == NULL);
+}
+
 /* wgr's RL 1 (a row's new input rows in the producer's registers) is
 ** offered only where they take one pass of 128/LP rows and at most 6 runs
 ** of 4 floats per thread: on the headline (12 new rows of 56 runs) with
@@ -429,7 +506,8 @@ static void test_families_and_templates(void) {
   for (size_t i = 0; ct_gen_families[i] != NULL; i++) {
     const ct_gen_family *f = ct_gen_families[i];
     ASSERT_TRUE(ct_gen_family_find(f->name) == f);
-    ASSERT_TRUE(f->precisions != 0 && f->valid != NULL && f->plan != NULL);
+    ASSERT_TRUE(f->precisions != 0 && f->valid != NULL && f->worth != NULL &&
+                f->plan != NULL);
     ASSERT_TRUE(f->n_params >= 0 && f->n_params <= CT_GEN_MAX_PARAMS);
     ASSERT_TRUE(ct_gen_template(f->template_name) != NULL);
     /* Every tunable is guarded "#ifndef P / #define P default / #endif" in
@@ -476,6 +554,8 @@ int main(void) {
   RUN_TEST(test_plans_fit_limits);
   RUN_TEST(test_default_variant_odd);
   RUN_TEST(test_small_k_and_q_prune);
+  RUN_TEST(test_enumerate_all);
+  RUN_TEST(test_tensor_map_family_refused);
   RUN_TEST(test_wgr_register_loads);
   RUN_TEST(test_huge_strides);
   RUN_TEST(test_from_name_errors);

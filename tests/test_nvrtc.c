@@ -4,7 +4,8 @@
 ** float64 reference compile for sm_90a with no register spill and no stack
 ** frame; every template compiles on its own; the default variant and a few
 ** more of each odd problem compile (the templates' static_asserts check the
-** plan); a broken source fails with a log.  Compiles run on a small thread
+** plan); the points the pruning heuristics drop are valid and compile
+** too (a few of each family); a broken source fails with a log.  Compiles run on a small thread
 ** pool, as the tuner's do.
 */
 #include "compile_jobs.h"
@@ -216,6 +217,72 @@ static void test_cluster_split_points(void) {
   ASSERT_EQ_INT(failures, 0);
 }
 
+/* The pruning heuristics drop only points that are correct: the variants
+** ct_gen_enumerate offers are, in order, a part of ct_gen_enumerate_all's
+** (every valid point), and the first and the last point each family's
+** heuristic drops on the first problem where it drops any compile with
+** no spill.  The problems give every family
+** pruned points: K = 64 (wgr idles a consumer, wide BN waste channels),
+** K = 96 at fp32, K = 3 (direct's wide TK). */
+static void test_pruned_points(void) {
+  static const char *const specs[] = {
+    "n=2,c=3,h=67,w=59,k=64,r=11,s=11,stride=4,pad=2,prec=tf32",
+    "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2,prec=fp32",
+    "n=1,c=2,h=9,w=9,k=3,r=3,s=3,prec=tf32",
+  };
+  const size_t n_specs = sizeof specs / sizeof specs[0];
+  ct_gen_limits lim;
+  ASSERT_EQ_INT(ct_gen_limits_for_arch(ARCH, &lim), CT_OK);
+  size_t n_fam = 0;
+  while (ct_gen_families[n_fam] != NULL) n_fam++;
+  size_t cap = 2 * n_fam * n_specs, n = 0;
+  job *jobs = calloc(cap, sizeof *jobs);
+  ASSERT_TRUE(jobs != NULL);
+  int ok = 1;
+  size_t families_pruned = 0;
+  for (size_t fi = 0; fi < n_fam && ok; fi++) {
+    const ct_gen_family *f = ct_gen_families[fi];
+    int pruned_somewhere = 0;
+    for (size_t i = 0; i < n_specs && ok && !pruned_somewhere; i++) {
+      ct_problem p;
+      char tag[96];
+      ok = parse_spec(specs[i], &p, tag, sizeof tag) == 0;
+      if (!ok) break;
+      ct_gen_variant *all = NULL, *kept = NULL;
+      size_t n_all = 0, n_kept = 0, k = 0;
+      ok = ct_gen_enumerate_all(&p, &lim, &all, &n_all) == CT_OK &&
+           ct_gen_enumerate(&p, &lim, &kept, &n_kept) == CT_OK;
+      const ct_gen_variant *first = NULL, *last = NULL;
+      for (size_t a = 0; ok && a < n_all; a++) {
+        if (k < n_kept && memcmp(&all[a], &kept[k], sizeof all[a]) == 0) {
+          k++;
+        } else if (all[a].family == f) {
+          if (first == NULL) first = &all[a];
+          last = &all[a];
+        }
+      }
+      if (ok && k != n_kept) {
+        fprintf(stderr, "%s: an offered variant is not among the valid ones\n", specs[i]);
+        ok = 0;
+      }
+      if (ok && first != NULL) {
+        pruned_somewhere = 1;
+        ok = add_variant_job(jobs, &n, &p, first, tag) == 0 &&
+             (last == first || add_variant_job(jobs, &n, &p, last, tag) == 0);
+      }
+      free(all);
+      free(kept);
+    }
+    families_pruned += pruned_somewhere;
+  }
+  if (!ok) jobs_free(jobs, n);
+  ASSERT_TRUE(ok);
+  fprintf(stderr, "  %zu pruned points of %zu families, %s:\n", n, families_pruned, ARCH);
+  int failures = compile_report_free(jobs, n);
+  ASSERT_EQ_INT(families_pruned, n_fam);
+  ASSERT_EQ_INT(failures, 0);
+}
+
 static void test_broken_source(void) {
   ct_rt_compiled out;
   ct_status rc = ct_rt_compile("extern \"C\" __global__ void k(float *y) { y[0] = nope; }\n",
@@ -270,5 +337,6 @@ int main(void) {
   RUN_TEST(test_headline_search_space);
   RUN_TEST(test_odd_problems);
   RUN_TEST(test_cluster_split_points);
+  RUN_TEST(test_pruned_points);
   TEST_EXIT();
 }
