@@ -249,17 +249,17 @@ ct_status ct_tune_data_reference_host(const ct_tune_data *d, double **ref,
                                       double **abs_sum, double **sq_sum,
                                       char *err, size_t len) {
   ct_status rc = CT_OK;
+  *ref = *abs_sum = *sq_sum = NULL;
+  if (d->fused) {
+    snprintf(err, len, "the reference is not stored: the check recomputes it");
+    return CT_ERR_UNSUPPORTED;
+  }
   *ref = malloc(d->ny * sizeof(double));
   *abs_sum = malloc(d->ny * sizeof(double));
   *sq_sum = malloc(d->ny * sizeof(double));
   if (!*ref || !*abs_sum || !*sq_sum) {
     snprintf(err, len, "out of host memory for the reference");
     rc = CT_ERR_NOMEM;
-    goto out;
-  }
-  if (d->fused) {
-    snprintf(err, len, "the reference is not stored: the check recomputes it");
-    rc = CT_ERR_UNSUPPORTED;
     goto out;
   }
   CU_TRY(ct_drv.cuMemcpyDtoH(*ref, d->ref, d->ny * sizeof(double)), "reading the reference");

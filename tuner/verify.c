@@ -197,13 +197,17 @@ static void contract_tile(const float *y, const double *ref,
   *t = lane[0];
 }
 
+/* L of the contract: C*R*S terms per output, +1 with bias. */
+static double reduction_length(const ct_problem *p) {
+  return (double)p->c * (double)p->r * (double)p->s + (p->bias ? 1 : 0);
+}
+
 /* See verify.h. */
 int ct_tune_contract_coeffs(const ct_problem *p, double *elem_coef,
                             double *close_tol) {
   contract_coeffs cf;
   if (!p || !coeffs_for(p->precision, &cf)) return 0;
-  const double L =
-      (double)p->c * (double)p->r * (double)p->s + (p->bias ? 1 : 0);
+  const double L = reduction_length(p);
   if (elem_coef) *elem_coef = 2.0 * cf.u_op + (L + 1.0) * CT_U_ACC;
   if (close_tol) *close_tol = HEADLINE_FP32_TOL;
   return 1;
@@ -229,8 +233,7 @@ void ct_tune_contract_finish(const ct_problem *p, const ct_check_tile *tiles,
   ct_check_tile all = tiles[0];
   for (int64_t t = 1; t < n_tiles; t++) ct_check_tile_merge(&all, &tiles[t]);
 
-  const double L =
-      (double)p->c * (double)p->r * (double)p->s + (p->bias ? 1 : 0);
+  const double L = reduction_length(p);
   const double err = sqrt(all.err2);
   const double frob_bound =
       (1.0 + 3.0 / sqrt((double)count)) *
