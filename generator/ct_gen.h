@@ -18,13 +18,20 @@
 ** Every template compiles on its own with its default parameters.
 **
 ** A family declares the kind of arguments its kernels take (ct_gen_args).
-** Every family today takes plain pointers: each kernel is extern "C" with
+** A family of plain pointers has extern "C" kernels
 **   (const float *x, const float *w, const float *b, float *y, float *ws)
 ** x, w, b, y as in convtune.h (b is NULL when the problem has no bias), ws a
-** device workspace of variant->workspace_bytes (NULL when 0).  A variant
-** runs its kernels in order on one stream.  No launcher builds tensor maps
-** yet: the generator refuses a family that takes them
-** (ct_gen_family_launchable).
+** device workspace of variant->workspace_bytes (NULL when 0).  A family of
+** tensor maps has kernels taking three more, by value:
+**   (..., float *ws, const __grid_constant__ ct_kargs a,
+**    const __grid_constant__ ct_tmap m0, const __grid_constant__ ct_tmap m1)
+** (templates/ct_tmap.cuh): a = the plan's variant->kargs, m0 and m1 the
+** CUtensorMaps the launcher encodes from variant->maps (unused ones
+** zero).  A variant runs its kernels in order on one stream.
+**
+** A shape-generic family (shape_generic set) reads the problem's sizes
+** from its kernel arguments: its source holds no problem size, so one
+** cubin serves every problem with the same parameters and plan defines.
 */
 #ifndef CT_GEN_H
 #define CT_GEN_H
@@ -38,6 +45,8 @@
 #define CT_GEN_MAX_VALUES 8   /* values per tunable */
 #define CT_GEN_MAX_KERNELS 3  /* launches per variant */
 #define CT_GEN_NAME_MAX 160   /* "family:P1=v1,P2=v2,..." incl. NUL */
+#define CT_GEN_MAX_MAPS 2     /* tensor maps per variant */
+#define CT_GEN_MAX_KARGS 32   /* int64 kernel arguments of a tensor-map family */
 
 /* What the generator needs to know of a device. */
 typedef struct ct_gen_limits {
@@ -60,6 +69,40 @@ typedef struct ct_gen_launch {
 
 struct ct_gen_family;
 
+/* What a tensor map describes: the buffer its global address lies in. */
+typedef enum ct_gen_map_buffer {
+  CT_GEN_BUF_WS = 0,          /* the call's workspace */
+  CT_GEN_BUF_X = 1,           /* the input x */
+  CT_GEN_BUF_W = 2,           /* the weights w */
+  CT_GEN_BUF_Y = 3            /* the output y */
+} ct_gen_map_buffer;
+
+typedef enum ct_gen_map_kind {
+  CT_GEN_MAP_NONE = 0,
+  CT_GEN_MAP_TILED = 1,       /* cuTensorMapEncodeTiled */
+  CT_GEN_MAP_IM2COL = 2       /* cuTensorMapEncodeIm2col */
+} ct_gen_map_kind;
+
+/* A CUtensorMap as data: the arguments of cuTensorMapEncodeTiled or
+** cuTensorMapEncodeIm2col for fp32 elements, no interleave, with the
+** global address = buffer's address + offset.  The launcher encodes it;
+** the generator never calls the driver. */
+typedef struct ct_gen_map {
+  ct_gen_map_kind kind;
+  ct_gen_map_buffer buffer;
+  int rank;                   /* 3 .. 5 */
+  uint64_t offset;            /* bytes into the buffer, a multiple of 16 */
+  uint64_t dims[5];           /* elements, innermost first */
+  uint64_t strides[4];        /* bytes, of dims 1 .. rank-1 */
+  uint32_t box[5];            /* TILED: the box, elements per dimension */
+  int lower[3], upper[3];     /* IM2COL: pixel box corners, W first */
+  uint32_t channels, pixels;  /* IM2COL: channelsPerPixel, pixelsPerColumn */
+  uint32_t elem_strides[5];   /* traversal strides, 1 .. 8 */
+  int tf32;                   /* 1: TFLOAT32 (rounded on load), 0: FLOAT32 */
+  int swizzle;                /* bytes: 0 (none), 32, 64 or 128 */
+  int l2_promote;             /* bytes: 0 (none), 64, 128 or 256 */
+} ct_gen_map;
+
 /* One point of a family's search space, planned for one problem on one
 ** device. */
 typedef struct ct_gen_variant {
@@ -70,6 +113,10 @@ typedef struct ct_gen_variant {
   int n_kernels;
   ct_gen_launch kernels[CT_GEN_MAX_KERNELS];
   size_t workspace_bytes;                 /* 0: none */
+  /* A tensor-map family's (all zero otherwise): */
+  int n_maps;                             /* maps[0 .. n_maps-1] */
+  ct_gen_map maps[CT_GEN_MAX_MAPS];
+  int64_t kargs[CT_GEN_MAX_KARGS];        /* the kernels' ct_kargs */
 } ct_gen_variant;
 
 /* A tunable parameter: its #define name and the values searched. */
@@ -106,6 +153,8 @@ typedef struct ct_gen_family {
                                  takes tensors of 2^31 elements or more; 0:
                                  the generator never asks valid() about such
                                  a problem (ct_gen_index64) */
+  int shape_generic;          /* 1: its source holds no problem size (the
+                                 kernels read them from kargs) */
   int n_params;
   ct_gen_param params[CT_GEN_MAX_PARAMS];
   /* The hard limits: 1 if this parameter point compiles and runs
@@ -120,7 +169,8 @@ typedef struct ct_gen_family {
   ** offered. */
   int (*worth)(const ct_problem *p, const ct_gen_limits *lim,
                const int *values);
-  /* Fills v->n_kernels, v->kernels and v->workspace_bytes for a valid
+  /* Fills v->n_kernels, v->kernels and v->workspace_bytes (and a
+  ** tensor-map family's v->n_maps, v->maps and v->kargs) for a valid
   ** point on the device lim describes (a persistent grid is sized by
   ** lim->sm_count, see ct_gen_sm_count); also returns extra "#define NAME
   ** value" lines (may be empty) in defines (at most len bytes) for launch
@@ -194,11 +244,10 @@ extern const ct_gen_family *const ct_gen_families[];
 const ct_gen_family *ct_gen_family_find(const char *name);
 
 /* 1 when the runtime and the tuner can launch the kernels of family f:
-** those of a family taking plain pointers.  A family taking tensor maps is
-** refused until the runtime encodes them: ct_gen_enumerate and
-** ct_gen_enumerate_all leave it out; ct_gen_variant_from_name,
-** ct_gen_default_variant and ct_gen_source return CT_ERR_UNSUPPORTED for
-** it.  0 for NULL. */
+** those of a family taking plain pointers or tensor maps (ct_gen_args).
+** ct_gen_enumerate and ct_gen_enumerate_all leave any other out;
+** ct_gen_variant_from_name, ct_gen_default_variant and ct_gen_source return
+** CT_ERR_UNSUPPORTED for it.  0 for NULL. */
 int ct_gen_family_launchable(const ct_gen_family *f);
 
 /* Limits of a named architecture for use without a GPU: "sm_90a" and
@@ -249,9 +298,11 @@ ct_status ct_gen_default_variant(const ct_problem *p, const ct_gen_limits *lim,
 ** v->limits.  Same inputs -> same bytes; the precision is not part of the
 ** text.  Layout: a "// convtune:"
 ** comment line; "#define" lines for CT_N CT_C CT_H CT_W CT_K CT_R CT_S CT_P
-** CT_Q CT_STRIDE_H CT_STRIDE_W CT_PAD_H CT_PAD_W CT_DIL_H CT_DIL_W CT_BIAS;
-** the family's parameters in order; the plan's lines; "#line 1" and the
-** template.  *src is malloc'd; the caller frees it.  Returns CT_OK,
+** CT_Q CT_STRIDE_H CT_STRIDE_W CT_PAD_H CT_PAD_W CT_DIL_H CT_DIL_W CT_BIAS
+** (none for a shape-generic family, whose comment line names no problem
+** either: its text is the same for every problem its plan defines agree
+** on); the family's parameters in order; the plan's lines; "#line 1" and
+** the template.  *src is malloc'd; the caller frees it.  Returns CT_OK,
 ** CT_ERR_INVALID_ARG, CT_ERR_NOT_FOUND (template missing),
 ** CT_ERR_UNSUPPORTED (a family the runtime cannot launch,
 ** ct_gen_family_launchable) or CT_ERR_NOMEM. */

@@ -8,9 +8,9 @@
 **
 ** Each family has one variant (no parameters) that accepts every problem:
 ** one thread per output element, 256 per block (test_refuse: 2048, more
-** than any GPU allows, so the driver refuses the launch).  test_tmap
-** declares tensor-map arguments, which no launcher builds yet: the
-** generator never offers it and refuses its name and its source.
+** than any GPU allows, so the driver refuses the launch).  test_badargs
+** declares a kind of kernel arguments no launcher knows: the generator
+** never offers it and refuses its name and its source.
 */
 #include <stdio.h>
 
@@ -65,6 +65,6 @@ TEST_FAMILY(test_oob, 1, 256, CT_GEN_ARGS_POINTERS)
 TEST_FAMILY(test_hang, 2, 256, CT_GEN_ARGS_POINTERS)
 TEST_FAMILY(test_wrong, 3, 256, CT_GEN_ARGS_POINTERS)
 TEST_FAMILY(test_refuse, 4, 2048, CT_GEN_ARGS_POINTERS)
-/* Declares tensor-map arguments (its kernel is test_wrong's): the
-** generator must refuse it (ct_gen_family_launchable). */
-TEST_FAMILY(test_tmap, 3, 256, CT_GEN_ARGS_TENSOR_MAPS)
+/* Declares an argument kind past the known ones (its kernel is
+** test_wrong's): the generator must refuse it (ct_gen_family_launchable). */
+TEST_FAMILY(test_badargs, 3, 256, (ct_gen_args)99)

@@ -30,7 +30,8 @@
   X(tc) X(tc3) \
   X(wgs) \
   X(wgr) \
-  X(s2d_wg) X(s2d_wg3)
+  X(s2d_wg) X(s2d_wg3) \
+  X(gm)
 
 #define CT_GEN_DECLARE_FAMILY(f) extern const ct_gen_family ct_gen_family_##f;
 CT_GEN_FAMILY_LIST(CT_GEN_DECLARE_FAMILY)
@@ -45,15 +46,15 @@ const ct_gen_family *const ct_gen_families[] = {
 ** offered (by ct_gen_enumerate, before the real ones, and by
 ** ct_gen_family_find) only when CONVTUNE_TEST_FAMILIES=1 is set, so that a
 ** test tune meets its faults first and must carry on past them.
-** test_tmap declares tensor-map arguments, so that the refusal of such a
-** family (ct_gen_family_launchable) is tested. */
+** test_badargs declares an argument kind no launcher knows, so that the
+** refusal of such a family (ct_gen_family_launchable) is tested. */
 extern const ct_gen_family ct_gen_family_test_oob, ct_gen_family_test_hang,
     ct_gen_family_test_wrong, ct_gen_family_test_refuse,
-    ct_gen_family_test_tmap;
+    ct_gen_family_test_badargs;
 static const ct_gen_family *const ct_gen_test_families[] = {
   &ct_gen_family_test_oob, &ct_gen_family_test_hang,
   &ct_gen_family_test_wrong, &ct_gen_family_test_refuse,
-  &ct_gen_family_test_tmap, NULL
+  &ct_gen_family_test_badargs, NULL
 };
 
 static const ct_gen_family *const *gen_test_families(void) {
@@ -62,7 +63,8 @@ static const ct_gen_family *const *gen_test_families(void) {
 }
 
 int ct_gen_family_launchable(const ct_gen_family *f) {
-  return f != NULL && f->args == CT_GEN_ARGS_POINTERS;
+  return f != NULL &&
+         (f->args == CT_GEN_ARGS_POINTERS || f->args == CT_GEN_ARGS_TENSOR_MAPS);
 }
 
 /* The family ct_gen_default_variant draws from: it accepts every problem. */
@@ -522,8 +524,12 @@ ct_status ct_gen_source(const ct_problem *p, const ct_gen_variant *v,
   if (rc != CT_OK) return rc;
 
   strbuf b = {0};
-  put_header(&b, planned.name, p);
-  put_problem(&b, p);
+  if (f->shape_generic) {
+    sb_printf(&b, "// convtune: %s for any problem (generated)\n", planned.name);
+  } else {
+    put_header(&b, planned.name, p);
+    put_problem(&b, p);
+  }
   for (int i = 0; i < f->n_params; i++)
     sb_printf(&b, "#define %s %d\n", f->params[i].name, v->values[i]);
   sb_append(&b, defines, strlen(defines));

@@ -10,12 +10,17 @@
 #include "convtune.h"
 #include "ct_gen.h"
 
+/* A tensor-map variant's maps, encoded for the buffer addresses they
+** describe: a small cache per loaded kernel (runtime.c). */
+struct ct_rt_maps;
+
 /* A variant loaded into the current context, ready to launch. */
 typedef struct ct_rt_kernel {
   ct_gen_variant variant;                 /* what runs: launches, workspace */
   CUmodule module;                        /* owns the functions */
   CUfunction fn[CT_GEN_MAX_KERNELS];      /* one per variant launch */
   CUmemoryPool pool;                      /* workspaces, NULL when none */
+  struct ct_rt_maps *maps;                /* tensor-map variants; else NULL */
 } ct_rt_kernel;
 
 /* Loads a cubin for variant v into the current context, resolves each
@@ -37,10 +42,22 @@ ct_status ct_rt_kernel_load(const ct_gen_variant *v, const void *cubin,
 ** unlimited).  A stream capture records the pair as graph memory nodes
 ** (the Driver API's documented behaviour; the tests do not capture a
 ** variant with a workspace).
+** A tensor-map variant's kernels get variant.kargs and its maps, encoded
+** (cuTensorMapEncodeTiled / cuTensorMapEncodeIm2col) for the addresses
+** of the buffers they describe and kept in k's cache, which holds the last
+** CT_RT_MAP_SLOTS address sets: a call with addresses seen before encodes
+** nothing and takes no lock but k's own (the pool hands a stream the
+** same workspace again, so a warm call hits).
 ** Returns CT_OK or CT_ERR_CUDA with *cr set. */
 ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
                               CUdeviceptr w, CUdeviceptr b, CUdeviceptr y,
                               CUstream stream, CUresult *cr);
+
+#define CT_RT_MAP_SLOTS 8
+
+/* Encodes and launches nothing: the number of map encodings k's cache has
+** made so far (tests). */
+unsigned long ct_rt_kernel_map_encodes(const ct_rt_kernel *k);
 
 /* Destroys the pool (memory still in use by queued work is released when
 ** that work is done) and unloads the module; an empty k is a no-op. */

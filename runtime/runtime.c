@@ -40,6 +40,109 @@ _Static_assert(sizeof(ct_problem) == 13 * sizeof(int64_t) + 2 * sizeof(int),
 /* ---------------------------------------------------------------------- */
 /* Loaded kernels                                                          */
 
+/* One set of encoded maps: the buffer addresses they were encoded for
+** (indexed by ct_gen_map_buffer; 0 for a buffer no map describes). */
+typedef struct ct_rt_maps_slot {
+  CUtensorMap map[CT_GEN_MAX_MAPS];
+  CUdeviceptr key[4];
+  int used;
+} ct_rt_maps_slot;
+
+_Static_assert(CT_GEN_MAX_MAPS == 2, "ct_rt_kernel_launch passes maps 0 and 1");
+
+struct ct_rt_maps {
+  ct_rt_maps_slot slot[CT_RT_MAP_SLOTS];
+  pthread_mutex_t lock;
+  unsigned next;                /* the slot a miss fills next */
+  unsigned long encodes;        /* maps encoded so far */
+};
+
+static CUtensorMapSwizzle rt_swizzle(int bytes) {
+  return bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+         : bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+         : bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                       : CU_TENSOR_MAP_SWIZZLE_NONE;
+}
+
+static CUtensorMapL2promotion rt_l2(int bytes) {
+  return bytes == 256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+         : bytes == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+         : bytes == 64 ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+                       : CU_TENSOR_MAP_L2_PROMOTION_NONE;
+}
+
+/* Encodes map m over the buffer at base into *out. */
+static CUresult rt_encode_map(const ct_gen_map *m, CUdeviceptr base, CUtensorMap *out) {
+  void *addr = (void *)(uintptr_t)(base + m->offset);
+  CUtensorMapDataType dt =
+      m->tf32 ? CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  cuuint64_t dims[5], strides[4];
+  cuuint32_t box[5], es[5];
+  if (m->rank < 1 || m->rank > 5) return CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < m->rank; i++) {
+    dims[i] = m->dims[i];
+    box[i] = m->box[i];
+    es[i] = m->elem_strides[i];
+    if (i + 1 < m->rank) strides[i] = m->strides[i];
+  }
+  if (m->kind == CT_GEN_MAP_TILED)
+    return ct_drv.cuTensorMapEncodeTiled(out, dt, (cuuint32_t)m->rank, addr, dims, strides, box,
+                                         es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                         rt_swizzle(m->swizzle), rt_l2(m->l2_promote),
+                                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (m->kind == CT_GEN_MAP_IM2COL)
+    return ct_drv.cuTensorMapEncodeIm2col(out, dt, (cuuint32_t)m->rank, addr, dims, strides,
+                                          m->lower, m->upper, m->channels, m->pixels, es,
+                                          CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                          rt_swizzle(m->swizzle), rt_l2(m->l2_promote),
+                                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* The maps of k's variant for buffers bufs (by ct_gen_map_buffer) into
+** out: from k's cache, else encoded and cached. */
+static CUresult rt_maps_for(const ct_rt_kernel *k, const CUdeviceptr bufs[4],
+                            CUtensorMap out[CT_GEN_MAX_MAPS]) {
+  const ct_gen_variant *v = &k->variant;
+  struct ct_rt_maps *c = k->maps;
+  CUdeviceptr key[4] = {0, 0, 0, 0};
+  for (int i = 0; i < v->n_maps; i++) {
+    unsigned b = (unsigned)v->maps[i].buffer;
+    if (b >= 4) return CUDA_ERROR_INVALID_VALUE;
+    key[b] = bufs[b];
+  }
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&c->lock);
+  int hit = -1;
+  for (int s = 0; s < CT_RT_MAP_SLOTS && hit < 0; s++)
+    if (c->slot[s].used && memcmp(c->slot[s].key, key, sizeof key) == 0) hit = s;
+  if (hit < 0) {
+    ct_rt_maps_slot *slot = &c->slot[c->next % CT_RT_MAP_SLOTS];
+    slot->used = 0;
+    for (int i = 0; i < v->n_maps && r == CUDA_SUCCESS; i++) {
+      r = rt_encode_map(&v->maps[i], key[v->maps[i].buffer], &slot->map[i]);
+      c->encodes++;
+    }
+    if (r == CUDA_SUCCESS) {
+      memcpy(slot->key, key, sizeof key);
+      slot->used = 1;
+      c->next++;
+      hit = (int)(slot - c->slot);
+    }
+  }
+  if (hit >= 0) memcpy(out, c->slot[hit].map, sizeof(CUtensorMap) * (size_t)v->n_maps);
+  pthread_mutex_unlock(&c->lock);
+  return r;
+}
+
+unsigned long ct_rt_kernel_map_encodes(const ct_rt_kernel *k) {
+  if (k == NULL || k->maps == NULL) return 0;
+  pthread_mutex_lock(&k->maps->lock);
+  unsigned long n = k->maps->encodes;
+  pthread_mutex_unlock(&k->maps->lock);
+  return n;
+}
+
 ct_status ct_rt_kernel_load(const ct_gen_variant *v, const void *cubin,
                             ct_rt_kernel *k, CUresult *cr) {
   memset(k, 0, sizeof *k);
@@ -88,6 +191,17 @@ ct_status ct_rt_kernel_load(const ct_gen_variant *v, const void *cubin,
     r = ct_drv.cuMemPoolSetAttribute(k->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
     if (r != CUDA_SUCCESS) goto fail;
   }
+  if (v->family != NULL && v->family->args == CT_GEN_ARGS_TENSOR_MAPS) {
+    void *mem = NULL;
+    if (v->n_maps < 0 || v->n_maps > CT_GEN_MAX_MAPS ||
+        posix_memalign(&mem, 64, sizeof(struct ct_rt_maps)) != 0) {
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+      goto fail;
+    }
+    memset(mem, 0, sizeof(struct ct_rt_maps));
+    k->maps = mem;
+    pthread_mutex_init(&k->maps->lock, NULL);
+  }
   *cr = CUDA_SUCCESS;
   return CT_OK;
 fail:
@@ -108,7 +222,18 @@ ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
       return CT_ERR_CUDA;
     }
   }
-  void *args[] = {&x, &w, &b, &y, &ws};
+  void *args[] = {&x, &w, &b, &y, &ws, NULL, NULL, NULL};
+  /* A tensor-map variant's extra arguments: kargs and the maps (both
+  ** copied by cuLaunchKernel at the call). */
+  CUtensorMap maps[CT_GEN_MAX_MAPS]; /* 64-byte aligned, as cuda.h declares it */
+  if (k->maps != NULL) {
+    memset(maps, 0, sizeof maps);
+    const CUdeviceptr bufs[4] = {ws, x, w, y};
+    if (k->variant.n_maps > 0) r = rt_maps_for(k, bufs, maps);
+    args[5] = (void *)k->variant.kargs;
+    args[6] = &maps[0];
+    args[7] = &maps[1];
+  }
   for (int i = 0; i < k->variant.n_kernels && r == CUDA_SUCCESS; i++) {
     const ct_gen_launch *l = &k->variant.kernels[i];
     r = ct_drv.cuLaunchKernel(k->fn[i], l->grid[0], l->grid[1], l->grid[2],
@@ -126,6 +251,11 @@ ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
 
 void ct_rt_kernel_unload(ct_rt_kernel *k) {
   if (k == NULL) return;
+  if (k->maps) {
+    pthread_mutex_destroy(&k->maps->lock);
+    free(k->maps);
+  }
+  k->maps = NULL;
   if (k->pool) ct_drv.cuMemPoolDestroy(k->pool);
   if (k->module) ct_drv.cuModuleUnload(k->module);
   k->pool = NULL;

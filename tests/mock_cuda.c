@@ -28,7 +28,8 @@
 #define MOCK_EXPORT __attribute__((visibility("default")))
 
 static atomic_long n_launch, n_module_load, n_module_unload, n_mem_alloc,
-    n_mem_free, n_sync, n_push, n_pop, n_bad_pop, n_launch_no_ctx;
+    n_mem_free, n_sync, n_push, n_pop, n_bad_pop, n_launch_no_ctx, n_map_encode,
+    n_map_refuse;
 static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
 static ct_mock_launch last_launch;
 static __thread int ctx_depth; /* pushes minus pops on this thread */
@@ -60,6 +61,8 @@ MOCK_EXPORT void ct_mock_counters(ct_mock_stats *out) {
   out->pops = atomic_load(&n_pop);
   out->bad_pops = atomic_load(&n_bad_pop);
   out->launches_without_context = atomic_load(&n_launch_no_ctx);
+  out->map_encodes = atomic_load(&n_map_encode);
+  out->map_refusals = atomic_load(&n_map_refuse);
   out->thread_depth = ctx_depth;
 }
 
@@ -342,16 +345,141 @@ CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute at
   return pool && value ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* Like a pool whose release threshold is unlimited, memory freed
+** stream-ordered is handed out again to the next allocation of its size
+** (so a warm call gets the same workspace address); up to 16 blocks are
+** kept, each counted as an allocation every time it is handed out. */
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  CUdeviceptr ptr;
+  size_t size;
+  int in_use;
+} pool_blocks[16];
+
 CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
                                          CUmemoryPool pool, CUstream hStream) {
   (void)hStream;
-  if (!pool) return CUDA_ERROR_INVALID_VALUE;
-  return cuMemAlloc(dptr, bytesize);
+  if (!pool || !dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&pool_lock);
+  for (size_t i = 0; i < sizeof pool_blocks / sizeof pool_blocks[0]; i++)
+    if (pool_blocks[i].ptr && !pool_blocks[i].in_use && pool_blocks[i].size == bytesize) {
+      pool_blocks[i].in_use = 1;
+      *dptr = pool_blocks[i].ptr;
+      atomic_fetch_add(&n_mem_alloc, 1);
+      pthread_mutex_unlock(&pool_lock);
+      return CUDA_SUCCESS;
+    }
+  CUresult r = cuMemAlloc(dptr, bytesize);
+  for (size_t i = 0; r == CUDA_SUCCESS && i < sizeof pool_blocks / sizeof pool_blocks[0]; i++)
+    if (!pool_blocks[i].ptr) {
+      pool_blocks[i].ptr = *dptr;
+      pool_blocks[i].size = bytesize;
+      pool_blocks[i].in_use = 1;
+      break;
+    }
+  pthread_mutex_unlock(&pool_lock);
+  return r;
 }
 
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   (void)hStream;
+  pthread_mutex_lock(&pool_lock);
+  for (size_t i = 0; i < sizeof pool_blocks / sizeof pool_blocks[0]; i++)
+    if (pool_blocks[i].ptr == dptr && pool_blocks[i].in_use) {
+      pool_blocks[i].in_use = 0;
+      atomic_fetch_add(&n_mem_free, 1);
+      pthread_mutex_unlock(&pool_lock);
+      return CUDA_SUCCESS;
+    }
+  pthread_mutex_unlock(&pool_lock);
   return cuMemFree(dptr);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Tensor maps: the rules cuda.h 13.0 states for fp32 elements, no          */
+/* interleave; the map's bytes are a digest of the arguments.              */
+
+static CUresult map_common(CUtensorMapDataType dt, cuuint32_t rank, void *addr,
+                           const cuuint64_t *dims, const cuuint64_t *strides,
+                           const cuuint32_t *es, CUtensorMapInterleave il) {
+  if (ctx_depth <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if ((dt != CU_TENSOR_MAP_DATA_TYPE_FLOAT32 && dt != CU_TENSOR_MAP_DATA_TYPE_TFLOAT32) ||
+      rank < 1 || rank > 5 || ((uintptr_t)addr & 15) != 0 || il != CU_TENSOR_MAP_INTERLEAVE_NONE)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (cuuint32_t i = 0; i < rank; i++) {
+    if (dims[i] == 0 || dims[i] > (UINT64_C(1) << 32)) return CUDA_ERROR_INVALID_VALUE;
+    if (es[i] == 0 || es[i] > 8) return CUDA_ERROR_INVALID_VALUE;
+    if (i + 1 < rank && (strides[i] % 16 != 0 || strides[i] >= (UINT64_C(1) << 40)))
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+static cuuint32_t swizzle_span(CUtensorMapSwizzle sw) {
+  return sw == CU_TENSOR_MAP_SWIZZLE_128B ? 128
+         : sw == CU_TENSOR_MAP_SWIZZLE_64B ? 64
+         : sw == CU_TENSOR_MAP_SWIZZLE_32B ? 32
+                                           : 0;
+}
+
+static CUresult map_finish(CUresult r, CUtensorMap *m, const void *what, size_t len) {
+  if (r != CUDA_SUCCESS) {
+    atomic_fetch_add(&n_map_refuse, 1);
+    return r;
+  }
+  memset(m, 0, sizeof *m);
+  memcpy(m, what, len < sizeof *m ? len : sizeof *m);
+  atomic_fetch_add(&n_map_encode, 1);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType dt,
+                                        cuuint32_t rank, void *addr, const cuuint64_t *dims,
+                                        const cuuint64_t *strides, const cuuint32_t *box,
+                                        const cuuint32_t *es, CUtensorMapInterleave il,
+                                        CUtensorMapSwizzle sw, CUtensorMapL2promotion l2,
+                                        CUtensorMapFloatOOBfill oob) {
+  (void)l2;
+  (void)oob;
+  if (!tensorMap || ((uintptr_t)tensorMap & 63) != 0 || !dims || !box || !es ||
+      (rank > 1 && !strides))
+    return map_finish(CUDA_ERROR_INVALID_VALUE, tensorMap, NULL, 0);
+  CUresult r = map_common(dt, rank, addr, dims, strides, es, il);
+  for (cuuint32_t i = 0; r == CUDA_SUCCESS && i < rank; i++)
+    if (box[i] == 0 || box[i] > 256) r = CUDA_ERROR_INVALID_VALUE;
+  cuuint32_t span = swizzle_span(sw);
+  if (r == CUDA_SUCCESS && ((box[0] * 4) % 16 != 0 || (span && box[0] * 4 > span)))
+    r = CUDA_ERROR_INVALID_VALUE;
+  cuuint64_t digest[4] = {1, (uintptr_t)addr, dims[0], box[0]};
+  return map_finish(r, tensorMap, digest, sizeof digest);
+}
+
+CUresult CUDAAPI cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUtensorMapDataType dt,
+                                         cuuint32_t rank, void *addr, const cuuint64_t *dims,
+                                         const cuuint64_t *strides, const int *lower,
+                                         const int *upper, cuuint32_t channels,
+                                         cuuint32_t pixels, const cuuint32_t *es,
+                                         CUtensorMapInterleave il, CUtensorMapSwizzle sw,
+                                         CUtensorMapL2promotion l2,
+                                         CUtensorMapFloatOOBfill oob) {
+  (void)l2;
+  (void)oob;
+  if (!tensorMap || ((uintptr_t)tensorMap & 63) != 0 || !dims || !strides || !lower ||
+      !upper || !es || rank < 3)
+    return map_finish(CUDA_ERROR_INVALID_VALUE, tensorMap, NULL, 0);
+  CUresult r = map_common(dt, rank, addr, dims, strides, es, il);
+  /* Corners: rank 3 16 bits, rank 4 8 bits, rank 5 5 bits, signed. */
+  int bits = rank == 3 ? 16 : rank == 4 ? 8 : 5;
+  int lo = -(1 << (bits - 1)), hi = (1 << (bits - 1)) - 1;
+  for (cuuint32_t i = 0; r == CUDA_SUCCESS && i < rank - 2; i++)
+    if (lower[i] < lo || lower[i] > hi || upper[i] < lo || upper[i] > hi)
+      r = CUDA_ERROR_INVALID_VALUE;
+  cuuint32_t span = swizzle_span(sw);
+  if (r == CUDA_SUCCESS && (channels == 0 || channels > 256 || pixels == 0 || pixels > 1024 ||
+                            (channels * 4) % 16 != 0 || (span && channels * 4 > span)))
+    r = CUDA_ERROR_INVALID_VALUE;
+  cuuint64_t digest[4] = {2, (uintptr_t)addr, dims[0], pixels};
+  return map_finish(r, tensorMap, digest, sizeof digest);
 }
 
 /* A device of 80 GiB, all of it free. */

@@ -20,6 +20,8 @@ typedef struct ct_mock_stats {
   long pushes, pops;              /* cuCtxPushCurrent / cuCtxPopCurrent */
   long bad_pops;                  /* pops without a push on that thread */
   long launches_without_context;  /* launches with no context pushed */
+  long map_encodes;               /* tensor maps encoded (both kinds) */
+  long map_refusals;              /* encodings refused as the driver would */
   int thread_depth;               /* pushes minus pops on the calling thread */
 } ct_mock_stats;
 

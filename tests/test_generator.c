@@ -143,9 +143,13 @@ static void test_source_deterministic(void) {
     uint64_t hb = ok ? ct_gen_hash(b, strlen(b), CT_GEN_HASH_SEED) : 1;
     ok = ok && ha == hb && ha != prev_hash; /* distinct variants, distinct text */
     prev_hash = ha;
-    /* Layout: header line, the problem, the parameters, the template. */
+    /* Layout: header line, the problem (none for a shape-generic family),
+    ** the parameters, the template. */
     ok = ok && strncmp(a, "// convtune: ", 13) == 0 && strstr(a, v[i].name) != NULL;
-    ok = ok && strstr(a, "\n#define CT_N 256\n#define CT_C 3\n#define CT_H 224\n"
+    if (v[i].family->shape_generic)
+      ok = ok && strstr(a, "#define CT_N ") == NULL && strstr(a, "for any problem") != NULL;
+    else
+      ok = ok && strstr(a, "\n#define CT_N 256\n#define CT_C 3\n#define CT_H 224\n"
                          "#define CT_W 224\n#define CT_K 96\n#define CT_R 11\n"
                          "#define CT_S 11\n#define CT_P 55\n#define CT_Q 55\n"
                          "#define CT_STRIDE_H 4\n#define CT_STRIDE_W 4\n"
@@ -289,19 +293,103 @@ static void test_enumerate_all(void) {
   ASSERT_TRUE(all == NULL && n_all == 0);
 }
 
-/* A family taking tensor maps (test_tmap, a test family) is refused, as no
-** launcher builds them: never enumerated, its name and its source
-** unsupported.  Every real family takes plain pointers. */
-static void test_tensor_map_family_refused(void) {
+/* A family taking an argument kind no launcher knows (test_badargs, a test
+** family) is refused: never enumerated, its name and its source
+** unsupported.  Every real family takes plain pointers or tensor maps. */
+/* Family gm is shape-generic: two problems (another batch, image, channel
+** count, stride and padding) get byte-identical sources with no problem
+** size in them, while the plan carries each one's sizes in kargs and its
+** maps' geometry (docs/GENERAL.md: corners lower = -pad, upper = pad -
+** (R-1) dil, W first; traversal strides the conv's).  Every public-suite
+** shape gets gm variants at tf32, and a stride above 8 none. */
+static void test_gm_shape_generic(void) {
+  ct_gen_limits lim = h200();
+  ct_problem a, b, c;
+  ASSERT_EQ_INT(parse("n=32,c=256,h=14,w=14,k=256,r=3,s=3,pad=1", CT_PREC_TF32, &a), 0);
+  ASSERT_EQ_INT(parse("n=7,c=200,h=29,w=31,k=256,r=3,s=5,stride=2x3,pad=2x1,dil=1x2,bias=0",
+                      CT_PREC_TF32, &b), 0);
+  const char *name = "gm:BM=128,BN=128,BK=32,STAGES=4";
+  ct_gen_variant va, vb;
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&a, &lim, name, &va), CT_OK);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&b, &lim, name, &vb), CT_OK);
+  char *sa = NULL, *sb = NULL;
+  ASSERT_EQ_INT(ct_gen_source(&a, &va, &sa), CT_OK);
+  ASSERT_EQ_INT(ct_gen_source(&b, &vb, &sb), CT_OK);
+  int same = strcmp(sa, sb) == 0, sized = strstr(sa, "#define CT_N ") != NULL;
+  free(sa);
+  free(sb);
+  ASSERT_TRUE(same);
+  ASSERT_TRUE(!sized);
+  ASSERT_TRUE(va.family->shape_generic && va.family->args == CT_GEN_ARGS_TENSOR_MAPS);
+  ASSERT_EQ_INT(vb.kargs[0], 7);   /* N */
+  ASSERT_EQ_INT(vb.kargs[1], 200); /* C */
+  ASSERT_EQ_INT(vb.n_maps, 2);
+  const ct_gen_map *mx = &vb.maps[0], *mw = &vb.maps[1];
+  ASSERT_EQ_INT(mx->kind, CT_GEN_MAP_IM2COL);
+  ASSERT_EQ_INT(mx->dims[0], 200);               /* C, a multiple of 4 */
+  ASSERT_EQ_INT(mx->lower[0], -1);               /* -pad_w */
+  ASSERT_EQ_INT(mx->lower[1], -2);               /* -pad_h */
+  ASSERT_EQ_INT(mx->upper[0], 1 - (5 - 1) * 2);  /* pad_w - (S-1) dil_w */
+  ASSERT_EQ_INT(mx->upper[1], 2 - (3 - 1) * 1);  /* pad_h - (R-1) dil_h */
+  ASSERT_EQ_INT(mx->elem_strides[1], 3);         /* stride_w */
+  ASSERT_EQ_INT(mx->elem_strides[2], 2);         /* stride_h */
+  ASSERT_EQ_INT(mx->channels, 32);
+  ASSERT_EQ_INT(mx->pixels, 128);
+  ASSERT_EQ_INT(mw->kind, CT_GEN_MAP_TILED);
+  ASSERT_EQ_INT(mw->box[0], 32);
+  ASSERT_EQ_INT(mw->box[3], 128);
+  ASSERT_TRUE(mw->offset % 1024 == 0 && mw->offset >= mx->dims[0] * 29 * 31 * 7 * 4);
+  ASSERT_TRUE(vb.workspace_bytes >= mw->offset + 256 * 3 * 5 * 200 * 4);
+  /* A small problem's workspace tensors still make 128 KiB maps. */
+  ASSERT_EQ_INT(parse("n=1,c=3,h=5,w=6,k=2,r=3,s=3,pad=1", CT_PREC_TF32, &c), 0);
+  ct_gen_variant vc;
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&c, &lim, "gm:BM=64,BN=64,BK=8,STAGES=8", &vc), CT_OK);
+  ASSERT_TRUE(vc.maps[0].dims[0] * vc.maps[0].dims[1] * vc.maps[0].dims[2] *
+                  vc.maps[0].dims[3] * 4 >= 128 * 1024);
+  ASSERT_TRUE(vc.maps[1].dims[0] * vc.maps[1].dims[1] * vc.maps[1].dims[2] *
+                  vc.maps[1].dims[3] * 4 >= 128 * 1024);
+  ASSERT_EQ_INT(vc.maps[0].dims[0], 4); /* C = 3 padded to 4 */
+
+  /* Every public-suite shape (bench/suites/public.txt) at tf32. */
+  FILE *f = fopen(CT_SOURCE_ROOT "/bench/suites/public.txt", "r");
+  ASSERT_TRUE(f != NULL);
+  char line[512];
+  int shapes = 0, covered = 0;
+  while (fgets(line, sizeof line, f)) {
+    char shape[64], spec[400];
+    if (line[0] == '#' || sscanf(line, "%63s %399s", shape, spec) != 2) continue;
+    ct_problem p;
+    if (parse(spec, CT_PREC_TF32, &p) != 0) break;
+    shapes++;
+    ct_gen_variant *v = NULL;
+    size_t n = 0, n_gm = 0;
+    if (ct_gen_enumerate(&p, &lim, &v, &n) != CT_OK) break;
+    for (size_t j = 0; j < n; j++) n_gm += strcmp(v[j].family->name, "gm") == 0;
+    free(v);
+    if (n_gm == 0) fprintf(stderr, "no gm variant for %s\n", shape);
+    covered += n_gm > 0;
+  }
+  fclose(f);
+  ASSERT_EQ_INT(shapes, 30);
+  ASSERT_EQ_INT(covered, shapes);
+  ct_problem big_stride;
+  ASSERT_EQ_INT(parse("n=1,c=3,h=224,w=224,k=768,r=16,s=16,stride=16", CT_PREC_TF32,
+                      &big_stride), 0);
+  ct_gen_variant bad;
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&big_stride, &lim, name, &bad), CT_ERR_UNSUPPORTED);
+}
+
+static void test_unknown_args_family_refused(void) {
   for (size_t i = 0; ct_gen_families[i] != NULL; i++) {
-    ASSERT_TRUE(ct_gen_families[i]->args == CT_GEN_ARGS_POINTERS);
+    ASSERT_TRUE(ct_gen_families[i]->args == CT_GEN_ARGS_POINTERS ||
+                ct_gen_families[i]->args == CT_GEN_ARGS_TENSOR_MAPS);
     ASSERT_TRUE(ct_gen_family_launchable(ct_gen_families[i]));
   }
   ASSERT_TRUE(!ct_gen_family_launchable(NULL));
-  ASSERT_TRUE(ct_gen_family_find("test_tmap") == NULL); /* test families off */
+  ASSERT_TRUE(ct_gen_family_find("test_badargs") == NULL); /* test families off */
   ASSERT_EQ_INT(setenv("CONVTUNE_TEST_FAMILIES", "1", 1), 0);
-  const ct_gen_family *f = ct_gen_family_find("test_tmap");
-  int found = f != NULL && f->args == CT_GEN_ARGS_TENSOR_MAPS && !ct_gen_family_launchable(f);
+  const ct_gen_family *f = ct_gen_family_find("test_badargs");
+  int found = f != NULL && !ct_gen_family_launchable(f);
   ct_gen_limits lim = h200();
   ct_problem p;
   ct_problem_default(&p);
@@ -313,7 +401,7 @@ static void test_tensor_map_family_refused(void) {
     n_tmap += v[i].family == f;
   }
   free(v);
-  ct_status name_rc = ct_gen_variant_from_name(&p, &lim, "test_tmap", &got);
+  ct_status name_rc = ct_gen_variant_from_name(&p, &lim, "test_badargs", &got);
   ct_status wrong_rc = ct_gen_variant_from_name(&p, &lim, "test_wrong", &got);
   memset(&got, 0, sizeof got);
   got.family = f;
@@ -555,7 +643,7 @@ int main(void) {
   RUN_TEST(test_default_variant_odd);
   RUN_TEST(test_small_k_and_q_prune);
   RUN_TEST(test_enumerate_all);
-  RUN_TEST(test_tensor_map_family_refused);
+  RUN_TEST(test_unknown_args_family_refused);
   RUN_TEST(test_wgr_register_loads);
   RUN_TEST(test_huge_strides);
   RUN_TEST(test_from_name_errors);
@@ -563,5 +651,6 @@ int main(void) {
   RUN_TEST(test_limits_for_arch);
   RUN_TEST(test_families_and_templates);
   RUN_TEST(test_hash);
+  RUN_TEST(test_gm_shape_generic);
   TEST_EXIT();
 }

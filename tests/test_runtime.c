@@ -915,6 +915,50 @@ static void test_workspace(void) {
   free(win.cubin);
 }
 
+/* A tuned winner taking tensor maps (family gm: layout passes, then the
+** TMA kernel): the first call encodes its two maps for the workspace the
+** pool hands out; warm calls get the same workspace and encode nothing. */
+static void test_tensor_maps(void) {
+  ct_problem p = parse(spec_big);
+  ct_gen_variant v;
+  compiled win;
+  memset(&win, 0, sizeof win);
+  ASSERT_EQ_INT(variant_of(&p, "gm", &v), 0);
+  ASSERT_EQ_INT(v.n_kernels, 3);
+  ASSERT_EQ_INT(v.n_maps, 2);
+  ASSERT_TRUE(v.workspace_bytes > 0);
+  ASSERT_EQ_INT(compile_variant(&p, &v, &win), 0);
+  const char *db = tmp_path("tmaps.db");
+  row r = {.spec = spec_big, .cubin = &win};
+  ASSERT_EQ_INT(db_write(db, &r, 1), 0);
+  ct_context *ctx = NULL;
+  ASSERT_EQ_INT(ct_open(db, 0, &ctx), CT_OK);
+  ct_mock_stats s0 = stats();
+  ASSERT_EQ_INT(fwd(ctx, &p), CT_OK);
+  ct_mock_stats s1 = stats();
+  ASSERT_EQ_INT(path_of(ctx, &p), CT_PATH_TUNED_CUBIN);
+  ASSERT_EQ_INT(s1.map_encodes - s0.map_encodes, 2);
+  ASSERT_EQ_INT(s1.map_refusals - s0.map_refusals, 0);
+  for (int call = 0; call < 3; call++) {
+    ct_mock_stats a = stats();
+    ASSERT_EQ_INT(fwd(ctx, &p), CT_OK);
+    ct_mock_stats b = stats();
+    ASSERT_EQ_INT(b.launches - a.launches, 3);
+    ASSERT_EQ_INT(b.map_encodes - a.map_encodes, 0);
+    ASSERT_EQ_INT(b.mem_allocs - a.mem_allocs, 1);
+    ASSERT_EQ_INT(b.mem_frees - a.mem_frees, 1);
+    ASSERT_EQ_INT(b.syncs - a.syncs, 0);
+  }
+  ct_mock_launch l;
+  mock_last_launch(&l);
+  ASSERT_EQ_STR(l.name, "gm_conv");
+  ASSERT_EQ_INT(l.grid[0], v.kernels[2].grid[0]);
+  ASSERT_EQ_INT(l.block[0], v.kernels[2].block[0]);
+  ASSERT_EQ_INT(l.smem, v.kernels[2].smem);
+  ct_close(ctx);
+  free(win.cubin);
+}
+
 static void test_hot_path(void) {
   ct_context *ctx = NULL;
   ASSERT_EQ_INT(ct_open("", 0, &ctx), CT_OK);
@@ -1032,6 +1076,7 @@ int main(int argc, char **argv) {
   RUN_TEST(test_prepare);
   RUN_TEST(test_hot_path);
   RUN_TEST(test_workspace);
+  RUN_TEST(test_tensor_maps);
 
   free(win_a.cubin);
   free(win_big.cubin);

@@ -1,0 +1,266 @@
+/*
+** family_gm.c — the descriptor of family "gm" (templates/conv_gm.cu): the
+** convolution as an implicit GEMM for any groups = 1 problem on Hopper,
+** with the pixels gathered by TMA im2col loads from an NHWC copy of x and
+** the weights by tiled TMA loads from a KRSC copy, wgmma (TF32, fp32
+** accumulation; sm_90a only) in a persistent warp-specialized kernel.
+** Meets the tf32 contract.  Shape-generic: the source holds only the tile
+** configuration; the problem comes in the kernels' arguments (ct_gm.cuh).
+**
+** Parameters (each list starts with the template's default):
+**   BM      pixels per tile: 64 x (consumer warpgroups)
+**   BN      output channels per tile = the wgmma N
+**   BK      channels per k-tile, one swizzled shared-memory row of 4 BK
+**           bytes (the swizzle and the maps' box follow from it)
+**   STAGES  k-tiles in flight in the mbarrier ring
+**
+** Workspace: the NHWC copy of x ([NP][H][W][CP], CP = C rounded up to 4),
+** then at a 1024-byte boundary the packed weights ([KP][R][S][CP]); NP >= N
+** and KP >= K make each at least CT_GM_MIN_MAP_BYTES (see ct_gm.cuh).
+**
+** A point is declined (valid() == 0), never offered wrong, when: the device
+** is not cc 9.0 with the target "sm_90a"; a stride exceeds 8 (the im2col
+** map's traversal stride); a padding exceeds 127 or (R-1) dil_h - pad_h,
+** (S-1) dil_w - pad_w exceeds 128 (the corners of a rank-4 im2col map lie
+** in [-128, 127]); (R-1) dil_h or (S-1) dil_w exceeds 255 (the tap offsets
+** are 8 bits); M = N P Q, the tile count or a launch's grid leaves 31 bits;
+** a workspace dimension exceeds 2^32 or a stride 2^40 bytes (the maps'
+** limits); the block does not fit the device (gm_valid).  Pruned
+** (gm_worth): BK other than the smallest one that holds CP (or 32), BN
+** more than twice K rounded up to 64, BM = 64 when 128-pixel tiles already
+** give every SM two tiles, and STAGES other than the two deepest rings
+** of the list that fit.
+*/
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "convtune.h"
+#include "ct_gen.h"
+#include "ct_gm.cuh"
+
+enum { GM_BM, GM_BN, GM_BK, GM_STAGES };
+
+extern const ct_gen_family ct_gen_family_gm;
+static int gm_fits(const ct_gen_limits *lim, int64_t bm, int64_t bn, int64_t bk,
+                   int64_t stages);
+
+typedef struct gm_shape {
+  int64_t P, Q, cp, np, kp, m, tiles_m, tiles_n, ncb;
+  int64_t x_floats, w_off, w_floats, ws_bytes;
+  int64_t nhwc_blocks, pack_blocks, grid;
+} gm_shape;
+
+static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+/* Fills *sh; 0 when a size does not fit int64 on the way. */
+static int gm_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                       gm_shape *sh) {
+  memset(sh, 0, sizeof *sh);
+  ct_problem_output(p, &sh->P, &sh->Q);
+  sh->cp = round_up(p->c, 4);
+  int64_t img[3] = {p->h, p->w, sh->cp}, tap[3] = {p->r, p->s, sh->cp};
+  int64_t img_floats = ct_gen_checked_product(img, 3);
+  int64_t tap_floats = ct_gen_checked_product(tap, 3);
+  if (img_floats < 0 || tap_floats < 0) return 0;
+  const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4;
+  sh->np = p->n;
+  if (sh->np * img_floats < min_floats) sh->np = (min_floats + img_floats - 1) / img_floats;
+  sh->kp = p->k;
+  if (sh->kp * tap_floats < min_floats) sh->kp = (min_floats + tap_floats - 1) / tap_floats;
+  int64_t xf[2] = {sh->np, img_floats}, wf[2] = {sh->kp, tap_floats},
+          mf[3] = {p->n, sh->P, sh->Q};
+  sh->x_floats = ct_gen_checked_product(xf, 2);
+  sh->w_floats = ct_gen_checked_product(wf, 2);
+  sh->m = ct_gen_checked_product(mf, 3);
+  if (sh->x_floats < 0 || sh->w_floats < 0 || sh->m < 0) return 0;
+  if (sh->x_floats > (INT64_C(1) << 50) || sh->w_floats > (INT64_C(1) << 50)) return 0;
+  sh->w_off = round_up(sh->x_floats, 256);
+  sh->ws_bytes = (sh->w_off + sh->w_floats) * 4;
+  sh->tiles_m = (sh->m + v[GM_BM] - 1) / v[GM_BM];
+  sh->tiles_n = (p->k + v[GM_BN] - 1) / v[GM_BN];
+  sh->ncb = (sh->cp + v[GM_BK] - 1) / v[GM_BK];
+  sh->nhwc_blocks = sh->np * ((p->h * p->w + 31) / 32);
+  sh->pack_blocks = (sh->w_floats + CT_GM_PREP_THREADS - 1) / CT_GM_PREP_THREADS;
+  int64_t tiles = sh->tiles_m * sh->tiles_n, sms = ct_gen_sm_count(lim);
+  sh->grid = tiles < sms ? tiles : sms;
+  return 1;
+}
+
+static int gm_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0) return 0;
+  const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
+  if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128 && bn != 256) ||
+      (bk != 8 && bk != 16 && bk != 32) || stages < 2)
+    return 0;
+  /* The im2col map: traversal strides 1..8, corners in [-128, 127], tap
+  ** offsets below 256. */
+  if (p->stride_h > 8 || p->stride_w > 8) return 0;
+  if (p->pad_h > 127 || p->pad_w > 127) return 0;
+  const int64_t span_h = (p->r - 1) * p->dil_h, span_w = (p->s - 1) * p->dil_w;
+  if (span_h > 255 || span_w > 255) return 0;
+  if (span_h - p->pad_h > 128 || span_w - p->pad_w > 128) return 0;
+  gm_shape sh;
+  if (!gm_shape_of(p, lim, v, &sh)) return 0;
+  const int64_t lim31 = INT32_MAX;
+  /* The kernels' int arithmetic: M, the tiles, the grids; K P Q and the
+  ** coordinates below 2^31 as well. */
+  if (sh.m > lim31 || sh.tiles_m * sh.tiles_n > lim31 || sh.nhwc_blocks > lim31 ||
+      sh.pack_blocks > lim31 || p->k * sh.P * sh.Q > lim31 || p->h * p->w > lim31 ||
+      sh.cp > lim31 || p->r * p->s * sh.ncb > lim31)
+    return 0;
+  /* The maps: every dimension <= 2^32, every stride < 2^40 bytes. */
+  const int64_t d32 = INT64_C(1) << 32, s40 = INT64_C(1) << 40;
+  if (sh.np > d32 || p->h > d32 || p->w > d32 || sh.kp > d32 ||
+      sh.x_floats / sh.np * 4 >= s40 || sh.w_floats / sh.kp * 4 >= s40)
+    return 0;
+  return gm_fits(lim, bm, bn, bk, stages);
+}
+
+/* 1 when a block of (bm, bn, bk) with `stages` stages fits the device. */
+static int gm_fits(const ct_gen_limits *lim, int64_t bm, int64_t bn, int64_t bk,
+                   int64_t stages) {
+  ct_gen_budget bud = {.threads = CT_GM_THREADS(bm),
+                       .smem = CT_GM_SMEM(bm, bn, bk, stages),
+                       .blocks_per_sm = 1};
+  return ct_gen_budget_fits(lim, &bud);
+}
+
+static int gm_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
+  const int64_t cp = round_up(p->c, 4);
+  const int64_t want_bk = cp <= 8 ? 8 : cp <= 16 ? 16 : 32;
+  if (bk != want_bk) return 0;
+  if (bn > 64 && bn / 2 >= round_up(p->k, 64)) return 0;
+  if (bm == 64) {
+    int64_t P, Q;
+    ct_problem_output(p, &P, &Q);
+    int64_t tiles128 = (p->n * P * Q + 127) / 128 * ((p->k + bn - 1) / bn);
+    if (tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
+  }
+  /* The two deepest rings of the list that fit. */
+  const ct_gen_param *sp = &ct_gen_family_gm.params[GM_STAGES];
+  int deeper = 0;
+  for (int i = 0; i < sp->n_values; i++)
+    deeper += sp->values[i] > stages && gm_fits(lim, bm, bn, bk, sp->values[i]);
+  return deeper <= 1;
+}
+
+static void gm_launch(ct_gen_launch *l, const char *name, int64_t gx, int64_t gy,
+                      unsigned threads, unsigned smem) {
+  snprintf(l->name, sizeof l->name, "%s", name);
+  l->grid[0] = (unsigned)gx;
+  l->grid[1] = (unsigned)gy;
+  l->grid[2] = 1;
+  l->block[0] = threads;
+  l->block[1] = l->block[2] = 1;
+  l->smem = smem;
+}
+
+static void gm_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                    ct_gen_variant *out, char *defines, size_t len) {
+  gm_shape sh;
+  gm_shape_of(p, lim, v, &sh);
+  const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
+  const unsigned threads = (unsigned)CT_GM_THREADS(bm);
+  const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages);
+  out->n_kernels = 3;
+  gm_launch(&out->kernels[0], "gm_nhwc", sh.nhwc_blocks, (sh.cp + 31) / 32,
+            CT_GM_PREP_THREADS, 0);
+  gm_launch(&out->kernels[1], "gm_pack", sh.pack_blocks, 1, CT_GM_PREP_THREADS, 0);
+  gm_launch(&out->kernels[2], "gm_conv", sh.grid, 1, threads, smem);
+  out->workspace_bytes = (size_t)sh.ws_bytes;
+
+  int64_t *a = out->kargs;
+  a[CT_GM_A_N] = p->n;
+  a[CT_GM_A_C] = p->c;
+  a[CT_GM_A_H] = p->h;
+  a[CT_GM_A_W] = p->w;
+  a[CT_GM_A_K] = p->k;
+  a[CT_GM_A_R] = p->r;
+  a[CT_GM_A_S] = p->s;
+  a[CT_GM_A_P] = sh.P;
+  a[CT_GM_A_Q] = sh.Q;
+  a[CT_GM_A_SH] = p->stride_h;
+  a[CT_GM_A_SW] = p->stride_w;
+  a[CT_GM_A_PH] = p->pad_h;
+  a[CT_GM_A_PW] = p->pad_w;
+  a[CT_GM_A_DH] = p->dil_h;
+  a[CT_GM_A_DW] = p->dil_w;
+  a[CT_GM_A_CP] = sh.cp;
+  a[CT_GM_A_NP] = sh.np;
+  a[CT_GM_A_KP] = sh.kp;
+  a[CT_GM_A_M] = sh.m;
+  a[CT_GM_A_TILES_M] = sh.tiles_m;
+  a[CT_GM_A_TILES_N] = sh.tiles_n;
+  a[CT_GM_A_NCB] = sh.ncb;
+  a[CT_GM_A_WOFF] = sh.w_off;
+
+  /* Map 0: im2col over the NHWC copy, dims {CP, W, H, NP}. */
+  out->n_maps = 2;
+  ct_gen_map *mx = &out->maps[0];
+  mx->kind = CT_GEN_MAP_IM2COL;
+  mx->buffer = CT_GEN_BUF_WS;
+  mx->rank = 4;
+  mx->offset = 0;
+  mx->dims[0] = (uint64_t)sh.cp;
+  mx->dims[1] = (uint64_t)p->w;
+  mx->dims[2] = (uint64_t)p->h;
+  mx->dims[3] = (uint64_t)sh.np;
+  mx->strides[0] = (uint64_t)(sh.cp * 4);
+  mx->strides[1] = (uint64_t)(p->w * sh.cp * 4);
+  mx->strides[2] = (uint64_t)(p->h * p->w * sh.cp * 4);
+  mx->lower[0] = (int)-p->pad_w;
+  mx->lower[1] = (int)-p->pad_h;
+  mx->upper[0] = (int)(p->pad_w - (p->s - 1) * p->dil_w);
+  mx->upper[1] = (int)(p->pad_h - (p->r - 1) * p->dil_h);
+  mx->channels = (uint32_t)bk;
+  mx->pixels = (uint32_t)bm;
+  mx->elem_strides[0] = 1;
+  mx->elem_strides[1] = (uint32_t)p->stride_w;
+  mx->elem_strides[2] = (uint32_t)p->stride_h;
+  mx->elem_strides[3] = 1;
+  mx->swizzle = (int)(bk * 4);
+  mx->l2_promote = 0;
+
+  /* Map 1: tiled over the packed weights, dims {CP, S, R, KP}, box {BK, 1,
+  ** 1, BN}. */
+  ct_gen_map *mw = &out->maps[1];
+  mw->kind = CT_GEN_MAP_TILED;
+  mw->buffer = CT_GEN_BUF_WS;
+  mw->rank = 4;
+  mw->offset = (uint64_t)(sh.w_off * 4);
+  mw->dims[0] = (uint64_t)sh.cp;
+  mw->dims[1] = (uint64_t)p->s;
+  mw->dims[2] = (uint64_t)p->r;
+  mw->dims[3] = (uint64_t)sh.kp;
+  mw->strides[0] = (uint64_t)(sh.cp * 4);
+  mw->strides[1] = (uint64_t)(p->s * sh.cp * 4);
+  mw->strides[2] = (uint64_t)(p->r * p->s * sh.cp * 4);
+  mw->box[0] = (uint32_t)bk;
+  mw->box[1] = mw->box[2] = 1;
+  mw->box[3] = (uint32_t)bn;
+  for (int i = 0; i < 4; i++) mw->elem_strides[i] = 1;
+  mw->swizzle = (int)(bk * 4);
+  mw->l2_promote = 128;
+
+  snprintf(defines, len, "#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n", threads,
+           smem);
+}
+
+const ct_gen_family ct_gen_family_gm = {
+  .name = "gm",
+  .template_name = "conv_gm.cu",
+  .precisions = 1u << CT_PREC_TF32,
+  .args = CT_GEN_ARGS_TENSOR_MAPS,
+  .big_tensors = 1,
+  .shape_generic = 1,
+  .n_params = 4,
+  .params = {{"BM", 2, {128, 64}},
+             {"BN", 3, {128, 64, 256}},
+             {"BK", 3, {32, 16, 8}},
+             {"STAGES", 4, {4, 3, 6, 8}}},
+  .valid = gm_valid,
+  .worth = gm_worth,
+  .plan = gm_plan,
+};
