@@ -81,7 +81,7 @@ static int gm_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   sh->tiles_n = (p->k + v[GM_BN] - 1) / v[GM_BN];
   sh->ncb = (sh->cp + v[GM_BK] - 1) / v[GM_BK];
   sh->nhwc_blocks = sh->np * ((p->h * p->w + 31) / 32);
-  sh->pack_blocks = (sh->w_floats + CT_GM_PREP_THREADS - 1) / CT_GM_PREP_THREADS;
+  sh->pack_blocks = sh->kp * p->r * p->s;
   int64_t tiles = sh->tiles_m * sh->tiles_n, sms = ct_gen_sm_count(lim);
   sh->grid = tiles < sms ? tiles : sms;
   return 1;
@@ -167,7 +167,7 @@ static void gm_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   out->n_kernels = 3;
   gm_launch(&out->kernels[0], "gm_nhwc", sh.nhwc_blocks, (sh.cp + 31) / 32,
             CT_GM_PREP_THREADS, 0);
-  gm_launch(&out->kernels[1], "gm_pack", sh.pack_blocks, 1, CT_GM_PREP_THREADS, 0);
+  gm_launch(&out->kernels[1], "gm_pack", sh.pack_blocks, 1, CT_GM_PACK_THREADS, 0);
   gm_launch(&out->kernels[2], "gm_conv", sh.grid, 1, threads, smem);
   out->workspace_bytes = (size_t)sh.ws_bytes;
 

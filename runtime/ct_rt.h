@@ -46,8 +46,8 @@ ct_status ct_rt_kernel_load(const ct_gen_variant *v, const void *cubin,
 ** (cuTensorMapEncodeTiled / cuTensorMapEncodeIm2col) for the addresses
 ** of the buffers they describe and kept in k's cache, which holds the last
 ** CT_RT_MAP_SLOTS address sets: a call with addresses seen before encodes
-** nothing and takes no lock but k's own (the pool hands a stream the
-** same workspace again, so a warm call hits).
+** nothing and takes no lock (the pool hands a stream the same workspace
+** again, so a warm call hits); a miss encodes under k's cache lock.
 ** Returns CT_OK or CT_ERR_CUDA with *cr set. */
 ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
                               CUdeviceptr w, CUdeviceptr b, CUdeviceptr y,

@@ -41,18 +41,21 @@ _Static_assert(sizeof(ct_problem) == 13 * sizeof(int64_t) + 2 * sizeof(int),
 /* Loaded kernels                                                          */
 
 /* One set of encoded maps: the buffer addresses they were encoded for
-** (indexed by ct_gen_map_buffer; 0 for a buffer no map describes). */
+** (indexed by ct_gen_map_buffer; 0 for a buffer no map describes).  Read
+** without a lock as a sequence lock: seq is 0 while empty, odd while a
+** writer (holding the cache's lock) rewrites the slot, and a reader keeps
+** what it copied only if seq was even and unchanged around the copy. */
 typedef struct ct_rt_maps_slot {
   CUtensorMap map[CT_GEN_MAX_MAPS];
   CUdeviceptr key[4];
-  int used;
+  atomic_uint seq;
 } ct_rt_maps_slot;
 
 _Static_assert(CT_GEN_MAX_MAPS == 2, "ct_rt_kernel_launch passes maps 0 and 1");
 
 struct ct_rt_maps {
   ct_rt_maps_slot slot[CT_RT_MAP_SLOTS];
-  pthread_mutex_t lock;
+  pthread_mutex_t lock;         /* writers */
   unsigned next;                /* the slot a miss fills next */
   unsigned long encodes;        /* maps encoded so far */
 };
@@ -99,8 +102,21 @@ static CUresult rt_encode_map(const ct_gen_map *m, CUdeviceptr base, CUtensorMap
   return CUDA_ERROR_INVALID_VALUE;
 }
 
+/* Copies slot sl's maps into out when it holds key; 1 on a hit.  No
+** lock (see ct_rt_maps_slot). */
+static int rt_maps_read(ct_rt_maps_slot *sl, const CUdeviceptr key[4], int n_maps,
+                        CUtensorMap *out) {
+  unsigned v = atomic_load_explicit(&sl->seq, memory_order_acquire);
+  if (v == 0 || (v & 1u)) return 0;
+  if (memcmp(sl->key, key, 4 * sizeof key[0]) != 0) return 0;
+  memcpy(out, sl->map, sizeof(CUtensorMap) * (size_t)n_maps);
+  atomic_thread_fence(memory_order_acquire);
+  return atomic_load_explicit(&sl->seq, memory_order_relaxed) == v;
+}
+
 /* The maps of k's variant for buffers bufs (by ct_gen_map_buffer) into
-** out: from k's cache, else encoded and cached. */
+** out: from k's cache without a lock, else encoded under the cache's lock
+** and published. */
 static CUresult rt_maps_for(const ct_rt_kernel *k, const CUdeviceptr bufs[4],
                             CUtensorMap out[CT_GEN_MAX_MAPS]) {
   const ct_gen_variant *v = &k->variant;
@@ -111,26 +127,29 @@ static CUresult rt_maps_for(const ct_rt_kernel *k, const CUdeviceptr bufs[4],
     if (b >= 4) return CUDA_ERROR_INVALID_VALUE;
     key[b] = bufs[b];
   }
+  for (int s = 0; s < CT_RT_MAP_SLOTS; s++)
+    if (rt_maps_read(&c->slot[s], key, v->n_maps, out)) return CUDA_SUCCESS;
+  /* A miss: encode (another thread may have done it meanwhile). */
   CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&c->lock);
-  int hit = -1;
-  for (int s = 0; s < CT_RT_MAP_SLOTS && hit < 0; s++)
-    if (c->slot[s].used && memcmp(c->slot[s].key, key, sizeof key) == 0) hit = s;
-  if (hit < 0) {
-    ct_rt_maps_slot *slot = &c->slot[c->next % CT_RT_MAP_SLOTS];
-    slot->used = 0;
-    for (int i = 0; i < v->n_maps && r == CUDA_SUCCESS; i++) {
-      r = rt_encode_map(&v->maps[i], key[v->maps[i].buffer], &slot->map[i]);
-      c->encodes++;
+  for (int s = 0; s < CT_RT_MAP_SLOTS; s++)
+    if (rt_maps_read(&c->slot[s], key, v->n_maps, out)) {
+      pthread_mutex_unlock(&c->lock);
+      return CUDA_SUCCESS;
     }
-    if (r == CUDA_SUCCESS) {
-      memcpy(slot->key, key, sizeof key);
-      slot->used = 1;
-      c->next++;
-      hit = (int)(slot - c->slot);
-    }
+  for (int i = 0; i < v->n_maps && r == CUDA_SUCCESS; i++) {
+    r = rt_encode_map(&v->maps[i], key[v->maps[i].buffer], &out[i]);
+    c->encodes++;
   }
-  if (hit >= 0) memcpy(out, c->slot[hit].map, sizeof(CUtensorMap) * (size_t)v->n_maps);
+  if (r == CUDA_SUCCESS) {
+    ct_rt_maps_slot *sl = &c->slot[c->next++ % CT_RT_MAP_SLOTS];
+    unsigned seq = atomic_load_explicit(&sl->seq, memory_order_relaxed);
+    atomic_store_explicit(&sl->seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    memcpy(sl->map, out, sizeof(CUtensorMap) * (size_t)v->n_maps);
+    memcpy(sl->key, key, sizeof key);
+    atomic_store_explicit(&sl->seq, seq + 2, memory_order_release);
+  }
   pthread_mutex_unlock(&c->lock);
   return r;
 }

@@ -81,48 +81,56 @@ static_assert(CT_PLAN_SMEM == SMEM_BYTES, "plan: shared memory size differs");
 
 }  // namespace gm
 
-// gm_nhwc: grid (NP * ceil(H W / 32), ceil(CP / 32)), 256 threads.  A block
-// moves 32 pixels x 32 channels of one image through shared memory: reads
-// along the pixels, writes along the channels (for CP <= 32 the block's
-// output is one contiguous run).
+// gm_nhwc: grid (NP * ceil(H W / 32), ceil(CP / 32)), CT_GM_PREP_THREADS
+// (256).  A block moves 32 pixels x 32 channels of one image through
+// shared memory: it reads along the pixels (a warp per channel row) and
+// writes 16-byte runs of 4 channels (for CP <= 32 the block's output is
+// one contiguous run).  Indices in 32 bits where they fit by valid():
+// blocks, channels, pixels within an image.
 extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
     gm_nhwc(const float *__restrict__ x, const float *w, const float *b, float *y,
             float *__restrict__ ws, const __grid_constant__ ct_kargs a,
             const __grid_constant__ ct_tmap m0, const __grid_constant__ ct_tmap m1) {
+  static_assert(CT_GM_PREP_THREADS == 256, "a block of 32 x 32 elements, 4 per thread");
   __shared__ float tile[32][33];
-  const long long N = a.v[CT_GM_A_N], C = a.v[CT_GM_A_C], CP = a.v[CT_GM_A_CP];
-  const long long HW = a.v[CT_GM_A_H] * a.v[CT_GM_A_W];
-  const long long hwb = (HW + 31) / 32;
-  const long long n = blockIdx.x / hwb, hw0 = (blockIdx.x - n * hwb) * 32;
-  const long long c0 = 32ll * blockIdx.y;
+  const int N = (int)a.v[CT_GM_A_N], C = (int)a.v[CT_GM_A_C], CP = (int)a.v[CT_GM_A_CP];
+  const int HW = (int)(a.v[CT_GM_A_H] * a.v[CT_GM_A_W]);
+  const unsigned hwb = (unsigned)(HW + 31) / 32u;
+  const unsigned n = blockIdx.x / hwb;
+  const int hw0 = (int)(blockIdx.x - n * hwb) * 32, c0 = 32 * (int)blockIdx.y;
   const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+  const float *const xb = x + ((long long)n * C + c0) * HW + hw0;
+#pragma unroll
   for (int i = ty; i < 32; i += CT_GM_PREP_THREADS / 32) {
-    const long long c = c0 + i, pix = hw0 + tx;
     float v = 0.0f;
-    if (n < N && c < C && pix < HW) v = __ldg(x + (n * C + c) * HW + pix);
+    if ((int)n < N && c0 + i < C && hw0 + tx < HW) v = __ldg(xb + (long long)i * HW + tx);
     tile[i][tx] = round_tf32(v);
   }
   __syncthreads();
-  const int cw = (int)(CP - c0 < 32 ? CP - c0 : 32);
-  for (int e = threadIdx.x; e < 32 * cw; e += CT_GM_PREP_THREADS) {
-    const int pl = e / cw, cl = e - pl * cw;
-    if (hw0 + pl < HW) ws[(n * HW + hw0 + pl) * CP + c0 + cl] = tile[cl][pl];
+  float *const wb = ws + ((long long)n * HW + hw0) * CP + c0;
+  const int quads = (CP - c0 < 32 ? CP - c0 : 32) / 4; // CP is a multiple of 4
+  for (int e = threadIdx.x; e < 32 * quads; e += CT_GM_PREP_THREADS) {
+    const int pl = quads == 8 ? e >> 3 : e / quads, c4 = 4 * (e - pl * quads);
+    if (hw0 + pl < HW)
+      *reinterpret_cast<float4 *>(wb + (long long)pl * CP + c4) =
+          make_float4(tile[c4][pl], tile[c4 + 1][pl], tile[c4 + 2][pl], tile[c4 + 3][pl]);
   }
   (void)w, (void)b, (void)y, (void)m0, (void)m1;
 }
 
-// gm_pack: grid ceil(KP R S CP / 256), 256 threads, one packed weight each.
-extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
+// gm_pack: grid KP R S, CT_GM_PACK_THREADS; block (k, r, s) writes the CP
+// channels of that tap, rounded, zero past K and C.
+extern "C" __global__ void __launch_bounds__(CT_GM_PACK_THREADS)
     gm_pack(const float *x, const float *__restrict__ w, const float *b, float *y,
             float *__restrict__ ws, const __grid_constant__ ct_kargs a,
             const __grid_constant__ ct_tmap m0, const __grid_constant__ ct_tmap m1) {
-  const long long C = a.v[CT_GM_A_C], K = a.v[CT_GM_A_K], R = a.v[CT_GM_A_R],
-                  S = a.v[CT_GM_A_S], CP = a.v[CT_GM_A_CP], KP = a.v[CT_GM_A_KP];
-  const long long e = (long long)blockIdx.x * CT_GM_PREP_THREADS + threadIdx.x;
-  if (e >= KP * R * S * CP) return;
-  const long long c = e % CP, t = e / CP, s = t % S, r = (t / S) % R, k = t / (S * R);
-  const float v = k < K && c < C ? __ldg(w + ((k * C + c) * R + r) * S + s) : 0.0f;
-  ws[a.v[CT_GM_A_WOFF] + e] = round_tf32(v);
+  const int C = (int)a.v[CT_GM_A_C], K = (int)a.v[CT_GM_A_K], CP = (int)a.v[CT_GM_A_CP];
+  const unsigned RS = (unsigned)(a.v[CT_GM_A_R] * a.v[CT_GM_A_S]);
+  const unsigned k = blockIdx.x / RS, rs = blockIdx.x - k * RS;
+  const float *const src = w + (long long)k * C * RS + rs;
+  float *const dst = ws + a.v[CT_GM_A_WOFF] + (long long)blockIdx.x * CP;
+  for (int c = threadIdx.x; c < CP; c += CT_GM_PACK_THREADS)
+    dst[c] = round_tf32((int)k < K && c < C ? __ldg(src + (long long)c * RS) : 0.0f);
   (void)x, (void)b, (void)y, (void)m0, (void)m1;
 }
 

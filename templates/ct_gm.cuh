@@ -36,8 +36,9 @@
 #define CT_GM_A_WOFF 22   /* floats from the workspace's start to the weights */
 #define CT_GM_A_COUNT 23
 
-/* Threads of the layout kernels (gm_nhwc, gm_pack). */
+/* Threads of the layout kernels gm_nhwc and gm_pack. */
 #define CT_GM_PREP_THREADS 256
+#define CT_GM_PACK_THREADS 128
 
 /* The main kernel: one producer warpgroup and BM / 64 consumers; shared
 ** memory for STAGES stages of A (BM x BK) and B (BN x BK) fp32, their full

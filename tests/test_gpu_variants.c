@@ -16,7 +16,9 @@ static ct_tune_gpu g;
 ** columns with an odd output row count, a 4 x 2 stride, dilation 2 along
 ** the height); for wgr, K above 128, one past 64 and one past 96 (with a
 ** bias), one output row per image, widths not a multiple of 4; padding 0
-** to 3; dilation 2; N = 1; no bias. */
+** to 3; dilation 2; N = 1; no bias; for gm (TMA im2col), C = 130 with
+** dilation 3 and K = 70 (one full and one partial 64-channel tile), and a
+** stride of 9, which it declines. */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
@@ -35,6 +37,8 @@ static const char *shapes[] = {
     "n=3,c=2,h=9,w=61,k=130,r=3,s=7,stride=5x4,pad=0x3,dil=2x1,bias=0",
     "n=5,c=1,h=4,w=250,k=65,r=4,s=9,stride=3x4,pad=0,bias=0",
     "n=2,c=3,h=7,w=45,k=97,r=3,s=5,stride=2x4,pad=1x2",
+    "n=1,c=130,h=19,w=17,k=70,r=3,s=3,stride=2,pad=1,dil=3",
+    "n=2,c=4,h=40,w=41,k=9,r=2,s=2,stride=9,pad=1",
 };
 
 /* The GPU reference equals the CPU reference bit for bit (the same sums in
