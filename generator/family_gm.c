@@ -23,11 +23,12 @@
 ** map's traversal stride); a padding exceeds 127 or (R-1) dil_h - pad_h,
 ** (S-1) dil_w - pad_w exceeds 128 (the corners of a rank-4 im2col map lie
 ** in [-128, 127]); (R-1) dil_h or (S-1) dil_w exceeds 255 (the tap offsets
-** are 8 bits); M = N P Q, the tile count or a launch's grid leaves 31 bits;
+** are 8 bits); M = N P Q, the tile count, a CTA's k-tiles or a launch's
+** grid leaves 31 bits;
 ** a workspace dimension exceeds 2^32 or a stride 2^40 bytes (the maps'
 ** limits); the block does not fit the device (gm_valid).  Pruned
 ** (gm_worth): BK other than the smallest one that holds CP (or 32), BN
-** more than twice K rounded up to 64, BM = 64 when 128-pixel tiles already
+** (above 64) of at least twice K rounded up to 64, BM = 64 when 128-pixel tiles already
 ** give every SM two tiles, and STAGES other than the two deepest rings
 ** of the list that fit.
 */
@@ -103,11 +104,15 @@ static int gm_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v)
   gm_shape sh;
   if (!gm_shape_of(p, lim, v, &sh)) return 0;
   const int64_t lim31 = INT32_MAX;
-  /* The kernels' int arithmetic: M, the tiles, the grids; K P Q and the
-  ** coordinates below 2^31 as well. */
-  if (sh.m > lim31 || sh.tiles_m * sh.tiles_n > lim31 || sh.nhwc_blocks > lim31 ||
+  /* The kernels' int arithmetic: M, the tiles, the grids; K P Q, the
+  ** k-tiles and the coordinates below 2^31 as well; a tile's last row (m0 +
+  ** BM - 1), the walk over the tiles (u + grid) and the ring's counter of
+  ** one CTA's k-tiles (unsigned) stay in range. */
+  const int64_t ktiles = p->r * p->s * sh.ncb, tiles = sh.tiles_m * sh.tiles_n;
+  if (ktiles > lim31 || sh.m > lim31 - 256 || tiles > lim31 / 2 ||
+      (tiles + sh.grid - 1) / sh.grid > lim31 / ktiles || sh.nhwc_blocks > lim31 ||
       sh.pack_blocks > lim31 || p->k * sh.P * sh.Q > lim31 || p->h * p->w > lim31 ||
-      sh.cp > lim31 || p->r * p->s * sh.ncb > lim31)
+      sh.cp > lim31)
     return 0;
   /* The maps: every dimension <= 2^32, every stride < 2^40 bytes. */
   const int64_t d32 = INT64_C(1) << 32, s40 = INT64_C(1) << 40;

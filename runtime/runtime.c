@@ -52,6 +52,7 @@ typedef struct ct_rt_maps_slot {
 } ct_rt_maps_slot;
 
 _Static_assert(CT_GEN_MAX_MAPS == 2, "ct_rt_kernel_launch passes maps 0 and 1");
+_Static_assert(CT_GEN_MAX_KARGS == 32, "kargs are templates/ct_tmap.cuh's ct_kargs");
 
 struct ct_rt_maps {
   ct_rt_maps_slot slot[CT_RT_MAP_SLOTS];
