@@ -213,8 +213,11 @@ ct_status ct_rt_kernel_load(const ct_gen_variant *v, const void *cubin,
   }
   if (v->family != NULL && v->family->args == CT_GEN_ARGS_TENSOR_MAPS) {
     void *mem = NULL;
-    if (v->n_maps < 0 || v->n_maps > CT_GEN_MAX_MAPS ||
-        posix_memalign(&mem, 64, sizeof(struct ct_rt_maps)) != 0) {
+    if (v->n_maps < 0 || v->n_maps > CT_GEN_MAX_MAPS) {
+      r = CUDA_ERROR_INVALID_VALUE;
+      goto fail;
+    }
+    if (posix_memalign(&mem, 64, sizeof(struct ct_rt_maps)) != 0) {
       r = CUDA_ERROR_OUT_OF_MEMORY;
       goto fail;
     }
