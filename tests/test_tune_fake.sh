@@ -11,6 +11,9 @@
 #   - two tuners on one database at once: both finish, nothing lost;
 #   - budgeted search: within 3% of the exhaustive winner; --budget keeps
 #     to its time;
+#   - problem lists: tune --problems (text and JSON), reruns skip what is
+#     tuned, SIGKILL in a list tune, --shard shares merged against one
+#     run, db list --problems, the list's errors;
 #   - report, db check, export / import / merge, the progress bar.
 #   tests/test_tune_fake.sh PATH/TO/convtune
 set -u
@@ -152,6 +155,80 @@ head -n 5 "$tmp/x.txt" > "$tmp/cut.txt"
 check "db import refuses a truncated file" "! '$ct' db import '$tmp/cut.txt' --db '$tmp/cut.db' 2>&1 | grep -q into"
 "$ct" db merge "$tmp/two.db" --db "$tmp/imp.db" > "$tmp/m.out"
 check "db merge" "[ \$? -eq 0 ] && [ $(sql "$tmp/imp.db" 'SELECT count(*) FROM winners') -ge 2 ] && integrity '$tmp/imp.db'"
+
+# ---------------------------------------------------------------------------
+# Problem lists: tune --problems (text and JSON forms, a problem named twice
+# tuned once, a rerun skipping what is tuned, SIGKILL in the middle losing
+# nothing), db list --problems, and the list's errors.
+spec3="n=1,c=4,h=12,w=12,k=4,r=3,s=3,pad=1"
+plist="$tmp/list.txt"
+printf '# a comment\n%s\n\nsmall %s   # named\n%s,prec=tf32\n' "$spec" "$spec2" "$spec" > "$plist"
+lopts=(--families direct --final-trials 5)
+db="$tmp/list.db"
+warm "$db"
+"$ct" tune --problems "$plist" "${lopts[@]}" --db "$db" --json > "$tmp/l.json" 2> "$tmp/l.err"
+check "list tune exits 0" "[ $? -eq 0 ]"
+lget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["problems"]; print(" ".join(str(eval(sys.argv[2], {}, {"p": p})) for p in d))' "$1" "$2"; }
+check "list: two problems, both tuned" "[ '$(lget "$tmp/l.json" 'p["status"]')' = 'tuned tuned' ]"
+check "list: the repeated problem counted twice, the name kept" "[ '$(lget "$tmp/l.json" 'p["calls"]')' = '2 1' ] && [ '$(lget "$tmp/l.json" 'p["name"]')' = 'None small' ]"
+check "list: winners stored" "[ $(sql "$db" 'SELECT count(*) FROM winners') -eq 2 ]"
+check "list: speed against the default" "[ '$(lget "$tmp/l.json" 'p["speedup_vs_default"] >= 1')' = 'True True' ]"
+check "list: progress names problem i of n" "grep -q '^== problem 2/2: ' '$tmp/l.err' && grep -q 'ETA' '$tmp/l.err'"
+"$ct" tune --problems "$plist" "${lopts[@]}" --db "$db" > "$tmp/l2.out" 2>&1
+check "list rerun: everything skipped" "[ $? -eq 0 ] && grep -q '0 tuned, 2 skipped' '$tmp/l2.out' && [ $(sql "$db" 'SELECT count(*) FROM trials') -eq $(sql "$tmp/list.db" 'SELECT count(*) FROM trials') ]"
+printf '{"problems": [{"spec": "%s", "calls": 3, "weight": 7.5}, "%s"]}\n' "$spec" "$spec2" > "$tmp/list.json"
+"$ct" tune --problems "$tmp/list.json" "${lopts[@]}" --db "$db" --json > "$tmp/lj.json" 2>/dev/null
+check "JSON list: read, both skipped" "[ $? -eq 0 ] && [ '$(lget "$tmp/lj.json" '"%s:%d:%g" % (p["status"], p["calls"], p["weight"])')' = 'skipped:3:7.5 skipped:1:1' ]"
+printf '%s\n%s\n' "$spec2" "$spec3" > "$tmp/list3.txt"
+"$ct" db list --problems "$tmp/list3.txt" --db "$db" > "$tmp/dl.out"
+check "db list --problems: the list's rows, the untuned one said" "[ $? -eq 0 ] && grep -q '(not tuned)' '$tmp/dl.out' && grep -q '1 of the list.s 2 problems' '$tmp/dl.out' && ! grep -q 'h=20,' '$tmp/dl.out'"
+printf 'a b c\n' > "$tmp/bad1.txt"
+printf '%s\nn=1,c=0,h=5,w=5,k=1,r=1,s=1\n' "$spec" > "$tmp/bad2.txt"
+printf '# nothing\n' > "$tmp/bad3.txt"
+printf '{"problems": [{"calls": 2}]}' > "$tmp/bad4.json"
+for f in bad1.txt bad2.txt bad3.txt bad4.json missing.txt; do
+  "$ct" tune --problems "$tmp/$f" "${lopts[@]}" --db "$db" > /dev/null 2> "$tmp/bad.err"
+  check "list $f refused with where" "[ $? -eq 2 ] && grep -q '$f' '$tmp/bad.err'"
+done
+check "list: line numbers" "'$ct' tune --problems '$tmp/bad2.txt' --db '$db' 2>&1 | grep -q 'bad2.txt:2: '"
+check "--problem with --problems refused" "! '$ct' tune --problem '$spec' --problems '$plist' --db '$db' 2>/dev/null"
+# --shard: the three shares of a three-problem list, tuned into three
+# databases and merged, hold the winners of one unsharded run.
+printf '%s\n%s\n%s\n' "$spec" "$spec2" "$spec3" > "$tmp/list3.txt"
+db="$tmp/whole.db"
+warm "$db"
+"$ct" tune --problems "$tmp/list3.txt" "${lopts[@]}" --db "$db" > /dev/null 2>&1
+winners() { sql "$1" "SELECT p.spec || ' ' || w.variant FROM winners w JOIN problems p ON p.id = w.problem_id ORDER BY p.spec" | tr '\n' ';'; }
+src=0
+for k in 0 1 2; do
+  warm "$tmp/shard$k.db"
+  "$ct" tune --problems "$tmp/list3.txt" --shard $k/3 "${lopts[@]}" --db "$tmp/shard$k.db" > "$tmp/shard$k.out" 2>&1 || src=1
+  [ "$(sql "$tmp/shard$k.db" 'SELECT count(*) FROM winners')" = 1 ] || src=1
+done
+check "shards: each tunes its one problem" "[ $src -eq 0 ] && grep -q 'shard 1/3: 1 of the list.s 3 problems' '$tmp/shard1.out'"
+"$ct" db merge "$tmp/shard1.db" --db "$tmp/shard0.db" > /dev/null && "$ct" db merge "$tmp/shard2.db" --db "$tmp/shard0.db" > /dev/null
+check "shards merged: the winners of one unsharded run" "[ '$(winners "$tmp/shard0.db")' = '$(winners "$db")' ] && [ -n '$(winners "$db")' ]"
+check "--shard without --problems refused" "! '$ct' tune --shard 0/2 --db '$db' 2>/dev/null"
+check "--shard 2/2 refused" "! '$ct' tune --problems '$plist' --shard 2/2 --db '$db' 2>/dev/null"
+# SIGKILL during a list tune: the rerun finishes the list, keeps every
+# trial the killed run recorded, and the database stays intact.
+export CONVTUNE_TEST_FAKE_MS=60
+for i in 1 2 3; do
+  db="$tmp/lkill-$i.db"
+  warm "$db"
+  "$ct" tune --problems "$tmp/list3.txt" "${lopts[@]}" --db "$db" > /dev/null 2>&1 &
+  pid=$!
+  sleep "$(printf '0.%03d' $((RANDOM % 1000)))"; sleep $((RANDOM % 3))
+  kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null
+  sleep 0.3
+  before=$(sql "$db" 'SELECT id FROM trials ORDER BY id' | tr '\n' ' ')
+  "$ct" tune --problems "$tmp/list3.txt" "${lopts[@]}" --db "$db" --json > "$tmp/lk.json" 2>/dev/null
+  rc=$?
+  after=$(sql "$db" 'SELECT id FROM trials ORDER BY id' | tr '\n' ' ')
+  check "SIGKILL in a list tune ($i): the rerun finishes it" "[ $rc -eq 0 ] && [ $(sql "$db" 'SELECT count(*) FROM winners') -eq 3 ] && integrity '$db'"
+  check "SIGKILL in a list tune ($i): no trial lost" "case '$after' in '$before'*) true ;; *) false ;; esac"
+done
+export CONVTUNE_TEST_FAKE_MS=20
 
 # ---------------------------------------------------------------------------
 # The progress bar on a terminal.

@@ -40,7 +40,7 @@ static const char usage_main[] =
 
 /* Each option's getopt_long value (above every character). */
 enum {
-  OPT_PROBLEM = 256, OPT_PRECISION, OPT_DB, OPT_ARCH, OPT_DEVICE,
+  OPT_PROBLEM = 256, OPT_PROBLEMS, OPT_SHARD, OPT_PRECISION, OPT_DB, OPT_ARCH, OPT_DEVICE,
   OPT_THREADS, OPT_TRIALS, OPT_FINAL_TRIALS, OPT_FINALISTS, OPT_SEED,
   OPT_MAX_VARIANTS, OPT_BUDGET, OPT_WATCHDOG, OPT_FAMILIES, OPT_OUT,
   OPT_FORCE, OPT_FRESH, OPT_NO_ISOLATE, OPT_CUBINS, OPT_JSON, OPT_QUIET,
@@ -51,6 +51,8 @@ enum {
 ** lists. */
 static const struct option cli_options[] = {
     {"problem", required_argument, NULL, OPT_PROBLEM},
+    {"problems", required_argument, NULL, OPT_PROBLEMS},
+    {"shard", required_argument, NULL, OPT_SHARD},
     {"precision", required_argument, NULL, OPT_PRECISION},
     {"db", required_argument, NULL, OPT_DB},
     {"arch", required_argument, NULL, OPT_ARCH},
@@ -92,16 +94,17 @@ typedef struct cli_command {
 #define P_PROBLEM OPT_PROBLEM, OPT_PRECISION
 static const int opts_space[] = {P_PROBLEM, OPT_ARCH, OPT_DEVICE, OPT_FAMILIES,
                                  OPT_JSON, OPT_HELP, 0};
-static const int opts_tune[] = {P_PROBLEM, OPT_DB, OPT_DEVICE, OPT_THREADS,
+static const int opts_tune[] = {P_PROBLEM, OPT_PROBLEMS, OPT_SHARD, OPT_DB, OPT_DEVICE, OPT_THREADS,
                                 OPT_TRIALS, OPT_FINAL_TRIALS, OPT_FINALISTS,
                                 OPT_SEED, OPT_MAX_VARIANTS, OPT_BUDGET,
                                 OPT_FAMILIES, OPT_FRESH, OPT_WATCHDOG,
                                 OPT_NO_ISOLATE, OPT_JSON, OPT_QUIET, OPT_HELP, 0};
-static const int opts_check[] = {P_PROBLEM, OPT_DB, OPT_DEVICE, OPT_TRIALS,
+static const int opts_check[] = {P_PROBLEM, OPT_PROBLEMS, OPT_DB, OPT_DEVICE, OPT_TRIALS,
                                  OPT_SEED, OPT_JSON, OPT_HELP, 0};
 static const int opts_report[] = {P_PROBLEM, OPT_DB, OPT_OUT, OPT_FORCE,
                                   OPT_HELP, 0};
 static const int opts_db_json[] = {OPT_DB, OPT_JSON, OPT_HELP, 0};
+static const int opts_db_list[] = {OPT_DB, OPT_PROBLEMS, OPT_PRECISION, OPT_JSON, OPT_HELP, 0};
 static const int opts_db[] = {OPT_DB, OPT_HELP, 0};
 static const int opts_db_export[] = {OPT_DB, OPT_OUT, OPT_CUBINS, OPT_FORCE,
                                      OPT_HELP, 0};
@@ -113,7 +116,8 @@ static const cli_command cli_commands[] = {
     {"report", ct_cli_report, ct_cli_usage_report, NULL, opts_report, 0, 1,
      NULL},
     {"db list", ct_cli_db_list, ct_cli_usage_db,
-     "usage: convtune db list [--db PATH] [--json]", opts_db_json, 0, 0, NULL},
+     "usage: convtune db list [--db PATH] [--problems FILE [--precision P]] [--json]",
+     opts_db_list, 0, 0, NULL},
     {"db show", ct_cli_db_show, ct_cli_usage_db,
      "usage: convtune db show ID [--db PATH] [--json]", opts_db_json, 1, 1,
      "needs one problem ID (see `convtune db list`)"},
@@ -194,6 +198,24 @@ static int cli_set(ct_cli *c, int val, const char *text) {
   }
   switch (val) {
   case OPT_PROBLEM: c->problem = text; break;
+  case OPT_PROBLEMS: c->problems = text; break;
+  case OPT_SHARD: {
+    char *end;
+    errno = 0;
+    long i = strtol(text, &end, 10), n = -1;
+    if (!errno && end != text && *end == '/' && end[1] && end[1] != '-' && end[1] != '+') {
+      const char *ns = end + 1;
+      n = strtol(ns, &end, 10);
+      if (errno || end == ns || *end) n = -1;
+    }
+    if (n < 1 || n > 100000 || i < 0 || i >= n || text[0] == '-' || text[0] == '+') {
+      fprintf(stderr, "convtune: --shard wants I/N with 0 <= I < N <= 100000, not '%s'\n", text);
+      return -1;
+    }
+    c->shard_i = (int)i;
+    c->shard_n = (int)n;
+    break;
+  }
   case OPT_PRECISION: c->precision = text; break;
   case OPT_DB: c->db = text; break;
   case OPT_ARCH: c->arch = text; break;

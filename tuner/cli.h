@@ -12,6 +12,7 @@
 #include "ct_cache.h"
 #include "ct_tune.h"
 #include "json.h"
+#include "problems.h"
 
 #define CT_CLI_EXIT_USAGE 2 /* exit status of a usage error */
 
@@ -19,6 +20,8 @@
 ** command takes are ever set; zero means not given. */
 typedef struct ct_cli {
   const char *problem;     /* --problem */
+  const char *problems;    /* --problems FILE */
+  int shard_i, shard_n;    /* --shard I/N (shard_n 0: not given) */
   const char *precision;   /* --precision */
   const char *db;          /* --db */
   const char *arch;        /* --arch */

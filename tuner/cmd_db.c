@@ -14,14 +14,17 @@
 #include "cli.h"
 
 const char ct_cli_usage_db[] =
-    "usage: convtune db list [--db PATH] [--json]\n"
+    "usage: convtune db list [--db PATH] [--problems FILE [--precision P]] [--json]\n"
     "       convtune db show ID [--db PATH] [--json]\n"
     "       convtune db check [--db PATH]\n"
     "       convtune db export [--db PATH] [--out FILE [--force]] [--cubins]\n"
     "       convtune db import FILE [--db PATH]\n"
     "       convtune db merge OTHER.db [--db PATH]\n"
     "\n"
-    "list: one line per tuned problem and device: id, spec, trials, winner.\n"
+    "list: one line per tuned problem and device: id, spec, trials, winner;\n"
+    "with --problems only the problems of that list (`convtune tune --help`\n"
+    "has its forms; --precision overrides its specs'), each one the database\n"
+    "does not hold said as not tuned.\n"
     "show: every trial of problem ID and its winner.\n"
     "check: PRAGMA integrity_check, foreign keys and every stored cubin's hash.\n"
     "export: the whole database as text (stdout, or --out FILE): devices,\n"
@@ -49,6 +52,35 @@ int ct_cli_db_list(const ct_cli *c) {
     ct_cache_close(cache);
     return 1;
   }
+  /* --problems: the rows of the list's problems; the others it names are
+  ** missing. */
+  ct_problem_list list = {0};
+  unsigned char *seen = NULL;
+  if (c->problems) {
+    char err[1024];
+    if (ct_problem_list_read(c->problems, c->precision, &list, err, sizeof err) != CT_OK) {
+      fprintf(stderr, "convtune db list: --problems %s\n", err);
+      free(rows);
+      ct_cache_close(cache);
+      return 1;
+    }
+    seen = calloc(list.n, 1);
+    if (seen == NULL) {
+      fprintf(stderr, "convtune db list: out of host memory\n");
+      ct_problem_list_free(&list);
+      free(rows);
+      ct_cache_close(cache);
+      return 1;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+      long at = ct_problem_list_find(&list, rows[i].spec);
+      if (at < 0) continue;
+      seen[at] = 1;
+      rows[kept++] = rows[i];
+    }
+    n = kept;
+  }
   if (c->json) {
     ct_json j;
     ct_json_init(&j, stdout);
@@ -65,11 +97,25 @@ int ct_cli_db_list(const ct_cli *c) {
       ct_json_key_num(&j, "mean_ms", rows[i].mean_ms);
       ct_json_end_object(&j);
     }
+    for (size_t i = 0; i < list.n; i++) {
+      if (seen[i]) continue;
+      ct_json_begin_object(&j);
+      ct_json_key(&j, "id");
+      ct_json_null(&j);
+      ct_json_key_str(&j, "problem", list.e[i].spec);
+      ct_json_key_str(&j, "precision", ct_precision_name(list.e[i].problem.precision));
+      ct_json_key_int(&j, "trials", 0);
+      ct_json_key_int(&j, "timed", 0);
+      ct_json_key_str(&j, "device", NULL);
+      ct_json_key_str(&j, "winner", NULL);
+      ct_json_key_num(&j, "mean_ms", NAN);
+      ct_json_end_object(&j);
+    }
     ct_json_end_array(&j);
     ct_json_finish(&j);
-  } else if (cache == NULL) {
+  } else if (cache == NULL && list.n == 0) {
     printf("no tuning database at %s: nothing tuned yet\n", path);
-  } else if (n == 0) {
+  } else if (n == 0 && list.n == 0) {
     printf("%s: no problems tuned yet\n", path);
   } else {
     printf("%-5s %-6s %7s %10s  %-24s %s\n", "id", "prec", "trials", "mean ms",
@@ -83,7 +129,20 @@ int ct_cli_db_list(const ct_cli *c) {
       printf("%-5s %-6s %7s %10s  %-24s %s\n", "", "", "", "", "",
              rows[i].variant[0] ? rows[i].variant : "(no winner)");
     }
+    size_t missing = 0;
+    for (size_t i = 0; i < list.n; i++) {
+      if (seen[i]) continue;
+      missing++;
+      printf("%-5s %-6s %7s %10s  %-24s %s\n", "-",
+             ct_precision_name(list.e[i].problem.precision), "0", "-", "-", list.e[i].spec);
+      printf("%-5s %-6s %7s %10s  %-24s %s\n", "", "", "", "", "", "(not tuned)");
+    }
+    if (list.n)
+      printf("\n%zu of the list's %zu %s in %s, %zu not tuned\n", list.n - missing, list.n,
+             ct_cli_plural(list.n, "problem", "problems"), path, missing);
   }
+  free(seen);
+  ct_problem_list_free(&list);
   free(rows);
   ct_cache_close(cache);
   return 0;

@@ -9,12 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 
 const char ct_cli_usage_tune[] =
-    "usage: convtune tune [--problem SPEC] [--precision tf32|fp32] [--db PATH]\n"
+    "usage: convtune tune [--problem SPEC | --problems FILE [--shard I/N]]\n"
+    "                     [--precision tf32|fp32] [--db PATH]\n"
     "                     [--device N] [--threads N] [--trials N]\n"
     "                     [--final-trials N] [--finalists N] [--seed N]\n"
     "                     [--max-variants N] [--budget SECONDS]\n"
@@ -53,18 +55,37 @@ const char ct_cli_usage_tune[] =
     "\n"
     "Progress: one updating line on a terminal, one line per variant in a\n"
     "pipe (stderr with --json); --quiet drops it.  --json prints the result\n"
-    "as JSON on stdout.\n";
+    "as JSON on stdout.\n"
+    "\n"
+    "Problem lists: --problems FILE tunes each problem of FILE in turn, with\n"
+    "the options above applying to each (--budget is per problem).  FILE\n"
+    "holds one spec per line, or a name and a spec (bench/suites/public.txt's\n"
+    "form), `#` starting a comment; or JSON, {\"problems\": [{\"spec\": SPEC,\n"
+    "\"name\": NAME, \"calls\": N, \"weight\": W}, ...]} or a list of specs.\n"
+    "A problem named twice is tuned once.\n"
+    "Problems with a winner on this device are skipped (--fresh: tuned\n"
+    "again), so a rerun after an interruption goes on where it stopped.  It\n"
+    "prints a line per problem (problem i of n, the winner, elapsed time and\n"
+    "ETA) and a table at the end: status, winner, its time and its speed\n"
+    "against the default variant's; --json prints that table as JSON.\n"
+    "Exits 1 when a problem failed (the others still run).  --shard I/N\n"
+    "tunes only the I-th of N shares of the list (positions I, I+N, ...; the\n"
+    "same on every host), for tuning one list on several machines and\n"
+    "joining their databases with `convtune db merge`.\n";
 
 const char ct_cli_usage_check[] =
-    "usage: convtune check [--problem SPEC] [--precision tf32|fp32] [--db PATH]\n"
-    "                      [--device N] [--trials N] [--seed N] [--json]\n"
+    "usage: convtune check [--problem SPEC | --problems FILE] [--precision tf32|fp32]\n"
+    "                      [--db PATH] [--device N] [--trials N] [--seed N] [--json]\n"
     "\n"
     "Runs what the runtime library would run for the problem (the tuned\n"
     "winner, else the nearest tuned problem's winner, else a default\n"
     "variant; it prints which and why, and the database's state) on fresh\n"
     "random inputs, verifies it against a float64 reference under the\n"
     "problem's precision contract and times it with the full protocol\n"
-    "(--trials, default 100).  Exits 1 when the result fails its contract.\n";
+    "(--trials, default 100).  Exits 1 when the result fails its contract.\n"
+    "--problems FILE checks every problem of a list (`convtune tune --help`\n"
+    "has its forms) and exits 1 when any fails or cannot run; --json then\n"
+    "prints {\"problems\": [...], \"failed\": N, \"errors\": N}.\n";
 
 const char ct_cli_usage_space[] =
     "usage: convtune space [--problem SPEC] [--precision tf32|fp32]\n"
@@ -100,14 +121,15 @@ static const char *origin_name(ct_tune_origin o) {
                                                                   : "untried";
 }
 
-int ct_cli_tune(const ct_cli *c) {
+/* Where tune's progress goes for these options (NULL: nowhere). */
+static FILE *o_progress_of(const ct_cli *c) {
+  return c->quiet ? NULL : (c->json ? stderr : stdout);
+}
+
+/* The tuner's options from the command line (the problem aside). */
+static void tune_options(const ct_cli *c, const char *db, ct_tune_options *out) {
   ct_tune_options o;
   ct_tune_options_default(&o);
-  int rc = ct_cli_problem(c, &o.problem);
-  if (rc) return rc;
-  char db[4096];
-  rc = ct_cli_db(c, "tune", CT_CLI_DB_WRITE, db, sizeof db);
-  if (rc) return rc;
   o.db_path = db;
   o.device = c->device;
   o.threads = c->threads;
@@ -121,9 +143,34 @@ int ct_cli_tune(const ct_cli *c) {
   o.families = c->families;
   if (c->watchdog > 0) o.watchdog_s = c->watchdog;
   o.worker_exe = c->no_isolate ? NULL : "/proc/self/exe";
-  o.progress = c->quiet ? NULL : (c->json ? stderr : stdout);
+  o.progress = o_progress_of(c);
   o.progress_bar = o.progress != NULL && isatty(fileno(o.progress));
   o.stop = &tune_stop;
+  *out = o;
+}
+
+static int tune_list(const ct_cli *c, const char *db);
+
+
+int ct_cli_tune(const ct_cli *c) {
+  char db[4096];
+  if (c->problems && c->problem) {
+    fprintf(stderr, "convtune tune: --problem and --problems exclude each other\n");
+    return CT_CLI_EXIT_USAGE;
+  }
+  if (c->shard_n && !c->problems) {
+    fprintf(stderr, "convtune tune: --shard splits a list: it needs --problems FILE\n");
+    return CT_CLI_EXIT_USAGE;
+  }
+  ct_tune_options o;
+  ct_problem problem;
+  int rc = c->problems ? 0 : ct_cli_problem(c, &problem);
+  if (rc) return rc;
+  rc = ct_cli_db(c, "tune", CT_CLI_DB_WRITE, db, sizeof db);
+  if (rc) return rc;
+  if (c->problems) return tune_list(c, db);
+  tune_options(c, db, &o);
+  o.problem = problem;
   tune_signals();
 
   ct_tune_result r;
@@ -252,40 +299,246 @@ int ct_cli_tune(const ct_cli *c) {
   return ok ? 0 : 1;
 }
 
-int ct_cli_check(const ct_cli *c) {
-  ct_problem p;
-  int rc = ct_cli_problem(c, &p);
-  if (rc) return rc;
-  char db[4096];
-  rc = ct_cli_db(c, "check", CT_CLI_DB_READ, db, sizeof db);
-  if (rc) return rc;
+/* ---------------------------------------------------------------------- */
+/* Problem lists                                                           */
+
+typedef struct list_row {
+  const ct_problem_entry *e;
+  const char *status;        /* "tuned", "skipped", "failed", "interrupted",
+                                "not run" */
+  ct_tune_result r;          /* the brief outcome (rows freed) */
+  double wall_s;
+  char error[512];
+} list_row;
+
+static double list_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* "1.62x" (default / winner), or "-" when either time is unknown. */
+static void list_speed(const ct_tune_result *r, char *buf, size_t len) {
+  if (isfinite(r->winner_ms) && isfinite(r->default_ms) && r->winner_ms > 0)
+    snprintf(buf, len, "%.2fx", r->default_ms / r->winner_ms);
+  else
+    snprintf(buf, len, "-");
+}
+
+static void list_time(double s, char *buf, size_t len) {
+  if (!isfinite(s) || s < 0) s = 0;
+  long t = (long)(s + 0.5);
+  if (t >= 3600)
+    snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  else
+    snprintf(buf, len, "%ld:%02ld", t / 60, t % 60);
+}
+
+static void list_summary_json(const list_row *rows, size_t n, double wall_s) {
+  ct_json j;
+  ct_json_init(&j, stdout);
+  ct_json_begin_object(&j);
+  ct_json_key_num(&j, "wall_s", wall_s);
+  ct_json_key(&j, "problems");
+  ct_json_begin_array(&j);
+  for (size_t i = 0; i < n; i++) {
+    const list_row *l = &rows[i];
+    ct_json_begin_object(&j);
+    ct_json_key_str(&j, "problem", l->e->spec);
+    ct_json_key_str(&j, "name", l->e->name[0] ? l->e->name : NULL);
+    ct_json_key_int(&j, "calls", l->e->calls);
+    ct_json_key_num(&j, "weight", l->e->weight);
+    ct_json_key_str(&j, "status", l->status);
+    ct_json_key_str(&j, "winner", l->r.winner_variant[0] ? l->r.winner_variant : NULL);
+    ct_json_key_num(&j, "winner_mean_ms", l->r.winner_ms);
+    ct_json_key_str(&j, "default", l->r.default_variant[0] ? l->r.default_variant : NULL);
+    ct_json_key_num(&j, "default_mean_ms", l->r.default_ms);
+    ct_json_key_num(&j, "speedup_vs_default",
+                    isfinite(l->r.winner_ms) && isfinite(l->r.default_ms) && l->r.winner_ms > 0
+                        ? l->r.default_ms / l->r.winner_ms
+                        : NAN);
+    ct_json_key_num(&j, "wall_s", l->wall_s);
+    ct_json_key_int(&j, "screened", (int64_t)l->r.n_screened);
+    ct_json_key_str(&j, "error", l->error[0] ? l->error : NULL);
+    ct_json_end_object(&j);
+  }
+  ct_json_end_array(&j);
+  ct_json_end_object(&j);
+  ct_json_finish(&j);
+}
+
+static void list_summary_text(const list_row *rows, size_t n, double wall_s) {
+  size_t tuned = 0, skipped = 0, failed = 0;
+  printf("\n%-4s %-11s %10s %9s  %-40s %s\n", "#", "status", "winner ms", "vs dflt",
+         "winner", "problem");
+  for (size_t i = 0; i < n; i++) {
+    const list_row *l = &rows[i];
+    char ms[16] = "-", speed[16];
+    if (isfinite(l->r.winner_ms)) snprintf(ms, sizeof ms, "%.4f", l->r.winner_ms);
+    list_speed(&l->r, speed, sizeof speed);
+    printf("%-4zu %-11s %10s %9s  %-40s %s%s%s%s\n", i + 1, l->status, ms, speed,
+           l->r.winner_variant[0] ? l->r.winner_variant : "-", l->e->spec,
+           l->e->name[0] ? " (" : "", l->e->name, l->e->name[0] ? ")" : "");
+    if (l->error[0]) printf("     %s\n", l->error);
+    tuned += strcmp(l->status, "tuned") == 0;
+    skipped += strcmp(l->status, "skipped") == 0;
+    failed += strcmp(l->status, "failed") == 0;
+  }
+  char t[32];
+  list_time(wall_s, t, sizeof t);
+  printf("\n%zu %s: %zu tuned, %zu skipped (tuned before), %zu failed; %s wall\n"
+         "vs dflt: the default variant's recorded screening mean / the winner's "
+         "full-protocol mean\n",
+         n, ct_cli_plural(n, "problem", "problems"), tuned, skipped, failed, t);
+}
+
+/* `convtune tune --problems FILE`: each problem in turn, those with a
+** winner on this device skipped unless --fresh. */
+static int tune_list(const ct_cli *c, const char *db) {
+  ct_problem_list list;
+  char err[1024];
+  if (ct_problem_list_read(c->problems, c->precision, &list, err, sizeof err) != CT_OK) {
+    fprintf(stderr, "convtune tune: --problems %s\n", err);
+    return CT_CLI_EXIT_USAGE;
+  }
+  /* --shard I/N: the problems at positions I, I + N, I + 2N, ... of the
+  ** list (repeats merged first), the same share on every host. */
+  size_t listed = list.n;
+  if (c->shard_n) {
+    size_t kept = 0;
+    for (size_t k = (size_t)c->shard_i; k < list.n; k += (size_t)c->shard_n)
+      list.e[kept++] = list.e[k];
+    list.n = kept;
+    if (o_progress_of(c))
+      fprintf(o_progress_of(c), "shard %d/%d: %zu of the list's %zu %s\n", c->shard_i,
+              c->shard_n, kept, listed, ct_cli_plural(listed, "problem", "problems"));
+  }
+  list_row *rows = calloc(list.n ? list.n : 1, sizeof *rows);
+  if (rows == NULL) {
+    fprintf(stderr, "convtune tune: out of host memory\n");
+    ct_problem_list_free(&list);
+    return 1;
+  }
+  ct_tune_options o;
+  tune_options(c, db, &o);
+  o.skip_tuned = !c->fresh;
+  FILE *pg = o.progress;
+  tune_signals();
+  const double t0 = list_now();
+  double tuning_s = 0; /* wall time of the problems tuned (not skipped) */
+  size_t n_tuned = 0, n_failed = 0;
+  int no_gpu = 0;
+  ct_cache_device known_device; /* the device, once a run has found it */
+  ct_gen_limits known_limits;
+  size_t i = 0;
+  for (; i < list.n && !tune_stop; i++) {
+    list_row *l = &rows[i];
+    l->e = &list.e[i];
+    if (pg)
+      fprintf(pg, "== problem %zu/%zu: %s%s%s%s\n", i + 1, list.n, l->e->spec,
+              l->e->name[0] ? " (" : "", l->e->name, l->e->name[0] ? ")" : "");
+    o.problem = l->e->problem;
+    const double t1 = list_now();
+    ct_status st = ct_tune_run(&o, &l->r, l->error, sizeof l->error);
+    l->wall_s = list_now() - t1;
+    ct_tune_result brief = l->r;
+    brief.rows = NULL;
+    brief.n_rows = 0;
+    ct_tune_result_free(&l->r);
+    l->r = brief;
+    if (st != CT_OK) {
+      l->status = "failed";
+      n_failed++;
+      if (pg) fprintf(pg, "   failed: %s\n", l->error);
+      if (st == CT_ERR_NO_DRIVER || st == CT_ERR_NO_DEVICE || st == CT_ERR_DB ||
+          st == CT_ERR_DB_CORRUPT) {
+        no_gpu = st == CT_ERR_NO_DRIVER || st == CT_ERR_NO_DEVICE;
+        i++; /* the others cannot fare better */
+        break;
+      }
+      continue;
+    }
+    if (l->r.interrupted) {
+      l->status = "interrupted";
+      i++;
+      break;
+    }
+    l->error[0] = '\0';
+    if (!o.known_device) {
+      known_device = l->r.device;
+      known_limits = l->r.limits;
+      o.known_device = &known_device;
+      o.known_limits = &known_limits;
+    }
+    if (l->r.skipped) {
+      l->status = "skipped";
+    } else {
+      n_tuned++;
+      tuning_s += l->wall_s;
+      l->status = l->r.winner_variant[0] ? "tuned" : "failed";
+      if (!l->r.winner_variant[0]) {
+        n_failed++;
+        snprintf(l->error, sizeof l->error, "no variant passed its precision contract");
+      }
+    }
+    if (pg) {
+      char ms[16] = "-", speed[16], eta[32], el[32];
+      if (isfinite(l->r.winner_ms)) snprintf(ms, sizeof ms, "%.4f ms", l->r.winner_ms);
+      list_speed(&l->r, speed, sizeof speed);
+      /* The rest at the mean time of the problems tuned so far. */
+      double left = n_tuned ? tuning_s / (double)n_tuned * (double)(list.n - i - 1) : 0;
+      list_time(left, eta, sizeof eta);
+      list_time(list_now() - t0, el, sizeof el);
+      fprintf(pg, "   %s: %s %s (%s the default); %zu/%zu done, %s elapsed, ETA %s\n",
+              l->status, l->r.winner_variant[0] ? l->r.winner_variant : "-", ms, speed,
+              i + 1, list.n, el, n_tuned ? eta : "-");
+      fflush(pg);
+    }
+  }
+  for (size_t k = i; k < list.n; k++) {
+    rows[k].e = &list.e[k];
+    rows[k].status = "not run";
+    rows[k].r.winner_ms = rows[k].r.default_ms = NAN;
+  }
+  const double wall = list_now() - t0;
+  if (c->json)
+    list_summary_json(rows, list.n, wall);
+  else
+    list_summary_text(rows, list.n, wall);
+  fflush(stdout);
+  if (no_gpu) ct_cli_no_gpu_hint("tune");
+  free(rows);
+  ct_problem_list_free(&list);
+  if (tune_stop) {
+    fprintf(stderr, "convtune tune: interrupted by %s: the problems finished are "
+                    "kept, and so is every trial of the one in flight; run the "
+                    "same command again to resume\n",
+            tune_stop == SIGTERM ? "SIGTERM" : "SIGINT");
+    return 128 + tune_stop;
+  }
+  return n_failed ? 1 : 0;
+}
+
+/* One problem of `convtune check` on g with ctx; with j, its JSON object
+** goes there, else text to stdout.  Returns 0 (passes), 1 (fails its
+** contract) or -1 (an error, said on stderr). */
+static int check_one(const ct_cli *c, ct_tune_gpu *g, ct_context *ctx, const ct_problem *pp,
+                     ct_json *j) {
+  const ct_problem p = *pp;
   int trials = c->trials ? c->trials : 100;
   char err[1024], spec[CT_PROBLEM_SPEC_MAX];
   ct_problem_format(&p, spec, sizeof spec);
-
-  ct_tune_gpu g;
   ct_tune_data d;
   memset(&d, 0, sizeof d);
-  ct_context *ctx = NULL;
-  int exit_code = 1;
-  ct_status gst = ct_tune_gpu_open(c->device, &g, err, sizeof err);
-  if (gst != CT_OK) {
-    fprintf(stderr, "convtune check: %s\n", err);
-    if (gst == CT_ERR_NO_DRIVER || gst == CT_ERR_NO_DEVICE) ct_cli_no_gpu_hint("check");
-    return 1;
-  }
-  if (ct_open(db, c->device, &ctx) != CT_OK) {
-    fprintf(stderr, "convtune check: %s\n", ct_open_error());
-    goto out;
-  }
+  int result = -1;
   uint64_t seed = c->seed ? c->seed : ct_tune_fresh_seed();
-  if (ct_tune_data_create(&g, &p, seed, &d, err, sizeof err) != CT_OK) {
-    fprintf(stderr, "convtune check: %s\n", err);
+  if (ct_tune_data_create(g, &p, seed, &d, err, sizeof err) != CT_OK) {
+    fprintf(stderr, "convtune check: %s: %s\n", spec, err);
     goto out;
   }
   ct_tune_check chk;
-  if (ct_tune_verify(&g, &d, ct_tune_run_forward, ctx, &chk, err, sizeof err) != CT_OK) {
-    fprintf(stderr, "convtune check: %s\n", err);
+  if (ct_tune_verify(g, &d, ct_tune_run_forward, ctx, &chk, err, sizeof err) != CT_OK) {
+    fprintf(stderr, "convtune check: %s: %s\n", spec, err);
     goto out;
   }
   ct_path path;
@@ -298,37 +551,34 @@ int ct_cli_check(const ct_cli *c) {
   memset(&st, 0, sizeof st);
   st.mean_ms = st.median_ms = st.min_ms = st.max_ms = NAN;
   if (chk.passes &&
-      ct_tune_time(&g, &d, ct_tune_run_forward, ctx, trials, &st, err, sizeof err) != CT_OK) {
-    fprintf(stderr, "convtune check: %s\n", err);
+      ct_tune_time(g, &d, ct_tune_run_forward, ctx, trials, &st, err, sizeof err) != CT_OK) {
+    fprintf(stderr, "convtune check: %s: %s\n", spec, err);
     goto out;
   }
-  if (c->json) {
-    ct_json j;
-    ct_json_init(&j, stdout);
-    ct_json_begin_object(&j);
-    ct_json_key_str(&j, "problem", spec);
-    ct_json_key_str(&j, "device", g.device.name);
-    ct_json_key_str(&j, "path", ct_path_name(path));
-    ct_json_key_str(&j, "variant", variant);
-    ct_json_key_str(&j, "why", why);
-    ct_json_key_str(&j, "database", dbmsg);
-    ct_json_key(&j, "seed");
-    ct_json_uint(&j, seed);
-    ct_json_key_bool(&j, "passes", chk.passes);
-    ct_json_key_num(&j, "max_abs_err", chk.max_abs_err);
-    ct_json_key_num(&j, "rel_err", chk.rel_err);
-    ct_json_key_num(&j, "mean_ms", st.mean_ms);
-    ct_json_key_num(&j, "median_ms", st.median_ms);
-    ct_json_key_num(&j, "min_ms", st.min_ms);
-    ct_json_key_num(&j, "max_ms", st.max_ms);
-    ct_json_key_int(&j, "n_timed", st.n);
-    ct_json_key_str(&j, "reason", chk.reason);
-    ct_json_end_object(&j);
-    ct_json_finish(&j);
+  if (j) {
+    ct_json_begin_object(j);
+    ct_json_key_str(j, "problem", spec);
+    ct_json_key_str(j, "device", g->device.name);
+    ct_json_key_str(j, "path", ct_path_name(path));
+    ct_json_key_str(j, "variant", variant);
+    ct_json_key_str(j, "why", why);
+    ct_json_key_str(j, "database", dbmsg);
+    ct_json_key(j, "seed");
+    ct_json_uint(j, seed);
+    ct_json_key_bool(j, "passes", chk.passes);
+    ct_json_key_num(j, "max_abs_err", chk.max_abs_err);
+    ct_json_key_num(j, "rel_err", chk.rel_err);
+    ct_json_key_num(j, "mean_ms", st.mean_ms);
+    ct_json_key_num(j, "median_ms", st.median_ms);
+    ct_json_key_num(j, "min_ms", st.min_ms);
+    ct_json_key_num(j, "max_ms", st.max_ms);
+    ct_json_key_int(j, "n_timed", st.n);
+    ct_json_key_str(j, "reason", chk.reason);
+    ct_json_end_object(j);
   } else {
     printf("problem   %s\ndevice    %s (%s)\npath      %s\nvariant   %s\n"
            "why       %s\ndatabase  %s\nseed      %" PRIu64 "\n",
-           spec, g.device.name, g.limits.arch, ct_path_name(path), variant,
+           spec, g->device.name, g->limits.arch, ct_path_name(path), variant,
            why, dbmsg, seed);
     printf("accuracy  %s under the %s contract: max abs err %.3e, rel err %.3e "
            "(bounds used: %.2f elementwise, %.2f Frobenius)\n",
@@ -340,11 +590,91 @@ int ct_cli_check(const ct_cli *c) {
              "(%d trials, L2 flushed)\n",
              st.mean_ms, st.median_ms, st.min_ms, st.max_ms, st.n);
   }
-  exit_code = chk.passes ? 0 : 1;
+  fflush(stdout);
+  result = chk.passes ? 0 : 1;
 out:
   ct_tune_data_destroy(&d);
+  return result;
+}
+
+int ct_cli_check(const ct_cli *c) {
+  if (c->problems && c->problem) {
+    fprintf(stderr, "convtune check: --problem and --problems exclude each other\n");
+    return CT_CLI_EXIT_USAGE;
+  }
+  ct_problem_list list = {0};
+  ct_problem one;
+  char err[1024];
+  if (c->problems) {
+    if (ct_problem_list_read(c->problems, c->precision, &list, err, sizeof err) != CT_OK) {
+      fprintf(stderr, "convtune check: --problems %s\n", err);
+      return CT_CLI_EXIT_USAGE;
+    }
+  } else {
+    int rc = ct_cli_problem(c, &one);
+    if (rc) return rc;
+  }
+  char db[4096];
+  int rc = ct_cli_db(c, "check", CT_CLI_DB_READ, db, sizeof db);
+  if (rc) {
+    ct_problem_list_free(&list);
+    return rc;
+  }
+  ct_tune_gpu g;
+  ct_context *ctx = NULL;
+  int exit_code = 1;
+  ct_status gst = ct_tune_gpu_open(c->device, &g, err, sizeof err);
+  if (gst != CT_OK) {
+    fprintf(stderr, "convtune check: %s\n", err);
+    if (gst == CT_ERR_NO_DRIVER || gst == CT_ERR_NO_DEVICE) ct_cli_no_gpu_hint("check");
+    ct_problem_list_free(&list);
+    return 1;
+  }
+  if (ct_open(db, c->device, &ctx) != CT_OK) {
+    fprintf(stderr, "convtune check: %s\n", ct_open_error());
+    goto out;
+  }
+  if (!c->problems) {
+    ct_json j;
+    if (c->json) ct_json_init(&j, stdout);
+    int r = check_one(c, &g, ctx, &one, c->json ? &j : NULL);
+    if (c->json && r >= 0) ct_json_finish(&j);
+    exit_code = r == 0 ? 0 : 1;
+    goto out;
+  }
+  /* A list: every problem, the failures counted, one JSON document. */
+  ct_json j;
+  if (c->json) {
+    ct_json_init(&j, stdout);
+    ct_json_begin_object(&j);
+    ct_json_key(&j, "problems");
+    ct_json_begin_array(&j);
+  }
+  size_t fails = 0, errors = 0;
+  for (size_t i = 0; i < list.n; i++) {
+    if (!c->json) printf("%s== problem %zu/%zu%s%s%s\n", i ? "\n" : "", i + 1, list.n,
+                         list.e[i].name[0] ? " (" : "", list.e[i].name,
+                         list.e[i].name[0] ? ")" : "");
+    int r = check_one(c, &g, ctx, &list.e[i].problem, c->json ? &j : NULL);
+    fails += r == 1;
+    errors += r < 0;
+  }
+  if (c->json) {
+    ct_json_end_array(&j);
+    ct_json_key_int(&j, "failed", (int64_t)fails);
+    ct_json_key_int(&j, "errors", (int64_t)errors);
+    ct_json_end_object(&j);
+    ct_json_finish(&j);
+  } else {
+    printf("\n%zu %s checked: %zu pass, %zu fail their contract, %zu could not run\n",
+           list.n, ct_cli_plural(list.n, "problem", "problems"), list.n - fails - errors,
+           fails, errors);
+  }
+  exit_code = fails || errors ? 1 : 0;
+out:
   ct_close(ctx);
   ct_tune_gpu_close(&g);
+  ct_problem_list_free(&list);
   return exit_code;
 }
 

@@ -306,6 +306,13 @@ typedef struct ct_tune_options {
                               binary run as the isolated worker */
   double watchdog_s;       /* floor of each job's timeout, seconds */
   volatile sig_atomic_t *stop; /* NULL, or polled: non-zero stops the tune */
+  int skip_tuned;          /* 1: a problem with a winner on this device is
+                              not tuned again (r->skipped) */
+  /* With skip_tuned: o->device as an earlier ct_tune_run of this process
+  ** found it (its r->device, r->limits), or NULL.  A problem tuned before
+  ** is then skipped without starting a worker. */
+  const ct_cache_device *known_device;
+  const ct_gen_limits *known_limits;
 } ct_tune_options;
 
 /* Defaults: device 0, all cores, 10 screening trials, 100 final, 3
@@ -328,6 +335,7 @@ typedef struct ct_tune_row {
 typedef struct ct_tune_result {
   char spec[CT_PROBLEM_SPEC_MAX];
   ct_cache_device device;
+  ct_gen_limits limits;   /* the device's, as the generator planned for */
   uint64_t seed;
   size_t n_rows;
   ct_tune_row *rows;      /* one per variant, enumeration order */
@@ -342,6 +350,13 @@ typedef struct ct_tune_result {
   int restarts;           /* worker restarts after a fault or hang */
   int budgeted;           /* 1: budgeted search, 0: exhaustive */
   int interrupted;        /* o->stop ended the run early */
+  int skipped;            /* o->skip_tuned and a winner was found: no rows */
+  /* The outcome in brief, tuned or skipped: */
+  char winner_variant[CT_GEN_NAME_MAX]; /* "" when none */
+  double winner_ms;       /* its full-protocol mean; NAN when none */
+  char default_variant[CT_GEN_NAME_MAX]; /* the runtime's default variant */
+  double default_ms;      /* its recorded mean (screening trials); NAN when
+                             it has none on this device */
 } ct_tune_result;
 
 /* Enumerates the variants of o->problem (only o->families' when given),

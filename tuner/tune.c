@@ -398,6 +398,61 @@ typedef struct tune_run {
   tune_progress pg;
 } tune_run;
 
+/* The outcome's default variant and its recorded time, then with
+** o->skip_tuned whether the problem has a winner on r->device: 1 (r->skipped
+** set, the winner's name and time filled), 0 (tune it), or -1 with err set.
+** Needs t->cache and the ids. */
+static int tune_known(tune_run *t, const ct_gen_limits *lim, ct_status *rc, char *err,
+                      size_t len) {
+  const ct_tune_options *o = t->o;
+  ct_tune_result *r = t->r;
+  ct_gen_variant dv;
+  if (ct_gen_default_variant(&o->problem, lim, &dv) == CT_OK) {
+    snprintf(r->default_variant, sizeof r->default_variant, "%s", dv.name);
+    char *src = NULL;
+    ct_cache_trial tr;
+    if (ct_gen_source(&o->problem, &dv, &src) == CT_OK &&
+        ct_cache_trial_find(t->cache, t->problem_id, t->device_id, dv.name,
+                            ct_gen_hash(src, strlen(src), CT_GEN_HASH_SEED), &tr) == CT_OK &&
+        tr.status == CT_TRIAL_TIMED)
+      r->default_ms = tr.mean_ms;
+    free(src);
+  }
+  if (!o->skip_tuned) return 0;
+  ct_cache_winner w;
+  *rc = ct_cache_winner_get(t->cache, r->spec, &r->device, &w);
+  if (*rc == CT_ERR_NOT_FOUND) {
+    *rc = CT_OK;
+    return 0;
+  }
+  if (*rc != CT_OK) {
+    snprintf(err, len, "%s", ct_cache_errmsg(t->cache));
+    return -1;
+  }
+  r->skipped = 1;
+  snprintf(r->winner_variant, sizeof r->winner_variant, "%s", w.variant);
+  r->winner_ms = w.mean_ms;
+  ct_cache_winner_clear(&w);
+  return 1;
+}
+
+/* The database opened, the device and problem found or added. */
+static ct_status tune_ids(tune_run *t, char *err, size_t len) {
+  ct_tune_result *r = t->r;
+  char cerr[512];
+  ct_status rc = ct_cache_open(t->o->db_path, CT_CACHE_CREATE, &t->cache, cerr, sizeof cerr);
+  if (rc != CT_OK) {
+    snprintf(err, len, "%s", cerr);
+    return rc;
+  }
+  if ((rc = ct_cache_device_id(t->cache, &r->device, &t->device_id)) != CT_OK ||
+      (rc = ct_cache_problem_id(t->cache, r->spec,
+                                ct_precision_name(t->o->problem.precision),
+                                &t->problem_id)) != CT_OK)
+    snprintf(err, len, "%s", ct_cache_errmsg(t->cache));
+  return rc;
+}
+
 /* Setup: the problem and families checked, the worker started on the
 ** device (first: a machine without one gets no database file), the
 ** database opened, the device and problem found or added, the variants
@@ -411,6 +466,18 @@ static ct_status tune_setup(tune_run *t, char *err, size_t len) {
   ct_problem_format(&o->problem, r->spec, sizeof r->spec);
   if ((rc = ct_tune_families_check(o->families, err, len)) != CT_OK) return rc;
 
+  /* A device seen before in this process: a problem tuned on it before is
+  ** skipped without starting a worker. */
+  if (o->skip_tuned && o->known_device && o->known_limits) {
+    r->device = *o->known_device;
+    r->limits = *o->known_limits;
+    if ((rc = tune_ids(t, err, len)) != CT_OK) return rc;
+    int known = tune_known(t, &r->limits, &rc, err, len);
+    if (known != 0) return rc;
+    ct_cache_close(t->cache);
+    t->cache = NULL;
+  }
+
   rc = ct_tune_worker_start(o->worker_exe, o->device, o->stop, &t->w, err, len);
   if (rc != CT_OK) {
     if (stopped(o)) { /* a signal while the worker started: nothing to keep */
@@ -419,26 +486,16 @@ static ct_status tune_setup(tune_run *t, char *err, size_t len) {
     }
     return rc;
   }
-  char cerr[512];
-  rc = ct_cache_open(o->db_path, CT_CACHE_CREATE, &t->cache, cerr, sizeof cerr);
-  if (rc != CT_OK) {
-    snprintf(err, len, "%s", cerr);
-    return rc;
-  }
   r->device = *ct_tune_worker_device(t->w);
   const ct_gen_limits *lim = ct_tune_worker_limits(t->w);
+  r->limits = *lim;
+  if ((rc = tune_ids(t, err, len)) != CT_OK) return rc;
   snprintf(t->arch, sizeof t->arch, "%s", lim->arch);
   const char *opts = ct_rt_compile_options(t->arch);
   snprintf(t->options, sizeof t->options, "%s", opts ? opts : "");
   ct_rt_nvrtc_version(t->nvrtc_version, sizeof t->nvrtc_version);
 
-  if ((rc = ct_cache_device_id(t->cache, &r->device, &t->device_id)) != CT_OK ||
-      (rc = ct_cache_problem_id(t->cache, r->spec,
-                                ct_precision_name(o->problem.precision),
-                                &t->problem_id)) != CT_OK) {
-    snprintf(err, len, "%s", ct_cache_errmsg(t->cache));
-    return rc;
-  }
+  if (tune_known(t, lim, &rc, err, len) != 0) return rc;
 
   /* The search space: every valid variant, or the families asked for. */
   rc = ct_gen_enumerate(&o->problem, lim, &t->variants, &t->n);
@@ -749,6 +806,23 @@ static ct_status tune_store_winner(tune_run *t, char *err, size_t len) {
   return CT_OK;
 }
 
+/* The outcome in brief: the winner's name and time, and the default
+** variant's time from this run's rows when it was screened now. */
+static void tune_outcome(tune_run *t) {
+  ct_tune_result *r = t->r;
+  if (r->winner >= 0) {
+    const ct_cache_trial *w = &r->rows[r->winner].trial;
+    snprintf(r->winner_variant, sizeof r->winner_variant, "%s", w->variant);
+    r->winner_ms = w->mean_ms;
+  }
+  for (size_t i = 0; i < r->n_rows; i++) {
+    const ct_cache_trial *tr = &r->rows[i].trial;
+    if (r->rows[i].origin != CT_TUNE_UNTRIED && tr->status == CT_TRIAL_TIMED &&
+        strcmp(tr->variant, r->default_variant) == 0)
+      r->default_ms = tr->mean_ms;
+  }
+}
+
 /* Ending: the progress line finished, the compile threads joined, the
 ** worker stopped, everything freed; r->wall_s set. */
 static void tune_finish(tune_run *t) {
@@ -791,6 +865,7 @@ ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
   ct_status rc;
   memset(r, 0, sizeof *r);
   r->winner = -1;
+  r->winner_ms = r->default_ms = NAN;
   memset(&t, 0, sizeof t);
   t.o = o;
   t.r = r;
@@ -804,11 +879,16 @@ ct_status ct_tune_run(const ct_tune_options *o, ct_tune_result *r, char *err,
   t.pg.phase = "starting";
 
   rc = tune_setup(&t, err, len);
-  if (rc == CT_OK && !r->interrupted) rc = tune_plan(&t, err, len);
+  if (rc == CT_OK && (r->interrupted || r->skipped)) {
+    tune_finish(&t);
+    return rc;
+  }
+  if (rc == CT_OK) rc = tune_plan(&t, err, len);
   if (rc == CT_OK && !r->interrupted) rc = tune_start(&t, err, len);
   if (rc == CT_OK && !r->interrupted) rc = tune_screen(&t, err, len);
   if (rc == CT_OK && !r->interrupted) rc = tune_finalists(&t, err, len);
   if (rc == CT_OK && !r->interrupted) rc = tune_store_winner(&t, err, len);
+  tune_outcome(&t);
   tune_finish(&t);
   return rc;
 }
