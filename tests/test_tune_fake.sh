@@ -13,7 +13,7 @@
 #     to its time;
 #   - problem lists: tune --problems (text and JSON), reruns skip what is
 #     tuned, SIGKILL in a list tune, --shard shares merged against one
-#     run, db list --problems, the list's errors;
+#     run, --weighted budgets, db list --problems, the list's errors;
 #   - report, db check, export / import / merge, the progress bar.
 #   tests/test_tune_fake.sh PATH/TO/convtune
 set -u
@@ -210,6 +210,14 @@ check "shards: each tunes its one problem" "[ $src -eq 0 ] && grep -q 'shard 1/3
 check "shards merged: the winners of one unsharded run" "[ '$(winners "$tmp/shard0.db")' = '$(winners "$db")' ] && [ -n '$(winners "$db")' ]"
 check "--shard without --problems refused" "! '$ct' tune --shard 0/2 --db '$db' 2>/dev/null"
 check "--shard 2/2 refused" "! '$ct' tune --problems '$plist' --shard 2/2 --db '$db' 2>/dev/null"
+# --weighted: --budget times the problems, shared by weight (a tenth of
+# --budget at least).
+printf '{"problems": [{"spec": "%s", "weight": 1}, {"spec": "%s", "weight": 9}]}' "$spec" "$spec2" > "$tmp/w.json"
+db="$tmp/w.db"
+warm "$db"
+"$ct" tune --problems "$tmp/w.json" --weighted --budget 2 "${lopts[@]}" --db "$db" --json > "$tmp/w.out" 2>/dev/null
+check "--weighted: budgets by weight" "[ $? -eq 0 ] && [ '$(lget "$tmp/w.out" 'p["budget_s"]')' = '0.4 3.6' ]"
+check "--weighted without --budget refused" "! '$ct' tune --problems '$tmp/w.json' --weighted --db '$db' 2>/dev/null"
 # SIGKILL during a list tune: the rerun finishes the list, keeps every
 # trial the killed run recorded, and the database stays intact.
 export CONVTUNE_TEST_FAKE_MS=60

@@ -43,7 +43,7 @@ enum {
   OPT_PROBLEM = 256, OPT_PROBLEMS, OPT_SHARD, OPT_PRECISION, OPT_DB, OPT_ARCH, OPT_DEVICE,
   OPT_THREADS, OPT_TRIALS, OPT_FINAL_TRIALS, OPT_FINALISTS, OPT_SEED,
   OPT_MAX_VARIANTS, OPT_BUDGET, OPT_WATCHDOG, OPT_FAMILIES, OPT_OUT,
-  OPT_FORCE, OPT_FRESH, OPT_NO_ISOLATE, OPT_CUBINS, OPT_JSON, OPT_QUIET,
+  OPT_FORCE, OPT_FRESH, OPT_WEIGHTED, OPT_NO_ISOLATE, OPT_CUBINS, OPT_JSON, OPT_QUIET,
   OPT_HELP = 'h'
 };
 
@@ -69,6 +69,7 @@ static const struct option cli_options[] = {
     {"out", required_argument, NULL, OPT_OUT},
     {"force", no_argument, NULL, OPT_FORCE},
     {"fresh", no_argument, NULL, OPT_FRESH},
+    {"weighted", no_argument, NULL, OPT_WEIGHTED},
     {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
     {"cubins", no_argument, NULL, OPT_CUBINS},
     {"json", no_argument, NULL, OPT_JSON},
@@ -94,7 +95,7 @@ typedef struct cli_command {
 #define P_PROBLEM OPT_PROBLEM, OPT_PRECISION
 static const int opts_space[] = {P_PROBLEM, OPT_ARCH, OPT_DEVICE, OPT_FAMILIES,
                                  OPT_JSON, OPT_HELP, 0};
-static const int opts_tune[] = {P_PROBLEM, OPT_PROBLEMS, OPT_SHARD, OPT_DB, OPT_DEVICE, OPT_THREADS,
+static const int opts_tune[] = {P_PROBLEM, OPT_PROBLEMS, OPT_SHARD, OPT_WEIGHTED, OPT_DB, OPT_DEVICE, OPT_THREADS,
                                 OPT_TRIALS, OPT_FINAL_TRIALS, OPT_FINALISTS,
                                 OPT_SEED, OPT_MAX_VARIANTS, OPT_BUDGET,
                                 OPT_FAMILIES, OPT_FRESH, OPT_WATCHDOG,
@@ -245,6 +246,7 @@ static int cli_set(ct_cli *c, int val, const char *text) {
   }
   case OPT_FORCE: c->force = 1; break;
   case OPT_FRESH: c->fresh = 1; break;
+  case OPT_WEIGHTED: c->weighted = 1; break;
   case OPT_NO_ISOLATE: c->no_isolate = 1; break;
   case OPT_CUBINS: c->cubins = 1; break;
   case OPT_JSON: c->json = 1; break;

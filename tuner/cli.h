@@ -22,6 +22,7 @@ typedef struct ct_cli {
   const char *problem;     /* --problem */
   const char *problems;    /* --problems FILE */
   int shard_i, shard_n;    /* --shard I/N (shard_n 0: not given) */
+  int weighted;            /* --weighted */
   const char *precision;   /* --precision */
   const char *db;          /* --db */
   const char *arch;        /* --arch */

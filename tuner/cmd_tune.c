@@ -15,7 +15,7 @@
 #include "cli.h"
 
 const char ct_cli_usage_tune[] =
-    "usage: convtune tune [--problem SPEC | --problems FILE [--shard I/N]]\n"
+    "usage: convtune tune [--problem SPEC | --problems FILE [--shard I/N] [--weighted]]\n"
     "                     [--precision tf32|fp32] [--db PATH]\n"
     "                     [--device N] [--threads N] [--trials N]\n"
     "                     [--final-trials N] [--finalists N] [--seed N]\n"
@@ -71,7 +71,11 @@ const char ct_cli_usage_tune[] =
     "Exits 1 when a problem failed (the others still run).  --shard I/N\n"
     "tunes only the I-th of N shares of the list (positions I, I+N, ...; the\n"
     "same on every host), for tuning one list on several machines and\n"
-    "joining their databases with `convtune db merge`.\n";
+    "joining their databases with `convtune db merge`.  --weighted shares\n"
+    "the list's budget (--budget times its problems) in proportion to each\n"
+    "problem's weight (in a JSON list, e.g. calls x measured ms; else its\n"
+    "calls), at least a tenth of --budget each: time goes where the network\n"
+    "spends it.\n";
 
 const char ct_cli_usage_check[] =
     "usage: convtune check [--problem SPEC | --problems FILE] [--precision tf32|fp32]\n"
@@ -156,6 +160,11 @@ int ct_cli_tune(const ct_cli *c) {
   char db[4096];
   if (c->problems && c->problem) {
     fprintf(stderr, "convtune tune: --problem and --problems exclude each other\n");
+    return CT_CLI_EXIT_USAGE;
+  }
+  if (c->weighted && (!c->problems || c->budget <= 0)) {
+    fprintf(stderr, "convtune tune: --weighted shares a list's budget: it needs "
+                    "--problems FILE and --budget SECONDS\n");
     return CT_CLI_EXIT_USAGE;
   }
   if (c->shard_n && !c->problems) {
@@ -308,6 +317,7 @@ typedef struct list_row {
                                 "not run" */
   ct_tune_result r;          /* the brief outcome (rows freed) */
   double wall_s;
+  double budget_s;           /* its screening budget; 0: none */
   char error[512];
 } list_row;
 
@@ -358,6 +368,7 @@ static void list_summary_json(const list_row *rows, size_t n, double wall_s) {
                         ? l->r.default_ms / l->r.winner_ms
                         : NAN);
     ct_json_key_num(&j, "wall_s", l->wall_s);
+    ct_json_key_num(&j, "budget_s", l->budget_s > 0 ? l->budget_s : NAN);
     ct_json_key_int(&j, "screened", (int64_t)l->r.n_screened);
     ct_json_key_str(&j, "error", l->error[0] ? l->error : NULL);
     ct_json_end_object(&j);
@@ -431,12 +442,26 @@ static int tune_list(const ct_cli *c, const char *db) {
   ct_cache_device known_device; /* the device, once a run has found it */
   ct_gen_limits known_limits;
   size_t i = 0;
+  /* --weighted: the list's budget, --budget times its problems, shared
+  ** in proportion to each problem's weight (at least a tenth of --budget
+  ** each). */
+  double wsum = 0;
+  for (size_t k = 0; k < list.n; k++) wsum += list.e[k].weight;
   for (; i < list.n && !tune_stop; i++) {
     list_row *l = &rows[i];
     l->e = &list.e[i];
-    if (pg)
-      fprintf(pg, "== problem %zu/%zu: %s%s%s%s\n", i + 1, list.n, l->e->spec,
-              l->e->name[0] ? " (" : "", l->e->name, l->e->name[0] ? ")" : "");
+    l->budget_s = c->budget;
+    if (c->weighted && wsum > 0) {
+      double share = c->budget * (double)list.n * l->e->weight / wsum;
+      l->budget_s = share > c->budget / 10 ? share : c->budget / 10;
+    }
+    o.budget_s = l->budget_s;
+    if (pg) {
+      char bud[48] = "";
+      if (l->budget_s > 0) snprintf(bud, sizeof bud, ", budget %.1f s", l->budget_s);
+      fprintf(pg, "== problem %zu/%zu: %s%s%s%s%s\n", i + 1, list.n, l->e->spec,
+              l->e->name[0] ? " (" : "", l->e->name, l->e->name[0] ? ")" : "", bud);
+    }
     o.problem = l->e->problem;
     const double t1 = list_now();
     ct_status st = ct_tune_run(&o, &l->r, l->error, sizeof l->error);
