@@ -15,8 +15,10 @@ Where things are found:
                       (default: ./bench)
   libconvtune.so      $CONVTUNE_LIB, else build/runtime/libconvtune.so
   tuning database     $CONVTUNE_DB, else ~/.cache/convtune/tuning.db
-  precision           $CONVTUNE_PRECISION: tf32 (default, PyTorch's
-                      default for convolutions) or fp32
+  precision           $CONVTUNE_PRECISION: auto (default: at each call
+                      tf32 when torch.backends.cudnn.allow_tf32 is set,
+                      else fp32, as the reference Model's cuDNN conv
+                      chooses), tf32 or fp32
 
 Self-check on a GPU (compares with Model and a float64 reference):
   python3 bench/kernelbench_l1_p50.py
@@ -73,21 +75,32 @@ class ModelNew(nn.Module):
         fan_in = in_channels * kernel_size * kernel_size
         bound = 1 / math.sqrt(fan_in)
         nn.init.uniform_(self.conv1.bias, -bound, bound)
-        self.precision = os.environ.get("CONVTUNE_PRECISION", "tf32")
-        self._problems = {}  # input shape -> ct_problem
+        self.precision = os.environ.get("CONVTUNE_PRECISION", "auto")
+        if self.precision not in ("auto", "tf32", "fp32"):
+            raise ValueError("$CONVTUNE_PRECISION must be auto, tf32 or fp32, not %r"
+                             % self.precision)
+        self._problems = {}  # (input shape, precision) -> ct_problem
+
+    def call_precision(self):
+        """The precision a call runs at now: $CONVTUNE_PRECISION, or with
+        auto the one cuDNN's conv would use (TF32 when allowed)."""
+        if self.precision != "auto":
+            return self.precision
+        return "tf32" if torch.backends.cudnn.allow_tf32 else "fp32"
 
     def problem(self, shape):
-        """The ct_problem for an input of `shape` (N, C, H, W), parsed and
-        validated by libconvtune."""
-        if shape not in self._problems:
+        """The ct_problem for an input of `shape` (N, C, H, W) at the call's
+        precision, parsed and validated by libconvtune."""
+        prec = self.call_precision()
+        if (shape, prec) not in self._problems:
             if len(shape) != 4:
                 raise ValueError("x must be 4-D (N, C, H, W), not of shape %s" % (shape,))
             k, c, r, s = self.conv1.weight.shape
             spec = ("n=%d,c=%d,h=%d,w=%d,k=%d,r=%d,s=%d,stride=%d,pad=%d,dil=1,bias=1,prec=%s"
                     % (shape[0], shape[1], shape[2], shape[3], k, r, s, self.stride,
-                       self.padding, self.precision))
-            self._problems[shape] = _library().parse(spec)
-        return self._problems[shape]
+                       self.padding, prec))
+            self._problems[(shape, prec)] = _library().parse(spec)
+        return self._problems[(shape, prec)]
 
     def forward(self, x):
         p = self.problem(tuple(x.shape))
@@ -146,7 +159,9 @@ def _self_check(seed=0):
     print("init       ModelNew's parameters %s Model's under the same seed"
           % ("equal" if same_init else "DIFFER FROM"))
     verdicts = {}
-    for name, y, prec in (("Model", y_model, "tf32"), ("ModelNew", y_new, model_new.precision)):
+    model_prec = "tf32" if torch.backends.cudnn.allow_tf32 else "fp32"
+    for name, y, prec in (("Model", y_model, model_prec),
+                          ("ModelNew", y_new, model_new.call_precision())):
         r = bench.contract_check(y, *figs, L, prec, headline=bench.is_headline_shape(p))
         verdicts[name] = r["passes"]
         print("%-10s %s contract: %s  max abs err %.3g, rel err %.3g, elem ratio %.3g, "

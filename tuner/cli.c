@@ -26,6 +26,7 @@ static const char usage_main[] =
     "  tune      tune a problem on the attached GPU and store the winner\n"
     "  check     run the runtime's choice for a problem, verify it, time it\n"
     "  report    chart a problem's trials as SVG\n"
+    "  kernelbench  write a self-contained KernelBench entry (ModelNew) for a problem\n"
     "  db list   list the tuned problems in the database\n"
     "  db show   show one problem's trials and winner\n"
     "  db check  check the database's integrity\n"
@@ -40,7 +41,7 @@ static const char usage_main[] =
 
 /* Each option's getopt_long value (above every character). */
 enum {
-  OPT_PROBLEM = 256, OPT_PROBLEMS, OPT_SHARD, OPT_PRECISION, OPT_DB, OPT_ARCH, OPT_DEVICE,
+  OPT_PROBLEM = 256, OPT_PROBLEMS, OPT_SHARD, OPT_LEVEL1, OPT_PRECISION, OPT_DB, OPT_ARCH, OPT_DEVICE,
   OPT_THREADS, OPT_TRIALS, OPT_FINAL_TRIALS, OPT_FINALISTS, OPT_SEED,
   OPT_MAX_VARIANTS, OPT_BUDGET, OPT_WATCHDOG, OPT_FAMILIES, OPT_OUT,
   OPT_FORCE, OPT_FRESH, OPT_WEIGHTED, OPT_NO_ISOLATE, OPT_CUBINS, OPT_JSON, OPT_QUIET,
@@ -53,6 +54,7 @@ static const struct option cli_options[] = {
     {"problem", required_argument, NULL, OPT_PROBLEM},
     {"problems", required_argument, NULL, OPT_PROBLEMS},
     {"shard", required_argument, NULL, OPT_SHARD},
+    {"level1", required_argument, NULL, OPT_LEVEL1},
     {"precision", required_argument, NULL, OPT_PRECISION},
     {"db", required_argument, NULL, OPT_DB},
     {"arch", required_argument, NULL, OPT_ARCH},
@@ -105,6 +107,8 @@ static const int opts_check[] = {P_PROBLEM, OPT_PROBLEMS, OPT_DB, OPT_DEVICE, OP
 static const int opts_report[] = {P_PROBLEM, OPT_DB, OPT_OUT, OPT_FORCE,
                                   OPT_HELP, 0};
 static const int opts_db_json[] = {OPT_DB, OPT_JSON, OPT_HELP, 0};
+static const int opts_kernelbench[] = {OPT_PROBLEM, OPT_LEVEL1, OPT_DB, OPT_ARCH, OPT_OUT,
+                                       OPT_FORCE, OPT_HELP, 0};
 static const int opts_db_list[] = {OPT_DB, OPT_PROBLEMS, OPT_PRECISION, OPT_JSON, OPT_HELP, 0};
 static const int opts_db[] = {OPT_DB, OPT_HELP, 0};
 static const int opts_db_export[] = {OPT_DB, OPT_OUT, OPT_CUBINS, OPT_FORCE,
@@ -116,6 +120,8 @@ static const cli_command cli_commands[] = {
     {"check", ct_cli_check, ct_cli_usage_check, NULL, opts_check, 0, 0, NULL},
     {"report", ct_cli_report, ct_cli_usage_report, NULL, opts_report, 0, 1,
      NULL},
+    {"kernelbench", ct_cli_kernelbench, ct_cli_usage_kernelbench, NULL, opts_kernelbench, 0,
+     0, NULL},
     {"db list", ct_cli_db_list, ct_cli_usage_db,
      "usage: convtune db list [--db PATH] [--problems FILE [--precision P]] [--json]",
      opts_db_list, 0, 0, NULL},
@@ -186,6 +192,7 @@ static int cli_set(ct_cli *c, int val, const char *text) {
       {OPT_TRIALS, 1, 100000, &c->trials},
       {OPT_FINAL_TRIALS, 1, 100000, &c->final_trials},
       {OPT_FINALISTS, 1, 1000, &c->finalists},
+      {OPT_LEVEL1, 1, 100000, &c->level1},
   };
   const char *name = cli_option(val)->name;
   char opt[32], err[512];

@@ -23,6 +23,7 @@ typedef struct ct_cli {
   const char *problems;    /* --problems FILE */
   int shard_i, shard_n;    /* --shard I/N (shard_n 0: not given) */
   int weighted;            /* --weighted */
+  int level1;              /* --level1 N (0: not given) */
   const char *precision;   /* --precision */
   const char *db;          /* --db */
   const char *arch;        /* --arch */
@@ -143,7 +144,8 @@ void ct_cli_print_trial(const ct_cache_trial *t, const char *mark);
 ** is within the command's range) and handled --help. */
 
 extern const char ct_cli_usage_tune[], ct_cli_usage_check[],
-    ct_cli_usage_space[], ct_cli_usage_db[], ct_cli_usage_report[];
+    ct_cli_usage_space[], ct_cli_usage_db[], ct_cli_usage_report[],
+    ct_cli_usage_kernelbench[];
 
 int ct_cli_tune(const ct_cli *c);          /* cmd_tune.c */
 int ct_cli_check(const ct_cli *c);         /* cmd_tune.c */
@@ -155,5 +157,6 @@ int ct_cli_db_export(const ct_cli *c);
 int ct_cli_db_import(const ct_cli *c);
 int ct_cli_db_merge(const ct_cli *c);
 int ct_cli_report(const ct_cli *c);        /* cmd_report.c */
+int ct_cli_kernelbench(const ct_cli *c);   /* cmd_kernelbench.c */
 
 #endif /* CT_CLI_H */

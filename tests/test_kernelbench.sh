@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# `convtune kernelbench` on CPU: for every KernelBench level 1 conv2d
+# problem (tests/kernelbench/), the entry is written, compiles as Python,
+# passes KernelBench's static checker (backend cuda) with no error and no
+# warning, and its embedded CUDA (each precision's kernels, alone) compiles
+# with nvcc for sm_90a; with a tuned database (the fake GPU) the header
+# names the winners and where they came from; bad arguments are refused.
+#   tests/test_kernelbench.sh PATH/TO/convtune SOURCE_ROOT
+set -u
+ct=${1:?usage: test_kernelbench.sh CONVTUNE SOURCE_ROOT}
+root=${2:?usage: test_kernelbench.sh CONVTUNE SOURCE_ROOT}
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "SKIP: needs python3"
+  exit 77
+fi
+nvcc=${NVCC:-}
+[ -z "$nvcc" ] && command -v nvcc >/dev/null 2>&1 && nvcc=nvcc
+[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok()  { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+check() { if eval "$2"; then ok "$1"; else bad "$1: $2"; fi; }
+
+# static FILE: KernelBench's checker on FILE; prints its errors and warnings.
+static() { python3 - "$root/tests/kernelbench" "$1" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from kernel_static_checker import validate_kernel_static
+valid, errors, warnings = validate_kernel_static(open(sys.argv[2]).read(), backend="cuda")
+for e in errors: print("error:", e)
+for w in warnings: print("warning:", w)
+sys.exit(0 if valid and not errors and not warnings else 1)
+PY
+}
+# kernels FILE DIR: each precision's kernel source into DIR/<prec>.cu.
+kernels() { python3 - "$1" "$2" <<'PY'
+import ast, sys
+tree = ast.parse(open(sys.argv[1]).read())
+found = 0
+for node in tree.body:
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        name = node.targets[0].id
+        if name in ("_KERNELS_TF32", "_KERNELS_FP32"):
+            open("%s/%s.cu" % (sys.argv[2], name[9:].lower()), "w").write(node.value.value)
+            found += 1
+sys.exit(0 if found == 2 else 1)
+PY
+}
+
+for n in 50 55 56 62 63 80 87; do
+  f="$tmp/kb$n.py"
+  "$ct" kernelbench --level1 $n --db "$tmp/none.db" --out "$f" 2> "$tmp/err"
+  check "level 1 problem $n: written" "[ $? -eq 0 ] && [ -s '$f' ]"
+  check "problem $n: compiles as Python" "python3 -m py_compile '$f'"
+  check "problem $n: the static checker passes (no error, no warning)" "static '$f' > '$tmp/static' || { cat '$tmp/static'; false; }"
+  check "problem $n: the reference's test code" "grep -q '^def get_init_inputs' '$f' && grep -q '^def get_inputs' '$f' && grep -q '^class ModelNew(nn.Module)' '$f'"
+  ref=$(ls "$root"/tests/kernelbench/${n}_*.py)
+  attr=$(sed -n 's/^ *self\.\([a-z0-9_]*\) = nn\.Conv2d.*/\1/p' "$ref")
+  sig=$(sed -n 's/^ *def __init__(self, \(.*\)):$/\1/p' "$ref")
+  check "problem $n: the reference's constructor and module name ($attr)" "grep -qF 'def __init__(self, $sig):' '$f' && grep -q 'self\.$attr = _Conv2dParams(' '$f'"
+  check "problem $n: says the variants are defaults" "grep -q 'the default variant: the database has no tuned entry' '$f'"
+  mkdir -p "$tmp/k$n"
+  if kernels "$f" "$tmp/k$n"; then ok "problem $n: two kernel sources"; else bad "problem $n: two kernel sources"; fi
+  if [ -n "$nvcc" ]; then
+    for p in tf32 fp32; do
+      if [ $p = fp32 ] && cmp -s "$tmp/k$n/tf32.cu" "$tmp/k$n/fp32.cu"; then continue; fi
+      "$nvcc" -gencode arch=compute_90a,code=sm_90a -std=c++17 -c "$tmp/k$n/$p.cu" -o "$tmp/k$n/$p.o" > "$tmp/nvcc" 2>&1
+      check "problem $n: $p kernels compile with nvcc for sm_90a" "[ $? -eq 0 ] || { cat '$tmp/nvcc'; false; }"
+    done
+  fi
+done
+[ -z "$nvcc" ] && echo "skip nvcc compiles: no nvcc on PATH or in /usr/local/cuda/bin"
+
+# A tuned database (the fake GPU): the winners are embedded and named with
+# their device, time and measured mean; gm's tensor-map launcher included.
+spec87="n=16,c=64,h=1024,w=1024,k=128,r=1,s=1,bias=0"
+CONVTUNE_TEST_FAKE_GPU=1 CONVTUNE_TEST_FAKE_MS=5 "$ct" tune --problem "$spec87" --families gm \
+  --max-variants 2 --final-trials 3 --db "$tmp/t.db" > /dev/null 2>&1
+check "fake tune of problem 87" "[ $? -eq 0 ]"
+"$ct" kernelbench --level1 87 --db "$tmp/t.db" --out "$tmp/t87.py"
+check "tuned: written" "[ $? -eq 0 ]"
+win=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT variant FROM winners").fetchone()[0])' "$tmp/t.db")
+check "tuned: the header names the winner, its device and time" "grep -q \"#   tf32: $win\" '$tmp/t87.py' && grep -q 'tuned on convtune fake GPU' '$tmp/t87.py' && grep -q 'measured [0-9.]* ms' '$tmp/t87.py'"
+check "tuned: fp32 has no entry: the default variant" "grep -A1 '#   fp32: direct' '$tmp/t87.py' | grep -q 'the default variant'"
+check "tuned: the tensor maps are encoded in the launcher" "grep -q 'cuTensorMapEncodeIm2col' '$tmp/t87.py' && grep -q 'gm_conv<<<' '$tmp/t87.py'"
+check "tuned: the static checker passes" "static '$tmp/t87.py' > '$tmp/static' || { cat '$tmp/static'; false; }"
+mkdir -p "$tmp/kt"
+if [ -n "$nvcc" ] && kernels "$tmp/t87.py" "$tmp/kt"; then
+  "$nvcc" -gencode arch=compute_90a,code=sm_90a -std=c++17 -c "$tmp/kt/tf32.cu" -o "$tmp/kt/tf32.o" > "$tmp/nvcc" 2>&1
+  check "tuned: gm's kernels compile with nvcc" "[ $? -eq 0 ] || { cat '$tmp/nvcc'; false; }"
+fi
+
+# Any problem through --problem; refusals.
+"$ct" kernelbench --problem "n=2,c=5,h=9,w=11,k=7,r=3,s=2,stride=2,pad=1x0,dil=1,bias=1" --db "$tmp/none.db" --out "$tmp/any.py"
+check "--problem: written, compiles, passes the checker" "[ $? -eq 0 ] && python3 -m py_compile '$tmp/any.py' && static '$tmp/any.py' >/dev/null"
+check "--problem: nn.Conv2d's constructor with the problem's defaults" "grep -qF 'kernel_size=(3, 2), stride=(2, 2), padding=(1, 0)' '$tmp/any.py'"
+check "--level1 51 refused" "! '$ct' kernelbench --level1 51 --db '$tmp/none.db' 2>/dev/null"
+check "--problem with --level1 refused" "! '$ct' kernelbench --problem '$spec87' --level1 87 2>/dev/null"
+check "--out over the database refused" "! '$ct' kernelbench --level1 87 --db '$tmp/t.db' --out '$tmp/t.db' 2>/dev/null"
+printf 'not python\n' > "$tmp/other.txt"
+check "--out over another kind of file refused without --force" "! '$ct' kernelbench --db '$tmp/none.db' --out '$tmp/other.txt' 2>/dev/null && '$ct' kernelbench --db '$tmp/none.db' --out '$tmp/other.txt' --force"
+
+echo "kernelbench: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
