@@ -94,6 +94,31 @@ static void test_json(void) {
                 CT_OK);
   ASSERT_EQ_INT(l.n, 1);
   ct_problem_list_free(&l);
+  /* A key longer than any field is an unknown key, skipped with its value. */
+  ASSERT_EQ_INT(read_list("c.json",
+                          "{\"a_key_much_longer_than_any_field_of_an_entry\": {\"x\": 1},\n"
+                          " \"problems\": [{\"measured_mean_ms_on_h200_cudnn_x_y_z\": 2.5,\n"
+                          "                \"spec\": \"n=1,c=1,h=4,w=4,k=1,r=1,s=1\"}]}",
+                          NULL, &l, err, sizeof err),
+                CT_OK);
+  ASSERT_EQ_INT(l.n, 1);
+  ct_problem_list_free(&l);
+  /* Many entries, repeats among them: read in linear time. */
+  size_t big = 20000, cap = big * 40 + 16, at = 0;
+  char *text = malloc(cap);
+  ASSERT_TRUE(text != NULL);
+  at += (size_t)snprintf(text + at, cap - at, "[");
+  for (size_t i = 0; i < big; i++)
+    at += (size_t)snprintf(text + at, cap - at, "%s\"n=1,c=1,h=4,w=%zu,k=1,r=1,s=1\"",
+                           i ? ",\n" : "", 1 + i % 10000);
+  snprintf(text + at, cap - at, "]");
+  ct_status rc = read_list("big.json", text, NULL, &l, err, sizeof err);
+  free(text);
+  ASSERT_EQ_INT(rc, CT_OK);
+  ASSERT_EQ_INT(l.n, 10000);
+  ASSERT_EQ_INT(l.e[9999].calls, 2);
+  ASSERT_EQ_INT(l.e[9999].line, 10000);
+  ct_problem_list_free(&l);
 }
 
 /* Each refusal: CT_ERR_PARSE (or IO) and the message names file and line. */
@@ -114,6 +139,10 @@ static void test_errors(void) {
       {"[{\"spec\": \"n=1,c=1,h=4,w=4,k=1,r=1,s=1\", \"weight\": -1}]", "\"weight\""},
       {"[\"n=1,c=1,h=4,w=4,k=1,r=1,s=1\"] x", "text after"},
       {"[\"n=1,c=1,h=4", "unterminated"},
+      {"[\"n=1,c=1,h=4\\u1", "a bad \\u escape at the end"},
+      {"[\"n=1,c=1,h=4\\", "unterminated"},
+      {"[{\"spec\": \"n=1,c=1,h=4,w=4,k=1,r=1,s=1\", \"calls\": 900000000000},\n"
+       " {\"spec\": \"n=1,c=1,h=4,w=4,k=1,r=1,s=1\", \"calls\": 900000000000}]", ":2: the calls"},
       {"{\"problems\": [\n\n  \"n=1,c=1,h=4,w=4,k=1,r=1,s=1,q=2\"]}", ":3: "},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

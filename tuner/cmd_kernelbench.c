@@ -39,8 +39,9 @@ const char ct_cli_usage_kernelbench[] =
     "--level1 N: KernelBench level 1 problem N (50, 55, 56, 62, 63, 80, 87),\n"
     "with that reference's constructor; default 50.  --problem SPEC: any\n"
     "problem, with nn.Conv2d's constructor.  The variants are the database's\n"
-    "winners for the problem (the newest when several devices have one);\n"
-    "where there is none, the default variant, for --arch (default sm_90a).\n"
+    "winners for the problem on one device (the one of the newest winner, at\n"
+    "either precision); where that device has none, the default variant for\n"
+    "its architecture, or with nothing tuned for --arch (default sm_90a).\n"
     "The file's header says which variants it holds and where they came\n"
     "from: device, tuning time, measured time.\n";
 
@@ -228,10 +229,11 @@ static char *kb_strip_comments(const char *s) {
   return out;
 }
 
-/* The newest winner of spec in the database (cache may be NULL) into *kv;
-** 0 when there is none, -1 on a database error (said). */
-static int kb_find_winner(ct_cache *cache, const char *spec, kb_variant *kv, char *name,
-                          size_t len) {
+/* The newest winner of spec in the database (cache may be NULL) into *kv,
+** on device device_id only when that is > 0; *device_out (if not NULL) gets
+** its device id.  0 when there is none, -1 on a database error (said). */
+static int kb_find_winner(ct_cache *cache, const char *spec, int64_t device_id, kb_variant *kv,
+                          char *name, size_t len, int64_t *device_out) {
   if (cache == NULL) return 0;
   ct_cache_entry *rows = NULL;
   size_t n = 0;
@@ -241,13 +243,19 @@ static int kb_find_winner(ct_cache *cache, const char *spec, kb_variant *kv, cha
   }
   int found = 0;
   for (size_t i = 0; i < n; i++) {
-    if (strcmp(rows[i].spec, spec) != 0 || rows[i].device_id <= 0 || !rows[i].variant[0])
+    if (strcmp(rows[i].spec, spec) != 0 || rows[i].device_id <= 0 || !rows[i].variant[0] ||
+        (device_id > 0 && rows[i].device_id != device_id))
       continue;
     ct_cache_winner w;
     ct_cache_device d;
-    if (ct_cache_winner_read(cache, rows[i].problem_id, rows[i].device_id, &w) != CT_OK ||
-        ct_cache_device_get(cache, rows[i].device_id, &d) != CT_OK) {
+    if (ct_cache_winner_read(cache, rows[i].problem_id, rows[i].device_id, &w) != CT_OK) {
       fprintf(stderr, "convtune kernelbench: %s\n", ct_cache_errmsg(cache));
+      free(rows);
+      return -1;
+    }
+    if (ct_cache_device_get(cache, rows[i].device_id, &d) != CT_OK) {
+      fprintf(stderr, "convtune kernelbench: %s\n", ct_cache_errmsg(cache));
+      ct_cache_winner_clear(&w);
       free(rows);
       return -1;
     }
@@ -257,6 +265,7 @@ static int kb_find_winner(ct_cache *cache, const char *spec, kb_variant *kv, cha
       kv->mean_ms = w.mean_ms;
       kv->created_at = w.created_at;
       snprintf(name, len, "%s", w.variant);
+      if (device_out) *device_out = rows[i].device_id;
     }
     ct_cache_winner_clear(&w);
   }
@@ -264,16 +273,19 @@ static int kb_find_winner(ct_cache *cache, const char *spec, kb_variant *kv, cha
   return found;
 }
 
-/* The variant of problem p (its precision set) into *kv.  0, or 1 after
-** saying why not. */
-static int kb_variant_of(ct_cache *cache, const ct_problem *p, const char *arch,
-                         kb_variant *kv) {
+/* The variant of problem p (its precision set) into *kv: its winner on
+** device device_id (none when 0), else the default variant for arch.  0, or
+** 1 after saying why not. */
+static int kb_variant_of(ct_cache *cache, const ct_problem *p, int64_t device_id,
+                         const char *arch, kb_variant *kv) {
   memset(kv, 0, sizeof *kv);
   kv->p = *p;
   kv->mean_ms = NAN;
   char spec[CT_PROBLEM_SPEC_MAX], name[CT_GEN_NAME_MAX];
   ct_problem_format(p, spec, sizeof spec);
-  int found = kb_find_winner(cache, spec, kv, name, sizeof name);
+  int found = device_id > 0
+                  ? kb_find_winner(cache, spec, device_id, kv, name, sizeof name, NULL)
+                  : 0;
   if (found < 0) return 1;
   ct_gen_limits lim;
   const char *target = found ? kv->device.arch : arch;
@@ -441,6 +453,19 @@ static void kb_launcher(FILE *f, const kb_variant *kv) {
 /* ---------------------------------------------------------------------- */
 /* The file                                                                */
 
+/* What a build depends on: the kernels, and the problem, variant and
+** architecture the launcher follows from. */
+static uint64_t kb_digest(const kb_variant *kv) {
+  char key[CT_PROBLEM_SPEC_MAX + CT_GEN_NAME_MAX + 32];
+  char spec[CT_PROBLEM_SPEC_MAX];
+  ct_problem_format(&kv->p, spec, sizeof spec);
+  char *at = strstr(spec, ",prec=");
+  if (at) *at = '\0'; /* one build for both precisions when they agree */
+  snprintf(key, sizeof key, "%s|%s|%s", spec, kv->v.name, kv->v.limits.arch);
+  uint64_t h = ct_gen_hash(kv->kernels, strlen(kv->kernels), CT_GEN_HASH_SEED);
+  return ct_gen_hash(key, strlen(key), h);
+}
+
 static void kb_tuple(FILE *f, int64_t a, int64_t b) {
   fprintf(f, "(%" PRId64 ", %" PRId64 ")", a, b);
 }
@@ -533,8 +558,7 @@ static void kb_write(FILE *f, const kb_problem *kb, const char *db, int have_db,
   }
   char tag[16] = "conv";
   if (kb->id) snprintf(tag, sizeof tag, "kb%d", kb->id);
-  uint64_t h0 = ct_gen_hash(kv[0].kernels, strlen(kv[0].kernels), CT_GEN_HASH_SEED);
-  uint64_t h1 = ct_gen_hash(kv[1].kernels, strlen(kv[1].kernels), CT_GEN_HASH_SEED);
+  uint64_t h0 = kb_digest(&kv[0]), h1 = kb_digest(&kv[1]);
   fprintf(f,
           "_SOURCES = {\n"
           "    \"tf32\": (_KERNELS_TF32, _LAUNCH_TF32, \"%016" PRIx64 "\", \"%s\"),\n"
@@ -716,7 +740,30 @@ int ct_cli_kernelbench(const ct_cli *c) {
   ct_problem pt = p, pf = p;
   pt.precision = CT_PREC_TF32;
   pf.precision = CT_PREC_FP32;
-  if (kb_variant_of(cache, &pt, arch, &kv[0]) == 0 && kb_variant_of(cache, &pf, arch, &kv[1]) == 0) {
+  /* One device for both precisions: the newest winner's (its
+  ** architecture for a default variant too), so that the entry builds for
+  ** one GPU. */
+  int64_t device_id = 0, dt = 0, df = 0;
+  kb_variant probe[2];
+  char name[CT_GEN_NAME_MAX], st[CT_PROBLEM_SPEC_MAX], sf[CT_PROBLEM_SPEC_MAX];
+  ct_problem_format(&pt, st, sizeof st);
+  ct_problem_format(&pf, sf, sizeof sf);
+  memset(probe, 0, sizeof probe);
+  int ft = kb_find_winner(cache, st, 0, &probe[0], name, sizeof name, &dt);
+  int ff = kb_find_winner(cache, sf, 0, &probe[1], name, sizeof name, &df);
+  if (ft < 0 || ff < 0) {
+    ct_cache_close(cache);
+    return 1;
+  }
+  if (ft && (!ff || probe[0].created_at >= probe[1].created_at)) {
+    device_id = dt;
+    arch = probe[0].device.arch;
+  } else if (ff) {
+    device_id = df;
+    arch = probe[1].device.arch;
+  }
+  if (kb_variant_of(cache, &pt, device_id, arch, &kv[0]) == 0 &&
+      kb_variant_of(cache, &pf, device_id, arch, &kv[1]) == 0) {
     static const ct_cli_out_kind py = {"a Python file", {"# ", "import"}};
     ct_cli_out out;
     if (ct_cli_out_open("kernelbench", c->out, path, &py, c->force, &out) == 0) {

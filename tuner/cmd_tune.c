@@ -64,13 +64,15 @@ const char ct_cli_usage_tune[] =
     "\"name\": NAME, \"calls\": N, \"weight\": W}, ...]} or a list of specs.\n"
     "A problem named twice is tuned once.\n"
     "Problems with a winner on this device are skipped (--fresh: tuned\n"
-    "again), so a rerun after an interruption goes on where it stopped.  It\n"
+    "again; once the run has met the device, without starting its worker),\n"
+    "so a rerun after an interruption goes on where it stopped.  It\n"
     "prints a line per problem (problem i of n, the winner, elapsed time and\n"
     "ETA) and a table at the end: status, winner, its time and its speed\n"
     "against the default variant's; --json prints that table as JSON.\n"
     "Exits 1 when a problem failed (the others still run).  --shard I/N\n"
-    "tunes only the I-th of N shares of the list (positions I, I+N, ...; the\n"
-    "same on every host), for tuning one list on several machines and\n"
+    "(0 <= I < N) tunes only share I of N of the list: the problems at\n"
+    "positions I, I+N, I+2N, ... counting from 0, the same on every host,\n"
+    "for tuning one list on several machines and\n"
     "joining their databases with `convtune db merge`.  --weighted shares\n"
     "the list's budget (--budget times its problems) in proportion to each\n"
     "problem's weight (in a JSON list, e.g. calls x measured ms; else its\n"
@@ -415,6 +417,9 @@ static int tune_list(const ct_cli *c, const char *db) {
   /* --shard I/N: the problems at positions I, I + N, I + 2N, ... of the
   ** list (repeats merged first), the same share on every host. */
   size_t listed = list.n;
+  /* --weighted shares the whole list's budget, also under --shard. */
+  double wsum = 0;
+  for (size_t k = 0; k < list.n; k++) wsum += list.e[k].weight;
   if (c->shard_n) {
     size_t kept = 0;
     for (size_t k = (size_t)c->shard_i; k < list.n; k += (size_t)c->shard_n)
@@ -445,14 +450,12 @@ static int tune_list(const ct_cli *c, const char *db) {
   /* --weighted: the list's budget, --budget times its problems, shared
   ** in proportion to each problem's weight (at least a tenth of --budget
   ** each). */
-  double wsum = 0;
-  for (size_t k = 0; k < list.n; k++) wsum += list.e[k].weight;
   for (; i < list.n && !tune_stop; i++) {
     list_row *l = &rows[i];
     l->e = &list.e[i];
     l->budget_s = c->budget;
     if (c->weighted && wsum > 0) {
-      double share = c->budget * (double)list.n * l->e->weight / wsum;
+      double share = c->budget * (double)listed * l->e->weight / wsum;
       l->budget_s = share > c->budget / 10 ? share : c->budget / 10;
     }
     o.budget_s = l->budget_s;

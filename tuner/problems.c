@@ -10,14 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ct_gen.h"
 #include "problems.h"
 
 #define LIST_FILE_MAX (64u << 20) /* bytes a list file may have */
 
-/* The list being built, and where its text came from (for messages). */
+/* The list being built, and where its text came from (for messages);
+** slots: an open-addressing index of its specs (entry + 1, 0 empty). */
 typedef struct list_build {
   ct_problem_list *l;
   size_t cap;
+  size_t *slots, n_slots;
   const char *path;
   const ct_precision *prec;       /* NULL: the specs' own */
   char *err;
@@ -46,6 +49,26 @@ long ct_problem_list_find(const ct_problem_list *l, const char *spec) {
   return -1;
 }
 
+/* The index slot of spec: its entry's, else the empty one it would take. */
+static size_t find_slot(const list_build *b, const char *spec) {
+  size_t i = (size_t)ct_gen_hash(spec, strlen(spec), CT_GEN_HASH_SEED) & (b->n_slots - 1);
+  while (b->slots[i] && strcmp(b->l->e[b->slots[i] - 1].spec, spec) != 0)
+    i = (i + 1) & (b->n_slots - 1);
+  return i;
+}
+
+/* Doubles the index (at least 64 slots) and puts every entry back. */
+static ct_status grow_slots(list_build *b) {
+  size_t n = b->n_slots ? 2 * b->n_slots : 64;
+  size_t *slots = calloc(n, sizeof *slots);
+  if (slots == NULL) return CT_ERR_NOMEM;
+  free(b->slots);
+  b->slots = slots;
+  b->n_slots = n;
+  for (size_t k = 0; k < b->l->n; k++) b->slots[find_slot(b, b->l->e[k].spec)] = k + 1;
+  return CT_OK;
+}
+
 /* Adds one problem (spec text, optional name, calls, weight <= 0: calls). */
 static ct_status add(list_build *b, int line, const char *spec, const char *name,
                      long calls, double weight) {
@@ -58,10 +81,16 @@ static ct_status add(list_build *b, int line, const char *spec, const char *name
   if (ct_problem_format(&p, canon, sizeof canon) != CT_OK)
     return fail(b, line, CT_ERR_PARSE, "cannot format the problem");
   if (weight <= 0) weight = (double)calls;
-  long at = ct_problem_list_find(b->l, canon);
+  if (2 * (b->l->n + 1) > b->n_slots && grow_slots(b) != CT_OK)
+    return fail(b, 0, CT_ERR_NOMEM, "out of host memory");
+  size_t slot = find_slot(b, canon);
+  long at = b->slots[slot] ? (long)b->slots[slot] - 1 : -1;
   if (at >= 0) {
     ct_problem_entry *e = &b->l->e[at];
-    e->calls = e->calls > CT_PROBLEM_LIST_MAX * 1000L - calls ? e->calls : e->calls + calls;
+    if (e->calls > CT_PROBLEM_CALLS_MAX - calls)
+      return fail(b, line, CT_ERR_PARSE, "the calls of this problem add up past %lld",
+                  (long long)CT_PROBLEM_CALLS_MAX);
+    e->calls += calls;
     e->weight += weight;
     if (!e->name[0] && name) snprintf(e->name, sizeof e->name, "%s", name);
     return CT_OK;
@@ -76,6 +105,7 @@ static ct_status add(list_build *b, int line, const char *spec, const char *name
     b->cap = cap;
   }
   ct_problem_entry *e = &b->l->e[b->l->n++];
+  b->slots[slot] = b->l->n;
   memset(e, 0, sizeof *e);
   snprintf(e->spec, sizeof e->spec, "%s", canon);
   if (name) snprintf(e->name, sizeof e->name, "%s", name);
@@ -132,12 +162,18 @@ static ct_status read_text(list_build *b, char *text) {
 typedef struct json_in {
   const char *s, *p;
   list_build *b;
+  const char *counted;          /* lines are counted up to here ... */
+  int line;                     /* ... where this one starts or runs */
 } json_in;
 
-static int json_line(const json_in *j) {
-  int line = 1;
-  for (const char *q = j->s; q < j->p; q++) line += *q == '\n';
-  return line;
+/* The line of j->p, counting on from where the last call stopped. */
+static int json_line(json_in *j) {
+  if (j->counted == NULL || j->counted > j->p) {
+    j->counted = j->s;
+    j->line = 1;
+  }
+  for (; j->counted < j->p; j->counted++) j->line += *j->counted == '\n';
+  return j->line;
 }
 
 static ct_status json_fail(json_in *j, const char *what) {
@@ -150,8 +186,9 @@ static void json_ws(json_in *j) {
 }
 
 /* A string into out (len bytes, NULL: skipped); escapes decoded, \u to
-** ASCII only (others become '?'). */
-static ct_status json_string(json_in *j, char *out, size_t len) {
+** ASCII only (others become '?').  With *too_long not NULL, a string longer
+** than out holds is cut short and *too_long set, else it is an error. */
+static ct_status json_string_cut(json_in *j, char *out, size_t len, int *too_long) {
   if (*j->p != '"') return json_fail(j, "a string expected");
   j->p++;
   size_t n = 0;
@@ -162,7 +199,9 @@ static ct_status json_string(json_in *j, char *out, size_t len) {
     j->p++;
     if (c == '"') break;
     if (c == '\\') {
-      char e = *j->p++;
+      char e = *j->p;
+      if (e == '\0') return json_fail(j, "unterminated string");
+      j->p++;
       switch (e) {
       case '"': case '\\': case '/': c = e; break;
       case 'b': c = '\b'; break;
@@ -173,8 +212,9 @@ static ct_status json_string(json_in *j, char *out, size_t len) {
       case 'u': {
         unsigned v = 0;
         for (int i = 0; i < 4; i++) {
-          char h = *j->p++;
+          char h = *j->p;
           if (!isxdigit((unsigned char)h)) return json_fail(j, "a bad \\u escape");
+          j->p++;
           v = v * 16 + (unsigned)(isdigit((unsigned char)h) ? h - '0' : (tolower(h) - 'a' + 10));
         }
         c = v < 0x80 && v > 0 ? (char)v : '?';
@@ -184,12 +224,20 @@ static ct_status json_string(json_in *j, char *out, size_t len) {
       }
     }
     if (out) {
-      if (n + 1 >= len) return json_fail(j, "a string too long");
-      out[n++] = c;
+      if (n + 1 >= len) {
+        if (!too_long) return json_fail(j, "a string too long");
+        *too_long = 1;
+      } else {
+        out[n++] = c;
+      }
     }
   }
   if (out) out[n] = '\0';
   return CT_OK;
+}
+
+static ct_status json_string(json_in *j, char *out, size_t len) {
+  return json_string_cut(j, out, len, NULL);
 }
 
 static ct_status json_number(json_in *j, double *v) {
@@ -270,10 +318,9 @@ static ct_status json_entry(json_in *j) {
   json_ws(j);
   while (*j->p != '}') {
     char key[32];
-    if ((rc = json_string(j, key, sizeof key)) != CT_OK) {
-      /* a key too long for any known field: skip it */
-      return rc;
-    }
+    int long_key = 0;
+    if ((rc = json_string_cut(j, key, sizeof key, &long_key)) != CT_OK) return rc;
+    if (long_key) key[0] = '\0'; /* longer than any field: an unknown key */
     json_ws(j);
     if (*j->p != ':') return json_fail(j, "':' expected");
     j->p++;
@@ -285,7 +332,7 @@ static ct_status json_entry(json_in *j) {
       if ((rc = json_string(j, name, sizeof name)) != CT_OK) return rc;
     } else if (!strcmp(key, "calls")) {
       if ((rc = json_number(j, &calls)) != CT_OK) return rc;
-      if (calls < 1 || calls > 1e9 || calls != floor(calls))
+      if (calls < 1 || calls > (double)CT_PROBLEM_CALLS_MAX || calls != floor(calls))
         return fail(j->b, json_line(j), CT_ERR_PARSE, "\"calls\" must be a whole number >= 1");
     } else if (!strcmp(key, "weight")) {
       if ((rc = json_number(j, &weight)) != CT_OK) return rc;
@@ -333,7 +380,7 @@ static ct_status json_entries(json_in *j) {
 }
 
 static ct_status read_json(list_build *b, const char *text) {
-  json_in j = {text, text, b};
+  json_in j = {text, text, b, NULL, 1};
   ct_status rc;
   json_ws(&j);
   if (*j.p == '[') {
@@ -345,7 +392,9 @@ static ct_status read_json(list_build *b, const char *text) {
     rc = CT_OK;
     while (rc == CT_OK && *j.p != '}') {
       char key[32];
-      if ((rc = json_string(&j, key, sizeof key)) != CT_OK) break;
+      int long_key = 0;
+      if ((rc = json_string_cut(&j, key, sizeof key, &long_key)) != CT_OK) break;
+      if (long_key) key[0] = '\0';
       json_ws(&j);
       if (*j.p != ':') return json_fail(&j, "':' expected");
       j.p++;
@@ -423,7 +472,7 @@ ct_status ct_problem_list_read(const char *path, const char *precision,
   if (err && len) err[0] = '\0';
   if (path == NULL || out == NULL || err == NULL || len == 0) return CT_ERR_INVALID_ARG;
   ct_precision prec;
-  list_build b = {out, 0, path, NULL, err, len};
+  list_build b = {out, 0, NULL, 0, path, NULL, err, len};
   if (precision) {
     if (ct_precision_parse(precision, &prec) != CT_OK) {
       snprintf(err, len, "precision must be tf32 or fp32, not '%s'", precision);
@@ -438,6 +487,7 @@ ct_status ct_problem_list_read(const char *path, const char *precision,
   while (isspace((unsigned char)*first)) first++;
   rc = *first == '{' || *first == '[' ? read_json(&b, text) : read_text(&b, text);
   free(text);
+  free(b.slots);
   if (rc == CT_OK && out->n == 0) rc = fail(&b, 0, CT_ERR_PARSE, "no problem in the list");
   if (rc != CT_OK) ct_problem_list_free(out);
   return rc;
