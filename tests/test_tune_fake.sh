@@ -13,7 +13,9 @@
 #     to its time;
 #   - problem lists: tune --problems (text and JSON), reruns skip what is
 #     tuned, SIGKILL in a list tune, --shard shares merged against one
-#     run, --weighted budgets, db list --problems, the list's errors;
+#     run, --weighted budgets, --devices over 2 and 4 fake GPUs (spread,
+#     nothing lost or done twice, a faulting worker restarted, a missing
+#     GPU stopping alone), db list --problems, the list's errors;
 #   - report, db check, export / import / merge, the progress bar.
 #   tests/test_tune_fake.sh PATH/TO/convtune
 set -u
@@ -218,6 +220,40 @@ warm "$db"
 "$ct" tune --problems "$tmp/w.json" --weighted --budget 2 "${lopts[@]}" --db "$db" --json > "$tmp/w.out" 2>/dev/null
 check "--weighted: budgets by weight" "[ $? -eq 0 ] && [ '$(lget "$tmp/w.out" 'p["budget_s"]')' = '0.4 3.6' ]"
 check "--weighted without --budget refused" "! '$ct' tune --problems '$tmp/w.json' --weighted --db '$db' 2>/dev/null"
+# --devices: a list spread over 2 and 4 fake GPUs, one worker each, into
+# one database: every problem tuned once, the same trials as on one GPU,
+# work on every device; a worker that faults is restarted and the others
+# go on; a device that does not exist stops alone.
+for k in 1 2 3 4 5 6; do echo "n=1,c=3,h=$((10 + k)),w=20,k=8,r=3,s=3,pad=1"; done > "$tmp/six.txt"
+db="$tmp/dev1.db"
+warm "$db"
+"$ct" tune --problems "$tmp/six.txt" "${lopts[@]}" --db "$db" > /dev/null 2>&1
+one=$(sql "$db" 'SELECT count(*) FROM trials')
+for nd in 2 4; do
+  db="$tmp/dev$nd.db"
+  warm "$db"
+  CONVTUNE_TEST_FAKE_DEVICES=$nd "$ct" tune --problems "$tmp/six.txt" --devices all "${lopts[@]}" --db "$db" > "$tmp/dev$nd.out" 2>&1
+  rc=$?
+  check "--devices all ($nd fake GPUs): every problem tuned" "[ $rc -eq 0 ] && [ $(sql "$db" 'SELECT count(*) FROM winners') -eq 6 ] && integrity '$db'"
+  check "--devices ($nd): the trials of one GPU's run, none twice, none lost" "[ $(sql "$db" 'SELECT count(*) FROM trials') -eq $one ]"
+  check "--devices ($nd): the winners of one GPU's run" "[ '$(winners "$db")' = '$(winners "$tmp/dev1.db")' ]"
+  used=$(grep -o '^\[gpu [0-9]*\] == problem' "$tmp/dev$nd.out" | sort -u | wc -l)
+  check "--devices ($nd): progress per GPU, each GPU used" "[ $used -eq $nd ] && grep -q '^per device: gpu 0: ' '$tmp/dev$nd.out' && grep -q '6/6 done' '$tmp/dev$nd.out'"
+done
+printf '%s\n%s\n' "$spec" "$spec2" > "$tmp/two.txt"
+db="$tmp/devf.db"
+warm "$db"
+CONVTUNE_TEST_FAMILIES=1 CONVTUNE_TEST_FAKE_DEVICES=2 "$ct" tune --problems "$tmp/two.txt" --devices 0,1 \
+  --families test_oob,test_wrong,direct --final-trials 5 --db "$db" > "$tmp/devf.out" 2>&1
+check "--devices: a faulting worker is restarted on each GPU and the list finishes" "[ $? -eq 0 ] && [ $(sql "$db" 'SELECT count(*) FROM winners') -eq 2 ] && [ $(sql "$db" "SELECT count(*) FROM trials WHERE status = 'faulted'") -eq 2 ]"
+db="$tmp/devx.db"
+warm "$db"
+CONVTUNE_TEST_FAKE_DEVICES=2 "$ct" tune --problems "$tmp/six.txt" --devices 0,5 "${lopts[@]}" --db "$db" > "$tmp/devx.out" 2>&1
+rc=$?
+check "--devices: a missing GPU stops alone, the other tunes the rest" "[ $rc -eq 1 ] && grep -q 'no fake device 5' '$tmp/devx.out' && [ $(sql "$db" 'SELECT count(*) FROM winners') -eq 5 ]"
+check "--devices without --problems refused" "! '$ct' tune --devices 0,1 --db '$db' 2>/dev/null"
+check "--devices 0,0 refused" "! '$ct' tune --problems '$tmp/six.txt' --devices 0,0 --db '$db' 2>/dev/null"
+
 # SIGKILL during a list tune: the rerun finishes the list, keeps every
 # trial the killed run recorded, and the database stays intact.
 export CONVTUNE_TEST_FAKE_MS=60

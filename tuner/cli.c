@@ -41,7 +41,7 @@ static const char usage_main[] =
 
 /* Each option's getopt_long value (above every character). */
 enum {
-  OPT_PROBLEM = 256, OPT_PROBLEMS, OPT_SHARD, OPT_LEVEL1, OPT_PRECISION, OPT_DB, OPT_ARCH, OPT_DEVICE,
+  OPT_PROBLEM = 256, OPT_PROBLEMS, OPT_SHARD, OPT_LEVEL1, OPT_DEVICES, OPT_PRECISION, OPT_DB, OPT_ARCH, OPT_DEVICE,
   OPT_THREADS, OPT_TRIALS, OPT_FINAL_TRIALS, OPT_FINALISTS, OPT_SEED,
   OPT_MAX_VARIANTS, OPT_BUDGET, OPT_WATCHDOG, OPT_FAMILIES, OPT_OUT,
   OPT_FORCE, OPT_FRESH, OPT_WEIGHTED, OPT_NO_ISOLATE, OPT_CUBINS, OPT_JSON, OPT_QUIET,
@@ -55,6 +55,7 @@ static const struct option cli_options[] = {
     {"problems", required_argument, NULL, OPT_PROBLEMS},
     {"shard", required_argument, NULL, OPT_SHARD},
     {"level1", required_argument, NULL, OPT_LEVEL1},
+    {"devices", required_argument, NULL, OPT_DEVICES},
     {"precision", required_argument, NULL, OPT_PRECISION},
     {"db", required_argument, NULL, OPT_DB},
     {"arch", required_argument, NULL, OPT_ARCH},
@@ -97,7 +98,7 @@ typedef struct cli_command {
 #define P_PROBLEM OPT_PROBLEM, OPT_PRECISION
 static const int opts_space[] = {P_PROBLEM, OPT_ARCH, OPT_DEVICE, OPT_FAMILIES,
                                  OPT_JSON, OPT_HELP, 0};
-static const int opts_tune[] = {P_PROBLEM, OPT_PROBLEMS, OPT_SHARD, OPT_WEIGHTED, OPT_DB, OPT_DEVICE, OPT_THREADS,
+static const int opts_tune[] = {P_PROBLEM, OPT_PROBLEMS, OPT_SHARD, OPT_WEIGHTED, OPT_DEVICES, OPT_DB, OPT_DEVICE, OPT_THREADS,
                                 OPT_TRIALS, OPT_FINAL_TRIALS, OPT_FINALISTS,
                                 OPT_SEED, OPT_MAX_VARIANTS, OPT_BUDGET,
                                 OPT_FAMILIES, OPT_FRESH, OPT_WATCHDOG,
@@ -207,6 +208,7 @@ static int cli_set(ct_cli *c, int val, const char *text) {
   switch (val) {
   case OPT_PROBLEM: c->problem = text; break;
   case OPT_PROBLEMS: c->problems = text; break;
+  case OPT_DEVICES: c->devices = text; break;
   case OPT_SHARD: {
     char *end;
     errno = 0;

@@ -24,6 +24,7 @@ typedef struct ct_cli {
   int shard_i, shard_n;    /* --shard I/N (shard_n 0: not given) */
   int weighted;            /* --weighted */
   int level1;              /* --level1 N (0: not given) */
+  const char *devices;     /* --devices LIST|all */
   const char *precision;   /* --precision */
   const char *db;          /* --db */
   const char *arch;        /* --arch */

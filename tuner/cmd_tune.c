@@ -2,7 +2,9 @@
 ** cmd_tune.c — the commands on one problem: `convtune tune`, `check` and
 ** `space`.
 */
+#include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -13,9 +15,11 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ct_drv.h"
 
 const char ct_cli_usage_tune[] =
-    "usage: convtune tune [--problem SPEC | --problems FILE [--shard I/N] [--weighted]]\n"
+    "usage: convtune tune [--problem SPEC |\n"
+    "                      --problems FILE [--shard I/N] [--weighted] [--devices LIST|all]]\n"
     "                     [--precision tf32|fp32] [--db PATH]\n"
     "                     [--device N] [--threads N] [--trials N]\n"
     "                     [--final-trials N] [--finalists N] [--seed N]\n"
@@ -73,7 +77,11 @@ const char ct_cli_usage_tune[] =
     "(0 <= I < N) tunes only share I of N of the list: the problems at\n"
     "positions I, I+N, I+2N, ... counting from 0, the same on every host,\n"
     "for tuning one list on several machines and\n"
-    "joining their databases with `convtune db merge`.  --weighted shares\n"
+    "joining their databases with `convtune db merge`.  --devices LIST|all\n"
+    "(e.g. 0,1,3) tunes the list on several GPUs of this machine at once,\n"
+    "each with its own worker, taking the next problem when it is done, all\n"
+    "into the one database; a GPU whose worker faults or hangs is restarted,\n"
+    "one that cannot be used stops and the others go on.  --weighted shares\n"
     "the list's budget (--budget times its problems) in proportion to each\n"
     "problem's weight (in a JSON list, e.g. calls x measured ms; else its\n"
     "calls), at least a tenth of --budget each: time goes where the network\n"
@@ -167,6 +175,11 @@ int ct_cli_tune(const ct_cli *c) {
   if (c->weighted && (!c->problems || c->budget <= 0)) {
     fprintf(stderr, "convtune tune: --weighted shares a list's budget: it needs "
                     "--problems FILE and --budget SECONDS\n");
+    return CT_CLI_EXIT_USAGE;
+  }
+  if (c->devices && !c->problems) {
+    fprintf(stderr, "convtune tune: --devices spreads a list over GPUs: it needs --problems "
+                    "FILE (one problem's variants are not split across GPUs)\n");
     return CT_CLI_EXIT_USAGE;
   }
   if (c->shard_n && !c->problems) {
@@ -405,66 +418,79 @@ static void list_summary_text(const list_row *rows, size_t n, double wall_s) {
          n, ct_cli_plural(n, "problem", "problems"), tuned, skipped, failed, t);
 }
 
-/* `convtune tune --problems FILE`: each problem in turn, those with a
-** winner on this device skipped unless --fresh. */
-static int tune_list(const ct_cli *c, const char *db) {
-  ct_problem_list list;
-  char err[1024];
-  if (ct_problem_list_read(c->problems, c->precision, &list, err, sizeof err) != CT_OK) {
-    fprintf(stderr, "convtune tune: --problems %s\n", err);
-    return CT_CLI_EXIT_USAGE;
-  }
-  /* --shard I/N: the problems at positions I, I + N, I + 2N, ... of the
-  ** list (repeats merged first), the same share on every host. */
-  size_t listed = list.n;
-  /* --weighted shares the whole list's budget, also under --shard. */
-  double wsum = 0;
-  for (size_t k = 0; k < list.n; k++) wsum += list.e[k].weight;
-  if (c->shard_n) {
-    size_t kept = 0;
-    for (size_t k = (size_t)c->shard_i; k < list.n; k += (size_t)c->shard_n)
-      list.e[kept++] = list.e[k];
-    list.n = kept;
-    if (o_progress_of(c))
-      fprintf(o_progress_of(c), "shard %d/%d: %zu of the list's %zu %s\n", c->shard_i,
-              c->shard_n, kept, listed, ct_cli_plural(listed, "problem", "problems"));
-  }
-  list_row *rows = calloc(list.n ? list.n : 1, sizeof *rows);
-  if (rows == NULL) {
-    fprintf(stderr, "convtune tune: out of host memory\n");
-    ct_problem_list_free(&list);
-    return 1;
-  }
+/* A list tune in progress: what the devices share. */
+typedef struct list_run {
+  const ct_cli *c;
+  const char *db;
+  const ct_problem_list *list;
+  list_row *rows;
+  size_t listed;           /* problems before --shard */
+  double wsum;             /* their weights */
+  int n_dev;               /* devices tuning at once */
+  double t0;
+  pthread_mutex_t lock;    /* guards what follows, and the progress lines */
+  size_t next;             /* the next problem to take */
+  size_t done, n_tuned, n_failed;
+  double tuning_s;         /* wall time of the problems tuned (not skipped) */
+  int no_gpu;              /* a device could not be used */
+  int stop_all;            /* a database error or an interruption */
+  FILE *pg;                /* progress lines, or NULL */
+} list_run;
+
+/* One device's share of the work: it takes the next problem until none is
+** left. */
+typedef struct list_dev {
+  list_run *run;
+  int device;
+  size_t n_done;           /* problems it finished */
+  pthread_t thread;
+} list_dev;
+
+static void *list_device(void *arg) {
+  list_dev *d = arg;
+  list_run *run = d->run;
+  const ct_cli *c = run->c;
   ct_tune_options o;
-  tune_options(c, db, &o);
+  tune_options(c, run->db, &o);
   o.skip_tuned = !c->fresh;
-  FILE *pg = o.progress;
-  tune_signals();
-  const double t0 = list_now();
-  double tuning_s = 0; /* wall time of the problems tuned (not skipped) */
-  size_t n_tuned = 0, n_failed = 0;
-  int no_gpu = 0;
+  o.device = d->device;
+  char tag[24] = "";
+  if (run->n_dev > 1) {
+    /* One line per problem and device; the variants' lines would mix. */
+    o.progress = NULL;
+    o.progress_bar = 0;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!c->threads) o.threads = cores > run->n_dev ? (int)(cores / run->n_dev) : 1;
+    snprintf(tag, sizeof tag, "[gpu %d] ", d->device);
+  }
   ct_cache_device known_device; /* the device, once a run has found it */
   ct_gen_limits known_limits;
-  size_t i = 0;
-  /* --weighted: the list's budget, --budget times its problems, shared
-  ** in proportion to each problem's weight (at least a tenth of --budget
-  ** each). */
-  for (; i < list.n && !tune_stop; i++) {
-    list_row *l = &rows[i];
-    l->e = &list.e[i];
+  for (;;) {
+    pthread_mutex_lock(&run->lock);
+    if (tune_stop || run->stop_all || run->next >= run->list->n) {
+      pthread_mutex_unlock(&run->lock);
+      break;
+    }
+    const size_t i = run->next++;
+    list_row *l = &run->rows[i];
+    l->e = &run->list->e[i];
+    l->status = "running";
     l->budget_s = c->budget;
-    if (c->weighted && wsum > 0) {
-      double share = c->budget * (double)listed * l->e->weight / wsum;
+    if (c->weighted && run->wsum > 0) {
+      double share = c->budget * (double)run->listed * l->e->weight / run->wsum;
       l->budget_s = share > c->budget / 10 ? share : c->budget / 10;
     }
-    o.budget_s = l->budget_s;
-    if (pg) {
+    if (run->pg) {
       char bud[48] = "";
       if (l->budget_s > 0) snprintf(bud, sizeof bud, ", budget %.1f s", l->budget_s);
-      fprintf(pg, "== problem %zu/%zu: %s%s%s%s%s\n", i + 1, list.n, l->e->spec,
-              l->e->name[0] ? " (" : "", l->e->name, l->e->name[0] ? ")" : "", bud);
+      fprintf(run->pg, "%s== problem %zu/%zu: %s%s%s%s%s\n", tag, i + 1, run->list->n,
+              l->e->spec, l->e->name[0] ? " (" : "", l->e->name, l->e->name[0] ? ")" : "",
+              bud);
+      fflush(run->pg);
     }
+    pthread_mutex_unlock(&run->lock);
+
+    o.budget_s = l->budget_s;
     o.problem = l->e->problem;
     const double t1 = list_now();
     ct_status st = ct_tune_run(&o, &l->r, l->error, sizeof l->error);
@@ -474,69 +500,218 @@ static int tune_list(const ct_cli *c, const char *db) {
     brief.n_rows = 0;
     ct_tune_result_free(&l->r);
     l->r = brief;
+
+    pthread_mutex_lock(&run->lock);
+    int quit = 0;
     if (st != CT_OK) {
       l->status = "failed";
-      n_failed++;
-      if (pg) fprintf(pg, "   failed: %s\n", l->error);
-      if (st == CT_ERR_NO_DRIVER || st == CT_ERR_NO_DEVICE || st == CT_ERR_DB ||
-          st == CT_ERR_DB_CORRUPT) {
-        no_gpu = st == CT_ERR_NO_DRIVER || st == CT_ERR_NO_DEVICE;
-        i++; /* the others cannot fare better */
-        break;
+      run->n_failed++;
+      if (run->pg) fprintf(run->pg, "%s   failed: %s\n", tag, l->error);
+      if (st == CT_ERR_NO_DRIVER || st == CT_ERR_NO_DEVICE) {
+        run->no_gpu = 1; /* this device cannot go on; the others can */
+        quit = 1;
+      } else if (st == CT_ERR_DB || st == CT_ERR_DB_CORRUPT) {
+        run->stop_all = 1; /* no device can fare better */
+        quit = 1;
       }
-      continue;
-    }
-    if (l->r.interrupted) {
+    } else if (l->r.interrupted) {
       l->status = "interrupted";
-      i++;
-      break;
-    }
-    l->error[0] = '\0';
-    if (!o.known_device) {
-      known_device = l->r.device;
-      known_limits = l->r.limits;
-      o.known_device = &known_device;
-      o.known_limits = &known_limits;
-    }
-    if (l->r.skipped) {
-      l->status = "skipped";
+      run->stop_all = quit = 1;
     } else {
-      n_tuned++;
-      tuning_s += l->wall_s;
-      l->status = l->r.winner_variant[0] ? "tuned" : "failed";
-      if (!l->r.winner_variant[0]) {
-        n_failed++;
-        snprintf(l->error, sizeof l->error, "no variant passed its precision contract");
+      l->error[0] = '\0';
+      if (!o.known_device) {
+        known_device = l->r.device;
+        known_limits = l->r.limits;
+        o.known_device = &known_device;
+        o.known_limits = &known_limits;
+      }
+      if (l->r.skipped) {
+        l->status = "skipped";
+      } else {
+        run->n_tuned++;
+        run->tuning_s += l->wall_s;
+        l->status = l->r.winner_variant[0] ? "tuned" : "failed";
+        if (!l->r.winner_variant[0]) {
+          run->n_failed++;
+          snprintf(l->error, sizeof l->error, "no variant passed its precision contract");
+        }
+      }
+      run->done++;
+      d->n_done++;
+      if (run->pg) {
+        char ms[16] = "-", speed[16], eta[32], el[32];
+        if (isfinite(l->r.winner_ms)) snprintf(ms, sizeof ms, "%.4f ms", l->r.winner_ms);
+        list_speed(&l->r, speed, sizeof speed);
+        /* The rest at the mean time of the problems tuned so far, on
+        ** every device at once. */
+        double left = run->n_tuned ? run->tuning_s / (double)run->n_tuned *
+                                         (double)(run->list->n - run->done) / run->n_dev
+                                   : 0;
+        list_time(left, eta, sizeof eta);
+        list_time(list_now() - run->t0, el, sizeof el);
+        fprintf(run->pg, "%s   %s: %s %s (%s the default); %zu/%zu done, %s elapsed, ETA %s\n",
+                tag, l->status, l->r.winner_variant[0] ? l->r.winner_variant : "-", ms, speed,
+                run->done, run->list->n, el, run->n_tuned ? eta : "-");
+        fflush(run->pg);
       }
     }
-    if (pg) {
-      char ms[16] = "-", speed[16], eta[32], el[32];
-      if (isfinite(l->r.winner_ms)) snprintf(ms, sizeof ms, "%.4f ms", l->r.winner_ms);
-      list_speed(&l->r, speed, sizeof speed);
-      /* The rest at the mean time of the problems tuned so far. */
-      double left = n_tuned ? tuning_s / (double)n_tuned * (double)(list.n - i - 1) : 0;
-      list_time(left, eta, sizeof eta);
-      list_time(list_now() - t0, el, sizeof el);
-      fprintf(pg, "   %s: %s %s (%s the default); %zu/%zu done, %s elapsed, ETA %s\n",
-              l->status, l->r.winner_variant[0] ? l->r.winner_variant : "-", ms, speed,
-              i + 1, list.n, el, n_tuned ? eta : "-");
-      fflush(pg);
+    pthread_mutex_unlock(&run->lock);
+    if (quit) break;
+  }
+  return NULL;
+}
+
+/* The devices of --devices LIST|all into dev (at most max); their count,
+** or -1 after saying why. */
+static int list_devices(const char *text, int *dev, int max) {
+  if (text == NULL) return 0;
+  if (strcmp(text, "all") == 0) {
+    int count = 0;
+    const char *fake = getenv("CONVTUNE_TEST_FAKE_GPU");
+    if (fake && strcmp(fake, "1") == 0) {
+      const char *n = getenv("CONVTUNE_TEST_FAKE_DEVICES");
+      count = n && *n ? atoi(n) : 1;
+    } else {
+      const char *why = NULL;
+      if (ct_drv_load(&why) != CT_OK || ct_drv.cuDeviceGetCount(&count) != CUDA_SUCCESS) {
+        fprintf(stderr, "convtune tune: --devices all: no CUDA device: %s\n",
+                why ? why : "cuDeviceGetCount failed");
+        return -1;
+      }
+    }
+    if (count < 1) {
+      fprintf(stderr, "convtune tune: --devices all: no CUDA device\n");
+      return -1;
+    }
+    if (count > max) count = max;
+    for (int i = 0; i < count; i++) dev[i] = i;
+    return count;
+  }
+  int n = 0;
+  for (const char *p = text; *p;) {
+    char *end;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (errno || end == p || v < 0 || v > 1023 || (*end && *end != ',') || n == max ||
+        !isdigit((unsigned char)*p)) {
+      fprintf(stderr, "convtune tune: --devices wants 'all' or device ordinals like 0,1,3 "
+                      "(at most %d), not '%s'\n", max, text);
+      return -1;
+    }
+    for (int k = 0; k < n; k++)
+      if (dev[k] == (int)v) {
+        fprintf(stderr, "convtune tune: --devices names device %ld twice\n", v);
+        return -1;
+      }
+    dev[n++] = (int)v;
+    p = *end ? end + 1 : end;
+    if (*end && !*p) {
+      fprintf(stderr, "convtune tune: --devices: nothing after the last ','\n");
+      return -1;
     }
   }
-  for (size_t k = i; k < list.n; k++) {
-    rows[k].e = &list.e[k];
-    rows[k].status = "not run";
-    rows[k].r.winner_ms = rows[k].r.default_ms = NAN;
+  return n;
+}
+
+#define LIST_MAX_DEVICES 64
+
+/* `convtune tune --problems FILE`: each problem in turn (over the devices
+** of --devices at once, each taking the next problem), those with a winner
+** on the device skipped unless --fresh. */
+static int tune_list(const ct_cli *c, const char *db) {
+  int devs[LIST_MAX_DEVICES];
+  int n_dev = c->devices ? list_devices(c->devices, devs, LIST_MAX_DEVICES) : 0;
+  if (n_dev < 0) return CT_CLI_EXIT_USAGE;
+  if (n_dev == 0) {
+    devs[0] = c->device;
+    n_dev = 1;
   }
-  const double wall = list_now() - t0;
+  ct_problem_list list;
+  char err[1024];
+  if (ct_problem_list_read(c->problems, c->precision, &list, err, sizeof err) != CT_OK) {
+    fprintf(stderr, "convtune tune: --problems %s\n", err);
+    return CT_CLI_EXIT_USAGE;
+  }
+  list_run run;
+  memset(&run, 0, sizeof run);
+  run.c = c;
+  run.db = db;
+  run.listed = list.n;
+  /* --weighted shares the whole list's budget, also under --shard. */
+  for (size_t k = 0; k < list.n; k++) run.wsum += list.e[k].weight;
+  run.pg = o_progress_of(c);
+  /* --shard I/N: the problems at positions I, I + N, I + 2N, ... of the
+  ** list (repeats merged first), the same share on every host. */
+  if (c->shard_n) {
+    size_t kept = 0;
+    for (size_t k = (size_t)c->shard_i; k < list.n; k += (size_t)c->shard_n)
+      list.e[kept++] = list.e[k];
+    list.n = kept;
+    if (run.pg)
+      fprintf(run.pg, "shard %d/%d: %zu of the list's %zu %s\n", c->shard_i, c->shard_n, kept,
+              run.listed, ct_cli_plural(run.listed, "problem", "problems"));
+  }
+  if ((size_t)n_dev > list.n && list.n > 0) n_dev = (int)list.n;
+  run.list = &list;
+  run.n_dev = n_dev;
+  run.rows = calloc(list.n ? list.n : 1, sizeof *run.rows);
+  list_dev *dv = calloc((size_t)n_dev, sizeof *dv);
+  if (run.rows == NULL || dv == NULL) {
+    fprintf(stderr, "convtune tune: out of host memory\n");
+    free(run.rows);
+    free(dv);
+    ct_problem_list_free(&list);
+    return 1;
+  }
+  pthread_mutex_init(&run.lock, NULL);
+  tune_signals();
+  run.t0 = list_now();
+  if (n_dev > 1 && run.pg)
+    fprintf(run.pg, "%zu %s on %d devices\n", list.n, ct_cli_plural(list.n, "problem", "problems"),
+            n_dev);
+  int started = 0;
+  for (int k = 0; k < n_dev; k++) {
+    dv[k].run = &run;
+    dv[k].device = devs[k];
+    if (n_dev == 1) {
+      list_device(&dv[k]);
+    } else if (pthread_create(&dv[k].thread, NULL, list_device, &dv[k]) == 0) {
+      started++;
+    } else {
+      fprintf(stderr, "convtune tune: cannot start the thread of device %d\n", devs[k]);
+      dv[k].device = -1;
+    }
+  }
+  for (int k = 0; k < n_dev; k++)
+    if (n_dev > 1 && dv[k].device >= 0) pthread_join(dv[k].thread, NULL);
+  for (size_t k = 0; k < list.n; k++) {
+    list_row *l = &run.rows[k];
+    if (l->status == NULL) {
+      l->e = &list.e[k];
+      l->status = "not run";
+      l->r.winner_ms = l->r.default_ms = NAN;
+    }
+  }
+  const double wall = list_now() - run.t0;
   if (c->json)
-    list_summary_json(rows, list.n, wall);
+    list_summary_json(run.rows, list.n, wall);
   else
-    list_summary_text(rows, list.n, wall);
+    list_summary_text(run.rows, list.n, wall);
+  if (n_dev > 1 && !c->json) {
+    printf("per device:");
+    for (int k = 0; k < n_dev; k++)
+      if (dv[k].device >= 0) printf(" gpu %d: %zu", dv[k].device, dv[k].n_done);
+    printf("\n");
+  }
   fflush(stdout);
-  if (no_gpu) ct_cli_no_gpu_hint("tune");
-  free(rows);
+  if (run.no_gpu) ct_cli_no_gpu_hint("tune");
+  size_t n_failed = run.n_failed, not_run = 0;
+  for (size_t k = 0; k < list.n; k++) not_run += strcmp(run.rows[k].status, "not run") == 0;
+  pthread_mutex_destroy(&run.lock);
+  free(run.rows);
+  free(dv);
   ct_problem_list_free(&list);
+  (void)started;
   if (tune_stop) {
     fprintf(stderr, "convtune tune: interrupted by %s: the problems finished are "
                     "kept, and so is every trial of the one in flight; run the "
@@ -544,7 +719,7 @@ static int tune_list(const ct_cli *c, const char *db) {
             tune_stop == SIGTERM ? "SIGTERM" : "SIGINT");
     return 128 + tune_stop;
   }
-  return n_failed ? 1 : 0;
+  return n_failed || not_run ? 1 : 0;
 }
 
 /* One problem of `convtune check` on g with ctx; with j, its JSON object

@@ -74,6 +74,12 @@ static ct_status serve_open(wk_serve *s, int device, char *err, size_t len) {
   const char *fake = getenv("CONVTUNE_TEST_FAKE_GPU");
   s->fake = fake != NULL && strcmp(fake, "1") == 0;
   if (s->fake) {
+    const char *nd = getenv("CONVTUNE_TEST_FAKE_DEVICES");
+    int count = nd && *nd ? atoi(nd) : 1;
+    if (device < 0 || device >= count) {
+      snprintf(err, len, "no fake device %d (CONVTUNE_TEST_FAKE_DEVICES=%d)", device, count);
+      return CT_ERR_NO_DEVICE;
+    }
     const char *ms = getenv("CONVTUNE_TEST_FAKE_MS");
     s->fake_ms = ms && *ms ? atoi(ms) : 20;
     ct_gen_limits_for_arch("sm_90a", &s->limits);
