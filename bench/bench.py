@@ -38,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import convtune_ctypes as ct  # noqa: E402
+from suite import finite_or_none  # noqa: E402  (JSON has no Infinity or NaN)
 
 # -------------------------------------------------------------------------
 # The precision contract — tuner/verify.h, computed as tuner/verify.c's
@@ -587,17 +588,6 @@ def plot(results, fl, title, path):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def finite_or_none(v):
-    """JSON has no Infinity or NaN: such figures become null."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, dict):
-        return {k: finite_or_none(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [finite_or_none(x) for x in v]
-    return v
 
 
 # -------------------------------------------------------------------------

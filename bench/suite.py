@@ -279,9 +279,9 @@ def annotate(rows):
 
 
 def finite_or_none(v):
-    """JSON has no Infinity or NaN: such figures become null.  (bench.py has
-    the same; it cannot be imported here, where --report runs without
-    torch.)"""
+    """JSON has no Infinity or NaN: such figures become null.  Here, not in
+    bench.py, which imports torch: --report runs without it, and bench.py
+    takes it from here."""
     if isinstance(v, float) and not math.isfinite(v):
         return None
     if isinstance(v, dict):

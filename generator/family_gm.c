@@ -42,9 +42,7 @@
 
 enum { GM_BM, GM_BN, GM_BK, GM_STAGES };
 
-extern const ct_gen_family ct_gen_family_gm;
-static int gm_fits(const ct_gen_limits *lim, int64_t bm, int64_t bn, int64_t bk,
-                   int64_t stages);
+extern const ct_gen_family ct_gen_family_gm; /* gm_worth reads its STAGES list */
 
 typedef struct gm_shape {
   int64_t P, Q, cp, np, kp, m, tiles_m, tiles_n, ncb;
@@ -88,6 +86,15 @@ static int gm_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   return 1;
 }
 
+/* 1 when a block of (bm, bn, bk) with `stages` stages fits the device. */
+static int gm_fits(const ct_gen_limits *lim, int64_t bm, int64_t bn, int64_t bk,
+                   int64_t stages) {
+  ct_gen_budget bud = {.threads = CT_GM_THREADS(bm),
+                       .smem = CT_GM_SMEM(bm, bn, bk, stages),
+                       .blocks_per_sm = 1};
+  return ct_gen_budget_fits(lim, &bud);
+}
+
 static int gm_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
   if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0) return 0;
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
@@ -120,15 +127,6 @@ static int gm_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v)
       sh.x_floats / sh.np * 4 >= s40 || sh.w_floats / sh.kp * 4 >= s40)
     return 0;
   return gm_fits(lim, bm, bn, bk, stages);
-}
-
-/* 1 when a block of (bm, bn, bk) with `stages` stages fits the device. */
-static int gm_fits(const ct_gen_limits *lim, int64_t bm, int64_t bn, int64_t bk,
-                   int64_t stages) {
-  ct_gen_budget bud = {.threads = CT_GM_THREADS(bm),
-                       .smem = CT_GM_SMEM(bm, bn, bk, stages),
-                       .blocks_per_sm = 1};
-  return ct_gen_budget_fits(lim, &bud);
 }
 
 static int gm_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {

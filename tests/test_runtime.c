@@ -878,41 +878,58 @@ static double now_ns(void) {
   return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+/* A context on a database whose one entry is spec's first variant of
+** family, compiled (*v gets the variant); NULL when a step fails. */
+static ct_context *open_tuned_family(const char *spec, const char *family, const char *db_name,
+                                     ct_gen_variant *v) {
+  ct_problem p = parse(spec);
+  compiled win;
+  memset(&win, 0, sizeof win);
+  if (variant_of(&p, family, v) != 0 || compile_variant(&p, v, &win) != 0) return NULL;
+  const char *db = tmp_path(db_name);
+  row r = {.spec = spec, .cubin = &win};
+  int written = db_write(db, &r, 1);
+  free(win.cubin);
+  ct_context *ctx = NULL;
+  if (written != 0 || ct_open(db, 0, &ctx) != CT_OK) return NULL;
+  return ctx;
+}
+
+/* Three warm calls of p on ctx: each makes `launches` launches, takes one
+** workspace and gives it back, encodes no tensor map, synchronises
+** nothing. */
+static void warm_calls(ct_context *ctx, const ct_problem *p, long launches) {
+  for (int call = 0; call < 3; call++) {
+    ct_mock_stats s0 = stats();
+    ASSERT_EQ_INT(fwd(ctx, p), CT_OK);
+    ct_mock_stats s1 = stats();
+    ASSERT_EQ_INT(s1.launches - s0.launches, launches);
+    ASSERT_EQ_INT(s1.mem_allocs - s0.mem_allocs, 1);
+    ASSERT_EQ_INT(s1.mem_frees - s0.mem_frees, 1);
+    ASSERT_EQ_INT(s1.map_encodes - s0.map_encodes, 0);
+    ASSERT_EQ_INT(s1.syncs - s0.syncs, 0);
+  }
+}
+
 /* A tuned winner with a workspace (space-to-depth, three launches): every
 ** call takes its own workspace from the kernel's pool before its launches
 ** and gives it back after them, on the caller's stream. */
 static void test_workspace(void) {
   ct_problem p = parse(spec_big);
   ct_gen_variant v;
-  compiled win;
-  memset(&win, 0, sizeof win);
-  ASSERT_EQ_INT(variant_of(&p, "s2d_wg", &v), 0);
+  ct_context *ctx = open_tuned_family(spec_big, "s2d_wg", "workspace.db", &v);
+  ASSERT_TRUE(ctx != NULL);
   ASSERT_EQ_INT(v.n_kernels, 3);
   ASSERT_TRUE(v.workspace_bytes > 0);
-  ASSERT_EQ_INT(compile_variant(&p, &v, &win), 0);
-  const char *db = tmp_path("workspace.db");
-  row r = {.spec = spec_big, .cubin = &win};
-  ASSERT_EQ_INT(db_write(db, &r, 1), 0);
-  ct_context *ctx = NULL;
-  ASSERT_EQ_INT(ct_open(db, 0, &ctx), CT_OK);
   ASSERT_EQ_INT(fwd(ctx, &p), CT_OK);
   ASSERT_EQ_INT(path_of(ctx, &p), CT_PATH_TUNED_CUBIN);
-  for (int call = 0; call < 3; call++) {
-    ct_mock_stats s0 = stats();
-    ASSERT_EQ_INT(fwd(ctx, &p), CT_OK);
-    ct_mock_stats s1 = stats();
-    ASSERT_EQ_INT(s1.launches - s0.launches, 3);
-    ASSERT_EQ_INT(s1.mem_allocs - s0.mem_allocs, 1);
-    ASSERT_EQ_INT(s1.mem_frees - s0.mem_frees, 1);
-    ASSERT_EQ_INT(s1.syncs - s0.syncs, 0);
-  }
+  warm_calls(ctx, &p, 3);
   ct_mock_launch l;
   mock_last_launch(&l);
   ASSERT_EQ_STR(l.name, "conv_wg");
   ASSERT_EQ_INT(l.grid[0], v.kernels[2].grid[0]);
   ASSERT_EQ_INT(l.smem, v.kernels[2].smem);
   ct_close(ctx);
-  free(win.cubin);
 }
 
 /* A tuned winner taking tensor maps (family gm: layout passes, then the
@@ -921,34 +938,18 @@ static void test_workspace(void) {
 static void test_tensor_maps(void) {
   ct_problem p = parse(spec_big);
   ct_gen_variant v;
-  compiled win;
-  memset(&win, 0, sizeof win);
-  ASSERT_EQ_INT(variant_of(&p, "gm", &v), 0);
+  ct_context *ctx = open_tuned_family(spec_big, "gm", "tmaps.db", &v);
+  ASSERT_TRUE(ctx != NULL);
   ASSERT_EQ_INT(v.n_kernels, 3);
   ASSERT_EQ_INT(v.n_maps, 2);
   ASSERT_TRUE(v.workspace_bytes > 0);
-  ASSERT_EQ_INT(compile_variant(&p, &v, &win), 0);
-  const char *db = tmp_path("tmaps.db");
-  row r = {.spec = spec_big, .cubin = &win};
-  ASSERT_EQ_INT(db_write(db, &r, 1), 0);
-  ct_context *ctx = NULL;
-  ASSERT_EQ_INT(ct_open(db, 0, &ctx), CT_OK);
   ct_mock_stats s0 = stats();
   ASSERT_EQ_INT(fwd(ctx, &p), CT_OK);
   ct_mock_stats s1 = stats();
   ASSERT_EQ_INT(path_of(ctx, &p), CT_PATH_TUNED_CUBIN);
   ASSERT_EQ_INT(s1.map_encodes - s0.map_encodes, 2);
   ASSERT_EQ_INT(s1.map_refusals - s0.map_refusals, 0);
-  for (int call = 0; call < 3; call++) {
-    ct_mock_stats a = stats();
-    ASSERT_EQ_INT(fwd(ctx, &p), CT_OK);
-    ct_mock_stats b = stats();
-    ASSERT_EQ_INT(b.launches - a.launches, 3);
-    ASSERT_EQ_INT(b.map_encodes - a.map_encodes, 0);
-    ASSERT_EQ_INT(b.mem_allocs - a.mem_allocs, 1);
-    ASSERT_EQ_INT(b.mem_frees - a.mem_frees, 1);
-    ASSERT_EQ_INT(b.syncs - a.syncs, 0);
-  }
+  warm_calls(ctx, &p, 3);
   ct_mock_launch l;
   mock_last_launch(&l);
   ASSERT_EQ_STR(l.name, "gm_conv");
@@ -956,7 +957,6 @@ static void test_tensor_maps(void) {
   ASSERT_EQ_INT(l.block[0], v.kernels[2].block[0]);
   ASSERT_EQ_INT(l.smem, v.kernels[2].smem);
   ct_close(ctx);
-  free(win.cubin);
 }
 
 static void test_hot_path(void) {

@@ -64,6 +64,17 @@ typedef struct kb_problem {
   "in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, "    \
   "padding: int = 0, dilation: int = 1, groups: int = 1, bias: bool = False"
 #define KB_CONV_ALL "in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias"
+/* The test code's end shared by every reference but 50: get_inputs with x
+** of (batch_size, in_channels, height, width), then get_init_inputs'
+** return list, which each entry completes. */
+#define KB_INPUTS_X                                                             \
+  "\n"                                                                          \
+  "def get_inputs():\n"                                                         \
+  "    x = torch.rand(batch_size, in_channels, height, width)\n"                \
+  "    return [x]\n"                                                            \
+  "\n"                                                                          \
+  "def get_init_inputs():\n"                                                    \
+  "    return ["
 
 static const kb_problem kb_level1[] = {
     {50, "50_conv_standard_2D__square_input__square_kernel.py", "conv1",
@@ -85,13 +96,7 @@ static const kb_problem kb_level1[] = {
      "in_channels = 64\n"
      "out_channels = 128\n"
      "kernel_size = 3\n"
-     "\n"
-     "def get_inputs():\n"
-     "    x = torch.rand(batch_size, in_channels, height, width)\n"
-     "    return [x]\n"
-     "\n"
-     "def get_init_inputs():\n"
-     "    return [in_channels, out_channels, kernel_size]\n"},
+     KB_INPUTS_X "in_channels, out_channels, kernel_size]\n"},
     {56, "56_conv_standard_2D__asymmetric_input__asymmetric_kernel.py", "conv2d",
      "in_channels: int, out_channels: int, kernel_size: tuple, stride: tuple = (1, 1), "
      "padding: tuple = (0, 0), dilation: tuple = (1, 1), groups: int = 1, bias: bool = False",
@@ -102,13 +107,7 @@ static const kb_problem kb_level1[] = {
      "kernel_size = (5, 7)\n"
      "height = 512\n"
      "width = 256\n"
-     "\n"
-     "def get_inputs():\n"
-     "    x = torch.rand(batch_size, in_channels, height, width)\n"
-     "    return [x]\n"
-     "\n"
-     "def get_init_inputs():\n"
-     "    return [in_channels, out_channels, kernel_size]\n"},
+     KB_INPUTS_X "in_channels, out_channels, kernel_size]\n"},
     {62, "62_conv_standard_2D__square_input__asymmetric_kernel.py", "conv2d",
      "in_channels: int, out_channels: int, kernel_size: tuple, stride: int = 1, "
      "padding: int = 0, dilation: int = 1, groups: int = 1, bias: bool = False",
@@ -119,13 +118,7 @@ static const kb_problem kb_level1[] = {
      "kernel_size = (5, 9)\n"
      "width = 512\n"
      "height = 512\n"
-     "\n"
-     "def get_inputs():\n"
-     "    x = torch.rand(batch_size, in_channels, height, width)\n"
-     "    return [x]\n"
-     "\n"
-     "def get_init_inputs():\n"
-     "    return [in_channels, out_channels, kernel_size]\n"},
+     KB_INPUTS_X "in_channels, out_channels, kernel_size]\n"},
     {63, "63_conv_standard_2D__square_input__square_kernel.py", "conv2d", KB_SIG_SQUARE,
      KB_CONV_ALL, "n=16,c=16,h=1024,w=1024,k=128,r=3,s=3,bias=0",
      "batch_size = 16\n"
@@ -134,13 +127,7 @@ static const kb_problem kb_level1[] = {
      "kernel_size = 3\n"
      "width = 1024\n"
      "height = 1024\n"
-     "\n"
-     "def get_inputs():\n"
-     "    x = torch.rand(batch_size, in_channels, height, width)\n"
-     "    return [x]\n"
-     "\n"
-     "def get_init_inputs():\n"
-     "    return [in_channels, out_channels, kernel_size]\n"},
+     KB_INPUTS_X "in_channels, out_channels, kernel_size]\n"},
     {80, "80_conv_standard_2D_square_input_asymmetric_kernel___dilated____padded__.py", "conv2d",
      "in_channels: int, out_channels: int, kernel_size: tuple, stride: int = 1, "
      "padding: tuple = (0, 0), dilation: tuple = (1, 1), bias: bool = False",
@@ -155,13 +142,7 @@ static const kb_problem kb_level1[] = {
      "stride = 1\n"
      "padding = (2, 4)\n"
      "dilation = (2, 3)\n"
-     "\n"
-     "def get_inputs():\n"
-     "    x = torch.rand(batch_size, in_channels, height, width)\n"
-     "    return [x]\n"
-     "\n"
-     "def get_init_inputs():\n"
-     "    return [in_channels, out_channels, kernel_size, stride, padding, dilation]\n"},
+     KB_INPUTS_X "in_channels, out_channels, kernel_size, stride, padding, dilation]\n"},
     {87, "87_conv_pointwise_2D.py", "conv1d",
      "in_channels: int, out_channels: int, bias: bool = False",
      "in_channels, out_channels, 1, 1, 0, 1, 1, bias",
@@ -171,13 +152,7 @@ static const kb_problem kb_level1[] = {
      "out_channels = 128\n"
      "width = 1024\n"
      "height = 1024\n"
-     "\n"
-     "def get_inputs():\n"
-     "    x = torch.rand(batch_size, in_channels, height, width)\n"
-     "    return [x]\n"
-     "\n"
-     "def get_init_inputs():\n"
-     "    return [in_channels, out_channels]\n"},
+     KB_INPUTS_X "in_channels, out_channels]\n"},
 };
 #define KB_N_LEVEL1 (sizeof kb_level1 / sizeof kb_level1[0])
 
@@ -699,14 +674,7 @@ int ct_cli_kernelbench(const ct_cli *c) {
              "in_channels = %" PRId64 "\n"
              "out_channels = %" PRId64 "\n"
              "height = %" PRId64 "\n"
-             "width = %" PRId64 "\n"
-             "\n"
-             "def get_inputs():\n"
-             "    x = torch.rand(batch_size, in_channels, height, width)\n"
-             "    return [x]\n"
-             "\n"
-             "def get_init_inputs():\n"
-             "    return [in_channels, out_channels]\n",
+             "width = %" PRId64 "\n" KB_INPUTS_X "in_channels, out_channels]\n",
              p.n, p.c, p.k, p.h, p.w);
     generic = (kb_problem){0, "", "conv2d", sig, conv, c->problem, test};
     kb = &generic;

@@ -669,15 +669,12 @@ static int tune_list(const ct_cli *c, const char *db) {
   if (n_dev > 1 && run.pg)
     fprintf(run.pg, "%zu %s on %d devices\n", list.n, ct_cli_plural(list.n, "problem", "problems"),
             n_dev);
-  int started = 0;
   for (int k = 0; k < n_dev; k++) {
     dv[k].run = &run;
     dv[k].device = devs[k];
     if (n_dev == 1) {
       list_device(&dv[k]);
-    } else if (pthread_create(&dv[k].thread, NULL, list_device, &dv[k]) == 0) {
-      started++;
-    } else {
+    } else if (pthread_create(&dv[k].thread, NULL, list_device, &dv[k]) != 0) {
       fprintf(stderr, "convtune tune: cannot start the thread of device %d\n", devs[k]);
       dv[k].device = -1;
     }
@@ -711,7 +708,6 @@ static int tune_list(const ct_cli *c, const char *db) {
   free(run.rows);
   free(dv);
   ct_problem_list_free(&list);
-  (void)started;
   if (tune_stop) {
     fprintf(stderr, "convtune tune: interrupted by %s: the problems finished are "
                     "kept, and so is every trial of the one in flight; run the "
