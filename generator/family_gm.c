@@ -1,22 +1,28 @@
 /*
-** family_gm.c — the descriptor of family "gm" (templates/conv_gm.cu): the
-** convolution as an implicit GEMM for any groups = 1 problem on Hopper,
-** with the pixels gathered by TMA im2col loads from an NHWC copy of x and
-** the weights by tiled TMA loads from a KRSC copy, wgmma (TF32, fp32
-** accumulation; sm_90a only) in a persistent warp-specialized kernel.
-** Meets the tf32 contract.  Shape-generic: the source holds only the tile
-** configuration; the problem comes in the kernels' arguments (ct_gm.cuh).
+** family_gm.c — the descriptors of families "gm" and "gm3"
+** (templates/conv_gm.cu): the convolution as an implicit GEMM for any
+** groups = 1 problem on Hopper, with the pixels gathered by TMA im2col
+** loads from an NHWC copy of x and the weights by tiled TMA loads from a
+** KRSC copy, wgmma (sm_90a only) in a persistent warp-specialized kernel.
+** gm rounds both operands to TF32 and meets the tf32 contract; gm3 splits
+** each into TF32 hi and lo copies (3xTF32, its sums in fp32 masters every
+** KC k8 steps) and meets the fp32 contract.  Shape-generic: the source
+** holds only the tile configuration; the problem comes in the kernels'
+** arguments (ct_gm.cuh).
 **
 ** Parameters (each list starts with the template's default):
 **   BM      pixels per tile: 64 x (consumer warpgroups)
-**   BN      output channels per tile = the wgmma N
+**   BN      output channels per tile = the wgmma N (gm3: at most 128, its
+**           accumulators and masters take BN registers a thread)
 **   BK      channels per k-tile, one swizzled shared-memory row of 4 BK
 **           bytes (the swizzle and the maps' box follow from it)
 **   STAGES  k-tiles in flight in the mbarrier ring
+**   KC      gm3: k8 steps per accumulator chunk (whole k-tiles)
 **
 ** Workspace: the NHWC copy of x ([NP][H][W][CP], CP = C rounded up to 4),
 ** then at a 1024-byte boundary the packed weights ([KP][R][S][CP]); NP >= N
-** and KP >= K make each at least CT_GM_MIN_MAP_BYTES (see ct_gm.cuh).
+** and KP >= K make each at least CT_GM_MIN_MAP_BYTES (see ct_gm.cuh).  gm3
+** has two copies of each, hi then lo ([2 NP][H][W][CP], [2 KP][R][S][CP]).
 **
 ** A point is declined (valid() == 0), never offered wrong, when: the device
 ** is not cc 9.0 with the target "sm_90a"; a stride exceeds 8 (the im2col
@@ -26,7 +32,8 @@
 ** are 8 bits); M = N P Q, the tile count, a CTA's k-tiles or a launch's
 ** grid leaves 31 bits;
 ** a workspace dimension exceeds 2^32 or a stride 2^40 bytes (the maps'
-** limits); the block does not fit the device (gm_valid).  Pruned
+** limits; gm3's lo coordinates NP + image and KP + channel stay below
+** 2^31); the block does not fit the device (gm_valid).  Pruned
 ** (gm_worth): BK other than the smallest one that holds CP (or 32), BN
 ** (above 64) of at least twice K rounded up to 64, BM = 64 when 128-pixel tiles already
 ** give every SM two tiles, and STAGES other than the two deepest rings
@@ -40,9 +47,10 @@
 #include "ct_gen.h"
 #include "ct_gm.cuh"
 
-enum { GM_BM, GM_BN, GM_BK, GM_STAGES };
+enum { GM_BM, GM_BN, GM_BK, GM_STAGES, GM_KC /* gm3 */ };
 
-extern const ct_gen_family ct_gen_family_gm; /* gm_worth reads its STAGES list */
+/* gm_worth reads their STAGES lists. */
+extern const ct_gen_family ct_gen_family_gm, ct_gen_family_gm3;
 
 typedef struct gm_shape {
   int64_t P, Q, cp, np, kp, m, tiles_m, tiles_n, ncb;
@@ -52,9 +60,10 @@ typedef struct gm_shape {
 
 static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-/* Fills *sh; 0 when a size does not fit int64 on the way. */
+/* Fills *sh for `parts` copies of each operand (1: gm, 2: gm3); 0 when a
+** size does not fit int64 on the way. */
 static int gm_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                       gm_shape *sh) {
+                       int parts, gm_shape *sh) {
   memset(sh, 0, sizeof *sh);
   ct_problem_output(p, &sh->P, &sh->Q);
   sh->cp = round_up(p->c, 4);
@@ -67,10 +76,10 @@ static int gm_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   if (sh->np * img_floats < min_floats) sh->np = (min_floats + img_floats - 1) / img_floats;
   sh->kp = p->k;
   if (sh->kp * tap_floats < min_floats) sh->kp = (min_floats + tap_floats - 1) / tap_floats;
-  int64_t xf[2] = {sh->np, img_floats}, wf[2] = {sh->kp, tap_floats},
+  int64_t xf[3] = {parts, sh->np, img_floats}, wf[3] = {parts, sh->kp, tap_floats},
           mf[3] = {p->n, sh->P, sh->Q};
-  sh->x_floats = ct_gen_checked_product(xf, 2);
-  sh->w_floats = ct_gen_checked_product(wf, 2);
+  sh->x_floats = ct_gen_checked_product(xf, 3);
+  sh->w_floats = ct_gen_checked_product(wf, 3);
   sh->m = ct_gen_checked_product(mf, 3);
   if (sh->x_floats < 0 || sh->w_floats < 0 || sh->m < 0) return 0;
   if (sh->x_floats > (INT64_C(1) << 50) || sh->w_floats > (INT64_C(1) << 50)) return 0;
@@ -79,28 +88,33 @@ static int gm_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   sh->tiles_m = (sh->m + v[GM_BM] - 1) / v[GM_BM];
   sh->tiles_n = (p->k + v[GM_BN] - 1) / v[GM_BN];
   sh->ncb = (sh->cp + v[GM_BK] - 1) / v[GM_BK];
-  sh->nhwc_blocks = sh->np * ((p->h * p->w + 31) / 32);
+  sh->nhwc_blocks = (sh->np * p->h * p->w + CT_GM_PREP_PX - 1) / CT_GM_PREP_PX;
   sh->pack_blocks = sh->kp * p->r * p->s;
   int64_t tiles = sh->tiles_m * sh->tiles_n, sms = ct_gen_sm_count(lim);
   sh->grid = tiles < sms ? tiles : sms;
   return 1;
 }
 
-/* 1 when a block of (bm, bn, bk) with `stages` stages fits the device. */
+/* 1 when a block of (bm, bn, bk) with `stages` stages of `parts` copies
+** fits the device. */
 static int gm_fits(const ct_gen_limits *lim, int64_t bm, int64_t bn, int64_t bk,
-                   int64_t stages) {
+                   int64_t stages, int parts) {
   ct_gen_budget bud = {.threads = CT_GM_THREADS(bm),
-                       .smem = CT_GM_SMEM(bm, bn, bk, stages),
+                       .smem = CT_GM_SMEM(bm, bn, bk, stages, parts),
                        .blocks_per_sm = 1};
   return ct_gen_budget_fits(lim, &bud);
 }
 
-static int gm_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+/* The hard limits of gm (parts 1) and gm3 (parts 2). */
+static int gm_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                          int parts) {
   if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0) return 0;
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128 && bn != 256) ||
       (bk != 8 && bk != 16 && bk != 32) || stages < 2)
     return 0;
+  /* gm3: accumulators and masters in registers, whole k-tiles per chunk. */
+  if (parts == 2 && (bn > 128 || v[GM_KC] < 1 || v[GM_KC] % (bk / 8) != 0)) return 0;
   /* The im2col map: traversal strides 1..8, corners in [-128, 127], tap
   ** offsets below 256. */
   if (p->stride_h > 8 || p->stride_w > 8) return 0;
@@ -109,7 +123,7 @@ static int gm_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v)
   if (span_h > 255 || span_w > 255) return 0;
   if (span_h - p->pad_h > 128 || span_w - p->pad_w > 128) return 0;
   gm_shape sh;
-  if (!gm_shape_of(p, lim, v, &sh)) return 0;
+  if (!gm_shape_of(p, lim, v, parts, &sh)) return 0;
   const int64_t lim31 = INT32_MAX;
   /* The kernels' int arithmetic: M, the tiles, the grids; K P Q, the
   ** k-tiles and the coordinates below 2^31 as well; a tile's last row (m0 +
@@ -121,15 +135,27 @@ static int gm_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v)
       sh.pack_blocks > lim31 || p->k * sh.P * sh.Q > lim31 || p->h * p->w > lim31 ||
       sh.cp > lim31)
     return 0;
-  /* The maps: every dimension <= 2^32, every stride < 2^40 bytes. */
+  /* The maps: every dimension <= 2^32, every stride < 2^40 bytes; the
+  ** copies' coordinates (image, output channel) are s32. */
   const int64_t d32 = INT64_C(1) << 32, s40 = INT64_C(1) << 40;
-  if (sh.np > d32 || p->h > d32 || p->w > d32 || sh.kp > d32 ||
-      sh.x_floats / sh.np * 4 >= s40 || sh.w_floats / sh.kp * 4 >= s40)
+  if (parts * sh.np > lim31 || p->h > d32 || p->w > d32 || parts * sh.kp > lim31 ||
+      sh.x_floats / (parts * sh.np) * 4 >= s40 || sh.w_floats / (parts * sh.kp) * 4 >= s40)
     return 0;
-  return gm_fits(lim, bm, bn, bk, stages);
+  return gm_fits(lim, bm, bn, bk, stages, parts);
 }
 
-static int gm_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+static int gm_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  return gm_valid_parts(p, lim, v, 1);
+}
+
+static int gm3_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  return gm_valid_parts(p, lim, v, 2);
+}
+
+/* The pruning heuristic of gm (parts 1) and gm3 (parts 2), whose
+** descriptor is f (its STAGES list). */
+static int gm_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                          const ct_gen_family *f, int parts) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const int64_t cp = round_up(p->c, 4);
   const int64_t want_bk = cp <= 8 ? 8 : cp <= 16 ? 16 : 32;
@@ -142,11 +168,19 @@ static int gm_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v)
     if (tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
   }
   /* The two deepest rings of the list that fit. */
-  const ct_gen_param *sp = &ct_gen_family_gm.params[GM_STAGES];
+  const ct_gen_param *sp = &f->params[GM_STAGES];
   int deeper = 0;
   for (int i = 0; i < sp->n_values; i++)
-    deeper += sp->values[i] > stages && gm_fits(lim, bm, bn, bk, sp->values[i]);
+    deeper += sp->values[i] > stages && gm_fits(lim, bm, bn, bk, sp->values[i], parts);
   return deeper <= 1;
+}
+
+static int gm_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  return gm_worth_parts(p, lim, v, &ct_gen_family_gm, 1);
+}
+
+static int gm3_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  return gm_worth_parts(p, lim, v, &ct_gen_family_gm3, 2);
 }
 
 static void gm_launch(ct_gen_launch *l, const char *name, int64_t gx, int64_t gy,
@@ -160,16 +194,17 @@ static void gm_launch(ct_gen_launch *l, const char *name, int64_t gx, int64_t gy
   l->smem = smem;
 }
 
-static void gm_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                    ct_gen_variant *out, char *defines, size_t len) {
+/* The plan of gm (parts 1) and gm3 (parts 2). */
+static void gm_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                          ct_gen_variant *out, char *defines, size_t len, int parts) {
   gm_shape sh;
-  gm_shape_of(p, lim, v, &sh);
+  gm_shape_of(p, lim, v, parts, &sh);
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const unsigned threads = (unsigned)CT_GM_THREADS(bm);
-  const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages);
+  const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, parts);
   out->n_kernels = 3;
-  gm_launch(&out->kernels[0], "gm_nhwc", sh.nhwc_blocks, (sh.cp + 31) / 32,
-            CT_GM_PREP_THREADS, 0);
+  gm_launch(&out->kernels[0], "gm_nhwc", sh.nhwc_blocks,
+            (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH, CT_GM_PREP_THREADS, 0);
   gm_launch(&out->kernels[1], "gm_pack", sh.pack_blocks, 1, CT_GM_PACK_THREADS, 0);
   gm_launch(&out->kernels[2], "gm_conv", sh.grid, 1, threads, smem);
   out->workspace_bytes = (size_t)sh.ws_bytes;
@@ -199,7 +234,8 @@ static void gm_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   a[CT_GM_A_NCB] = sh.ncb;
   a[CT_GM_A_WOFF] = sh.w_off;
 
-  /* Map 0: im2col over the NHWC copy, dims {CP, W, H, NP}. */
+  /* Map 0: im2col over the NHWC copy, dims {CP, W, H, NP} (gm3: 2 NP,
+  ** the lo copy after the hi one). */
   out->n_maps = 2;
   ct_gen_map *mx = &out->maps[0];
   mx->kind = CT_GEN_MAP_IM2COL;
@@ -209,7 +245,7 @@ static void gm_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   mx->dims[0] = (uint64_t)sh.cp;
   mx->dims[1] = (uint64_t)p->w;
   mx->dims[2] = (uint64_t)p->h;
-  mx->dims[3] = (uint64_t)sh.np;
+  mx->dims[3] = (uint64_t)(parts * sh.np);
   mx->strides[0] = (uint64_t)(sh.cp * 4);
   mx->strides[1] = (uint64_t)(p->w * sh.cp * 4);
   mx->strides[2] = (uint64_t)(p->h * p->w * sh.cp * 4);
@@ -226,8 +262,8 @@ static void gm_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   mx->swizzle = (int)(bk * 4);
   mx->l2_promote = 0;
 
-  /* Map 1: tiled over the packed weights, dims {CP, S, R, KP}, box {BK, 1,
-  ** 1, BN}. */
+  /* Map 1: tiled over the packed weights, dims {CP, S, R, KP} (gm3: 2 KP),
+  ** box {BK, 1, 1, BN}. */
   ct_gen_map *mw = &out->maps[1];
   mw->kind = CT_GEN_MAP_TILED;
   mw->buffer = CT_GEN_BUF_WS;
@@ -236,7 +272,7 @@ static void gm_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   mw->dims[0] = (uint64_t)sh.cp;
   mw->dims[1] = (uint64_t)p->s;
   mw->dims[2] = (uint64_t)p->r;
-  mw->dims[3] = (uint64_t)sh.kp;
+  mw->dims[3] = (uint64_t)(parts * sh.kp);
   mw->strides[0] = (uint64_t)(sh.cp * 4);
   mw->strides[1] = (uint64_t)(p->s * sh.cp * 4);
   mw->strides[2] = (uint64_t)(p->r * p->s * sh.cp * 4);
@@ -247,8 +283,18 @@ static void gm_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
   mw->swizzle = (int)(bk * 4);
   mw->l2_promote = 128;
 
-  snprintf(defines, len, "#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n", threads,
-           smem);
+  snprintf(defines, len, "%s#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
+           parts == 2 ? "#define CT_GM_SPLIT 1\n" : "", threads, smem);
+}
+
+static void gm_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                    ct_gen_variant *out, char *defines, size_t len) {
+  gm_plan_parts(p, lim, v, out, defines, len, 1);
+}
+
+static void gm3_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                     ct_gen_variant *out, char *defines, size_t len) {
+  gm_plan_parts(p, lim, v, out, defines, len, 2);
 }
 
 const ct_gen_family ct_gen_family_gm = {
@@ -266,4 +312,22 @@ const ct_gen_family ct_gen_family_gm = {
   .valid = gm_valid,
   .worth = gm_worth,
   .plan = gm_plan,
+};
+
+const ct_gen_family ct_gen_family_gm3 = {
+  .name = "gm3",
+  .template_name = "conv_gm.cu",
+  .precisions = 1u << CT_PREC_FP32,
+  .args = CT_GEN_ARGS_TENSOR_MAPS,
+  .big_tensors = 1,
+  .shape_generic = 1,
+  .n_params = 5,
+  .params = {{"BM", 2, {128, 64}},
+             {"BN", 2, {128, 64}},
+             {"BK", 3, {32, 16, 8}},
+             {"STAGES", 5, {4, 3, 2, 6, 8}},
+             {"KC", 2, {8, 4}}},
+  .valid = gm3_valid,
+  .worth = gm3_worth,
+  .plan = gm3_plan,
 };

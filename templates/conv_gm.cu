@@ -1,16 +1,32 @@
-// conv_gm.cu — family "gm": the convolution as an implicit GEMM for any
-// groups = 1 problem on Hopper, TMA im2col + wgmma (TF32, fp32
-// accumulation; sm_90a only), shape-generic: the problem's sizes come in
-// ct_kargs (ct_gm.cuh's slots), only the tile configuration is compiled in.
-// docs/GENERAL.md has the facts this follows.
+// conv_gm.cu — families "gm" and "gm3": the convolution as an implicit
+// GEMM for any groups = 1 problem on Hopper, TMA im2col + wgmma (sm_90a
+// only), shape-generic: the problem's sizes come in ct_kargs (ct_gm.cuh's
+// slots), only the tile configuration is compiled in.  docs/GENERAL.md
+// has the facts this follows.  generator/family_gm.c holds both
+// descriptors.
+//
+//   gm  (CT_GM_SPLIT 0, precision tf32): A and B rounded to TF32 (cvt.rna)
+//       by the layout passes, one wgmma per k8 step, fp32 accumulation.
+//   gm3 (CT_GM_SPLIT 1, precision fp32): 3xTF32.  The layout passes write
+//       two copies of each operand, a = ah + al with ah = rna(a) and
+//       al = rna(a - ah) (the lo copy of x at image NP, of w at output
+//       channel KP).  Per k8 step the accumulator takes al*bh, ah*bl, then
+//       ah*bh (the small terms first; al*bl, ~2^-22 of a product, is
+//       dropped).  Tensor cores may truncate their fp32 sums, so each
+//       chunk of KC k8 steps restarts the accumulator (scale-d 0) and is
+//       added into fp32 masters (FADD, round to nearest) once its wgmma
+//       retired: the truncation errs relative to a chunk's partial sum,
+//       not the whole reduction's (conv_wg.cu's wg3 measured 2.4e-7 and
+//       4.5e-7 relative error at KC 4 and 8).
 //
 // Three launches on the call's stream, each with the tensor-map family's
 // arguments (x, w, b, y, ws, ct_kargs, map 0, map 1):
 //   gm_nhwc  x (NCHW) -> the workspace's NHWC copy [NP][H][W][CP], channels
 //            padded to CP = a multiple of 4 with zeros, values rounded to
-//            TF32 (cvt.rna), images N .. NP-1 zero;
+//            TF32 (cvt.rna), images N .. NP-1 zero (gm3: then the lo
+//            copy, the same layout);
 //   gm_pack  w (KCRS) -> the workspace's KRSC copy [KP][R][S][CP] at float
-//            WOFF, rounded, zero past K and C;
+//            WOFF, rounded, zero past K and C (gm3: then the lo copy);
 //   gm_conv  the GEMM: D[m][k] = sum over (r, s, c) of A[m][(r, s, c)] *
 //            B[k][(r, s, c)], m = (n P + p) Q + q, plus the bias, stored
 //            as NCHW y.
@@ -30,9 +46,17 @@
 // pixels per instruction and channel) while the producer already loads
 // the next tile.
 //
+// gm3 loads four boxes per k-tile (A hi and lo from images img and
+// img + NP of map 0, B hi and lo from channels n0 and n0 + KP of map 1).
+// A tile's rows past M may read the next copy's first image and its
+// columns past KP the lo weights: rows and columns of D are independent,
+// and the epilogue stores neither.
+//
 // Parameters (generator/family_gm.c): BM (64 or 128 pixels per tile), BN
-// (64, 128 or 256 output channels), BK (8, 16 or 32 channels per k-tile:
-// one 32-, 64- or 128-byte swizzled row), STAGES.
+// (64, 128 or 256 output channels; gm3 64 or 128, its masters beside the
+// accumulators), BK (8, 16 or 32 channels per k-tile: one 32-, 64- or
+// 128-byte swizzled row), STAGES; gm3 also KC (k8 steps per chunk, a
+// multiple of BK / 8).
 
 #ifndef BM
 #define BM 128
@@ -46,6 +70,12 @@
 #ifndef STAGES
 #define STAGES 4
 #endif
+#ifndef CT_GM_SPLIT
+#define CT_GM_SPLIT 0
+#endif
+#ifndef KC
+#define KC 8
+#endif
 
 #include "ct_ptx.cuh"
 #include "ct_wgmma.cuh"
@@ -54,19 +84,28 @@
 
 namespace gm {
 
+constexpr bool SPLIT = CT_GM_SPLIT != 0;
+constexpr int PARTS = SPLIT ? 2 : 1;         // copies of each operand: hi (, lo)
 constexpr int CWG = BM / 64;                 // consumer warpgroups
 constexpr int THREADS = CT_GM_THREADS(BM);
 constexpr int ROW = BK * 4;                  // bytes of a stage row
+// A stage: A hi, (A lo,) B hi, (B lo).
 constexpr int A_BYTES = BM * ROW, B_BYTES = BN * ROW;
-constexpr int STAGE_BYTES = CT_GM_STAGE_BYTES(BM, BN, BK);
-constexpr int SMEM_BYTES = CT_GM_SMEM(BM, BN, BK, STAGES);
+constexpr int B_OFF = PARTS * A_BYTES;       // B hi within a stage
+constexpr int STAGE_BYTES = CT_GM_STAGE_BYTES(BM, BN, BK, PARTS);
+constexpr int SMEM_BYTES = CT_GM_SMEM(BM, BN, BK, STAGES, PARTS);
+constexpr int KTC = SPLIT ? KC / (BK / 8) : 1; // gm3: k-tiles per chunk
 constexpr int CONSUMER_REGS = 232, PRODUCER_REGS = 40;
 
 static_assert(BM == 64 || BM == 128, "BM: 64 or 128");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
 static_assert(BK == 8 || BK == 16 || BK == 32, "BK: 8, 16 or 32 (one swizzled row)");
 static_assert(STAGES >= 2 && SMEM_BYTES <= 232448, "stages exceed shared memory");
-static_assert(A_BYTES % 1024 == 0 || BK < 32, "128-byte swizzle stages on 1024-byte atoms");
+static_assert(!SPLIT || BN <= 128, "gm3: accumulators and masters of BN <= 128");
+static_assert(!SPLIT || (KC % (BK / 8) == 0 && KTC >= 1), "KC: whole k-tiles");
+static_assert(STAGE_BYTES == PARTS * (A_BYTES + B_BYTES), "stage layout");
+static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
+              "128-byte swizzle stages on 1024-byte atoms");
 static_assert(A_BYTES % (8 * ROW) == 0 && B_BYTES % (8 * ROW) == 0, "stages on swizzle atoms");
 // With two consumers the CTA holds 384 x 168 registers = 2 x 128 x 232 +
 // 128 x 40, shared out by setmaxnreg; with one, no reallocation is needed.
@@ -81,45 +120,65 @@ static_assert(CT_PLAN_SMEM == SMEM_BYTES, "plan: shared memory size differs");
 
 }  // namespace gm
 
-// gm_nhwc: grid (NP * ceil(H W / 32), ceil(CP / 32)), CT_GM_PREP_THREADS
-// (256).  A block moves 32 pixels x 32 channels of one image through
-// shared memory: it reads along the pixels (a warp per channel row) and
-// writes 16-byte runs of 4 channels (for CP <= 32 the block's output is
-// one contiguous run).  Indices in 32 bits where they fit by valid():
-// blocks, channels, pixels within an image.
+// gm_nhwc: grid (ceil(NP H W / CT_GM_PREP_PX), ceil(CP / CT_GM_PREP_CH)),
+// CT_GM_PREP_THREADS.  A block moves 32 pixels x 64 channels through
+// shared memory.  Its pixels are consecutive in the workspace's (image,
+// row, column) order, so a small image wastes no block on its tail and a
+// block's output is one contiguous run when CP <= 64.  It reads along the
+// pixels (a warp per channel row; 8 loads a thread in flight) and writes
+// 16-byte runs of 4 channels; gm3 writes the hi run and the lo run NP
+// images further.  Pixel indices are 64-bit; channels, the pixel within
+// an image and the blocks in 32 bits where they fit by valid().
 extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
     gm_nhwc(const float *__restrict__ x, const float *w, const float *b, float *y,
             float *__restrict__ ws, const __grid_constant__ ct_kargs a,
             const __grid_constant__ ct_tmap m0, const __grid_constant__ ct_tmap m1) {
-  static_assert(CT_GM_PREP_THREADS == 256, "a block of 32 x 32 elements, 4 per thread");
-  __shared__ float tile[32][33];
-  const int N = (int)a.v[CT_GM_A_N], C = (int)a.v[CT_GM_A_C], CP = (int)a.v[CT_GM_A_CP];
-  const int HW = (int)(a.v[CT_GM_A_H] * a.v[CT_GM_A_W]);
-  const unsigned hwb = (unsigned)(HW + 31) / 32u;
-  const unsigned n = blockIdx.x / hwb;
-  const int hw0 = (int)(blockIdx.x - n * hwb) * 32, c0 = 32 * (int)blockIdx.y;
-  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
-  const float *const xb = x + ((long long)n * C + c0) * HW + hw0;
+  constexpr int PX = CT_GM_PREP_PX, CH = CT_GM_PREP_CH, ROWS = CT_GM_PREP_THREADS / PX;
+  static_assert(PX == 32 && CH % ROWS == 0 && CH % 4 == 0, "a warp per channel row");
+  __shared__ float tile[CH][PX + 1];
+  const int C = (int)a.v[CT_GM_A_C], CP = (int)a.v[CT_GM_A_CP];
+  const long long HW = a.v[CT_GM_A_H] * a.v[CT_GM_A_W];
+  const long long pixels = a.v[CT_GM_A_NP] * HW, real = a.v[CT_GM_A_N] * HW;
+  const long long pix0 = (long long)blockIdx.x * PX;
+  const int c0 = CH * (int)blockIdx.y;
+  const int tx = threadIdx.x % PX, ty = threadIdx.x / PX;
+  // This thread's pixel: image n, position hw; past the real images, zero.
+  const long long pix = pix0 + tx, n = pix / HW, hw = pix - n * HW;
+  const bool live = pix < real;
+  const float *const xb = x + (n * C + c0) * HW + hw;
 #pragma unroll
-  for (int i = ty; i < 32; i += CT_GM_PREP_THREADS / 32) {
+  for (int i = ty; i < CH; i += ROWS) {
     float v = 0.0f;
-    if ((int)n < N && c0 + i < C && hw0 + tx < HW) v = __ldg(xb + (long long)i * HW + tx);
-    tile[i][tx] = round_tf32(v);
+    if (live && c0 + i < C) v = __ldg(xb + (long long)i * HW);
+    tile[i][tx] = gm::SPLIT ? v : round_tf32(v);
   }
   __syncthreads();
-  float *const wb = ws + ((long long)n * HW + hw0) * CP + c0;
-  const int quads = (CP - c0 < 32 ? CP - c0 : 32) / 4; // CP is a multiple of 4
-  for (int e = threadIdx.x; e < 32 * quads; e += CT_GM_PREP_THREADS) {
-    const int pl = quads == 8 ? e >> 3 : e / quads, c4 = 4 * (e - pl * quads);
-    if (hw0 + pl < HW)
-      *reinterpret_cast<float4 *>(wb + (long long)pl * CP + c4) =
-          make_float4(tile[c4][pl], tile[c4 + 1][pl], tile[c4 + 2][pl], tile[c4 + 3][pl]);
+  float *const wb = ws + pix0 * CP + c0;
+  const long long lo_off = pixels * CP; // gm3's lo copy
+  const int quads = (CP - c0 < CH ? CP - c0 : CH) / 4; // CP is a multiple of 4
+  for (int e = threadIdx.x; e < PX * quads; e += CT_GM_PREP_THREADS) {
+    const int pl = quads == CH / 4 ? e / (CH / 4) : e / quads, c4 = 4 * (e - pl * quads);
+    if (pix0 + pl < pixels) {
+      float4 *const dst = reinterpret_cast<float4 *>(wb + (long long)pl * CP + c4);
+      const float4 v = make_float4(tile[c4][pl], tile[c4 + 1][pl], tile[c4 + 2][pl], tile[c4 + 3][pl]);
+      if constexpr (gm::SPLIT) {
+        const float4 hi = make_float4(round_tf32(v.x), round_tf32(v.y), round_tf32(v.z),
+                                      round_tf32(v.w));
+        *dst = hi;
+        *reinterpret_cast<float4 *>(reinterpret_cast<float *>(dst) + lo_off) =
+            make_float4(round_tf32(v.x - hi.x), round_tf32(v.y - hi.y), round_tf32(v.z - hi.z),
+                        round_tf32(v.w - hi.w));
+      } else {
+        *dst = v;
+      }
+    }
   }
   (void)w, (void)b, (void)y, (void)m0, (void)m1;
 }
 
 // gm_pack: grid KP R S, CT_GM_PACK_THREADS; block (k, r, s) writes the CP
-// channels of that tap, rounded, zero past K and C.
+// channels of that tap, rounded, zero past K and C (gm3: hi, and lo KP
+// output channels further).
 extern "C" __global__ void __launch_bounds__(CT_GM_PACK_THREADS)
     gm_pack(const float *x, const float *__restrict__ w, const float *b, float *y,
             float *__restrict__ ws, const __grid_constant__ ct_kargs a,
@@ -129,8 +188,12 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PACK_THREADS)
   const unsigned k = blockIdx.x / RS, rs = blockIdx.x - k * RS;
   const float *const src = w + (long long)k * C * RS + rs;
   float *const dst = ws + a.v[CT_GM_A_WOFF] + (long long)blockIdx.x * CP;
-  for (int c = threadIdx.x; c < CP; c += CT_GM_PACK_THREADS)
-    dst[c] = round_tf32((int)k < K && c < C ? __ldg(src + (long long)c * RS) : 0.0f);
+  const long long lo_off = (long long)a.v[CT_GM_A_KP] * RS * CP; // gm3's lo copy
+  for (int c = threadIdx.x; c < CP; c += CT_GM_PACK_THREADS) {
+    const float v = (int)k < K && c < C ? __ldg(src + (long long)c * RS) : 0.0f;
+    dst[c] = round_tf32(v);
+    if constexpr (gm::SPLIT) dst[lo_off + c] = round_tf32(v - round_tf32(v));
+  }
   (void)x, (void)b, (void)y, (void)m0, (void)m1;
 }
 
@@ -174,6 +237,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     const int SH = (int)a.v[CT_GM_A_SH], SW = (int)a.v[CT_GM_A_SW];
     const int PH = (int)a.v[CT_GM_A_PH], PW = (int)a.v[CT_GM_A_PW];
     const int DH = (int)a.v[CT_GM_A_DH], DW = (int)a.v[CT_GM_A_DW];
+    const int NP = (int)a.v[CT_GM_A_NP], KP = (int)a.v[CT_GM_A_KP];
     unsigned it = 0;
 #pragma unroll 1
     for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
@@ -193,7 +257,12 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
             mbar_arrive_expect_tx(full + st, STAGE_BYTES);
             tma_load_im2col4(sa, &tx, full + st, cb * BK, wb, hb, img,
                              (unsigned short)(s * DW), (unsigned short)(r * DH));
-            tma_load_tile4(sa + A_BYTES, &tw, full + st, cb * BK, s, r, n0);
+            tma_load_tile4(sa + B_OFF, &tw, full + st, cb * BK, s, r, n0);
+            if constexpr (SPLIT) {
+              tma_load_im2col4(sa + A_BYTES, &tx, full + st, cb * BK, wb, hb, img + NP,
+                               (unsigned short)(s * DW), (unsigned short)(r * DH));
+              tma_load_tile4(sa + B_OFF + B_BYTES, &tw, full + st, cb * BK, s, r, n0 + KP);
+            }
           }
     }
     return;
@@ -205,10 +274,23 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
   float d[BN / 2];
+  float master[SPLIT ? BN / 2 : 1]; // gm3: the fp32 sums of the chunks
+  // gm3: master += d, every wgmma writing d retired.
+  auto flush = [&]() {
+#pragma unroll
+    for (int i = 0; i < (SPLIT ? BN / 2 : 0); ++i) {
+      reg_fence(d[i]);
+      master[i] += d[i];
+    }
+  };
   unsigned it = 0;
 #pragma unroll 1
   for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
     const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
+    if constexpr (SPLIT) {
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) master[i] = 0.0f;
+    }
     unsigned prev = 0;
 #pragma unroll 1
     for (int kt = 0; kt < ktiles; ++kt, ++it) {
@@ -216,11 +298,29 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       mbar_wait(full + st, ph);
       const unsigned sa = sbase + st * STAGE_BYTES;
       const unsigned long long da = wgmma_desc_swizzled(sa + c * 64 * ROW, ROW);
-      const unsigned long long db = wgmma_desc_swizzled(sa + A_BYTES, ROW);
-      wgmma_fence();
+      const unsigned long long db = wgmma_desc_swizzled(sa + B_OFF, ROW);
+      if constexpr (SPLIT) {
+        // A chunk opens every KTC k-tiles: the last one's wgmma retire (a
+        // drain, see the head of the file) and it goes into the masters.
+        const bool opens = kt % KTC == 0;
+        if (opens && kt > 0) {
+          wgmma_wait<0>();
+          flush();
+        }
+        const unsigned long long dal = da + (A_BYTES >> 4), dbl = db + (B_BYTES >> 4);
+        wgmma_fence();
 #pragma unroll
-      for (int j = 0; j < BK / 8; ++j)
-        CtWgmmaSS<BN>::run(d, da + 2 * j, db + 2 * j, (kt | j) != 0);
+        for (int j = 0; j < BK / 8; ++j) {
+          CtWgmmaSS<BN>::run(d, dal + 2 * j, db + 2 * j, !opens || j != 0);
+          CtWgmmaSS<BN>::run(d, da + 2 * j, dbl + 2 * j, 1);
+          CtWgmmaSS<BN>::run(d, da + 2 * j, db + 2 * j, 1);
+        }
+      } else {
+        wgmma_fence();
+#pragma unroll
+        for (int j = 0; j < BK / 8; ++j)
+          CtWgmmaSS<BN>::run(d, da + 2 * j, db + 2 * j, (kt | j) != 0);
+      }
       wgmma_commit();
       wgmma_wait<1>();
       if (kt > 0 && lt == 0) mbar_arrive(empty + prev);
@@ -230,8 +330,10 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     if (lt == 0) mbar_arrive(empty + prev);
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) reg_fence(d[i]);
+    if constexpr (SPLIT) flush();
+    const float *const acc = SPLIT ? master : d;
 
-    // Epilogue: accumulator d[4j + 2h + e] = D[16 warp + g + 8h][8j + 2t + e].
+    // Epilogue: accumulator acc[4j + 2h + e] = D[16 warp + g + 8h][8j + 2t + e].
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
@@ -241,10 +343,10 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
         const int k0 = n0 + 8 * j + 2 * t;
-        if (k0 < K) __stcs(yp + (long long)k0 * PQ, d[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f));
+        if (k0 < K) __stcs(yp + (long long)k0 * PQ, acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f));
         if (k0 + 1 < K)
           __stcs(yp + (long long)(k0 + 1) * PQ,
-                 d[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f));
+                 acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f));
       }
     }
   }

@@ -27,8 +27,10 @@
 #define CT_GM_A_DH 13     /* dilation */
 #define CT_GM_A_DW 14
 #define CT_GM_A_CP 15     /* channels in the workspace: C rounded up to 4 */
-#define CT_GM_A_NP 16     /* images in the workspace (>= N, see below) */
-#define CT_GM_A_KP 17     /* output channels of the packed weights (>= K) */
+#define CT_GM_A_NP 16     /* images in a workspace copy of x (>= N, see
+                             below); gm3's lo copy starts at image NP */
+#define CT_GM_A_KP 17     /* output channels of a packed weight copy (>= K);
+                             gm3's lo copy starts at channel KP */
 #define CT_GM_A_M 18      /* GEMM rows: N * P * Q output pixels */
 #define CT_GM_A_TILES_M 19 /* ceil(M / BM) */
 #define CT_GM_A_TILES_N 20 /* ceil(K / BN) */
@@ -36,18 +38,22 @@
 #define CT_GM_A_WOFF 22   /* floats from the workspace's start to the weights */
 #define CT_GM_A_COUNT 23
 
-/* Threads of the layout kernels gm_nhwc and gm_pack. */
+/* The layout kernels: gm_nhwc's threads and its block of PX pixels x CH
+** channels; gm_pack's threads. */
 #define CT_GM_PREP_THREADS 256
+#define CT_GM_PREP_PX 32
+#define CT_GM_PREP_CH 64
 #define CT_GM_PACK_THREADS 128
 
 /* The main kernel: one producer warpgroup and BM / 64 consumers; shared
-** memory for STAGES stages of A (BM x BK) and B (BN x BK) fp32, their full
-** and empty mbarriers, and 1024 bytes to align the first stage to the
-** 128-byte swizzle's 1024-byte atom. */
+** memory for STAGES stages of A (BM x BK) and B (BN x BK) fp32, `parts`
+** of each (1 for gm; 2 for gm3, the TF32 hi and lo halves of the 3xTF32
+** split), their full and empty mbarriers, and 1024 bytes to align the
+** first stage to the 128-byte swizzle's 1024-byte atom. */
 #define CT_GM_THREADS(bm) (128 * ((bm) / 64 + 1))
-#define CT_GM_STAGE_BYTES(bm, bn, bk) (((bm) + (bn)) * (bk) * 4)
-#define CT_GM_SMEM(bm, bn, bk, stages) \
-  (1024 + (stages) * CT_GM_STAGE_BYTES(bm, bn, bk) + 16 * (stages))
+#define CT_GM_STAGE_BYTES(bm, bn, bk, parts) ((parts) * ((bm) + (bn)) * (bk) * 4)
+#define CT_GM_SMEM(bm, bn, bk, stages, parts) \
+  (1024 + (stages) * CT_GM_STAGE_BYTES(bm, bn, bk, parts) + 16 * (stages))
 
 /* A tensor map of a tensor below 128 KiB may get a wrong out-of-bounds
 ** mode on drivers up to 13.1 (CUTLASS's changelog): the workspace tensors

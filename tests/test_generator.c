@@ -301,7 +301,8 @@ static void test_enumerate_all(void) {
 ** size in them, while the plan carries each one's sizes in kargs and its
 ** maps' geometry (docs/GENERAL.md: corners lower = -pad, upper = pad -
 ** (R-1) dil, W first; traversal strides the conv's).  Every public-suite
-** shape gets gm variants at tf32, and a stride above 8 none. */
+** shape gets gm variants at tf32 and gm3 variants at fp32, and a stride
+** above 8 none. */
 static void test_gm_shape_generic(void) {
   ct_gen_limits lim = h200();
   ct_problem a, b, c;
@@ -350,7 +351,8 @@ static void test_gm_shape_generic(void) {
                   vc.maps[1].dims[3] * 4 >= 128 * 1024);
   ASSERT_EQ_INT(vc.maps[0].dims[0], 4); /* C = 3 padded to 4 */
 
-  /* Every public-suite shape (bench/suites/public.txt) at tf32. */
+  /* Every public-suite shape (bench/suites/public.txt): gm at tf32, gm3
+  ** at fp32. */
   FILE *f = fopen(CT_SOURCE_ROOT "/bench/suites/public.txt", "r");
   ASSERT_TRUE(f != NULL);
   char line[512];
@@ -358,25 +360,84 @@ static void test_gm_shape_generic(void) {
   while (fgets(line, sizeof line, f)) {
     char shape[64], spec[400];
     if (line[0] == '#' || sscanf(line, "%63s %399s", shape, spec) != 2) continue;
-    ct_problem p;
-    if (parse(spec, CT_PREC_TF32, &p) != 0) break;
     shapes++;
-    ct_gen_variant *v = NULL;
-    size_t n = 0, n_gm = 0;
-    if (ct_gen_enumerate(&p, &lim, &v, &n) != CT_OK) break;
-    for (size_t j = 0; j < n; j++) n_gm += strcmp(v[j].family->name, "gm") == 0;
-    free(v);
-    if (n_gm == 0) fprintf(stderr, "no gm variant for %s\n", shape);
-    covered += n_gm > 0;
+    for (int fp32 = 0; fp32 <= 1; fp32++) {
+      const char *fam = fp32 ? "gm3" : "gm";
+      ct_problem p;
+      if (parse(spec, fp32 ? CT_PREC_FP32 : CT_PREC_TF32, &p) != 0) break;
+      ct_gen_variant *v = NULL;
+      size_t n = 0, n_gm = 0;
+      if (ct_gen_enumerate(&p, &lim, &v, &n) != CT_OK) break;
+      for (size_t j = 0; j < n; j++) n_gm += strcmp(v[j].family->name, fam) == 0;
+      free(v);
+      if (n_gm == 0) fprintf(stderr, "no %s variant for %s\n", fam, shape);
+      covered += n_gm > 0;
+    }
   }
   fclose(f);
   ASSERT_EQ_INT(shapes, 30);
-  ASSERT_EQ_INT(covered, shapes);
+  ASSERT_EQ_INT(covered, 2 * shapes);
   ct_problem big_stride;
   ASSERT_EQ_INT(parse("n=1,c=3,h=224,w=224,k=768,r=16,s=16,stride=16", CT_PREC_TF32,
                       &big_stride), 0);
   ct_gen_variant bad;
   ASSERT_EQ_INT(ct_gen_variant_from_name(&big_stride, &lim, name, &bad), CT_ERR_UNSUPPORTED);
+}
+
+/* Family gm3 (3xTF32 on gm's kernel): the workspace holds two copies of
+** each operand, so its maps span 2 NP images and 2 KP output channels and
+** its workspace is about twice gm's; only fp32 problems get it, only gm
+** serves tf32; BN is at most 128 (accumulators and masters in registers)
+** and KC a whole number of k-tiles; its source differs from gm's only by
+** the split and KC. */
+static void test_gm3_layout(void) {
+  ct_gen_limits lim = h200();
+  ct_problem t, f;
+  const char *spec = "n=3,c=260,h=10,w=11,k=200,r=3,s=3,pad=1";
+  ASSERT_EQ_INT(parse(spec, CT_PREC_TF32, &t), 0);
+  ASSERT_EQ_INT(parse(spec, CT_PREC_FP32, &f), 0);
+  ct_gen_variant g1, g3, bad;
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&t, &lim, "gm:BM=128,BN=128,BK=32,STAGES=4", &g1),
+                CT_OK);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm3:BM=128,BN=128,BK=32,STAGES=3,KC=8", &g3),
+                CT_OK);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm:BM=128,BN=128,BK=32,STAGES=4", &bad),
+                CT_ERR_UNSUPPORTED);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&t, &lim, "gm3:BM=128,BN=128,BK=32,STAGES=3,KC=8",
+                                         &bad), CT_ERR_UNSUPPORTED);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm3:BM=128,BN=256,BK=32,STAGES=2,KC=8",
+                                         &bad), CT_ERR_UNSUPPORTED); /* not in the list */
+  /* Four stages of 64 KiB do not fit; three do. */
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm3:BM=128,BN=128,BK=32,STAGES=4,KC=8",
+                                         &bad), CT_ERR_UNSUPPORTED);
+  ct_gen_variant k4;
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm3:BM=64,BN=64,BK=32,STAGES=4,KC=4", &k4),
+                CT_OK);
+  ASSERT_EQ_INT(g1.n_maps, 2);
+  ASSERT_EQ_INT(g3.n_maps, 2);
+  const int64_t np = g1.kargs[16], kp = g1.kargs[17]; /* CT_GM_A_NP, CT_GM_A_KP */
+  ASSERT_EQ_INT(np, 3);   /* 3 images of 10 x 11 x 260 floats: 128 KiB already */
+  ASSERT_EQ_INT(kp, 200);
+  ASSERT_EQ_INT(g3.kargs[16], np);
+  ASSERT_EQ_INT(g3.kargs[17], kp);
+  ASSERT_EQ_INT(g1.maps[0].dims[3], np);
+  ASSERT_EQ_INT(g3.maps[0].dims[3], 2 * np);
+  ASSERT_EQ_INT(g1.maps[1].dims[3], kp);
+  ASSERT_EQ_INT(g3.maps[1].dims[3], 2 * kp);
+  ASSERT_EQ_INT(g3.maps[0].dims[0], 260);
+  ASSERT_EQ_INT(g3.maps[0].strides[2], g1.maps[0].strides[2]); /* one image's bytes */
+  ASSERT_TRUE(g3.maps[1].offset >= (uint64_t)(2 * np * 10 * 11 * 260 * 4));
+  ASSERT_TRUE(g3.workspace_bytes >= g3.maps[1].offset + 2 * kp * 3 * 3 * 260 * 4);
+  ASSERT_TRUE(g3.workspace_bytes > 2 * g1.workspace_bytes - 2048);
+  ASSERT_EQ_INT(g3.kernels[2].smem, 1024 + 3 * 2 * (128 + 128) * 32 * 4 + 16 * 3);
+  char *src = NULL;
+  ASSERT_EQ_INT(ct_gen_source(&f, &g3, &src), CT_OK);
+  ASSERT_TRUE(strstr(src, "#define CT_GM_SPLIT 1\n") != NULL);
+  ASSERT_TRUE(strstr(src, "#define KC 8\n") != NULL);
+  free(src);
+  ASSERT_EQ_INT(ct_gen_source(&t, &g1, &src), CT_OK);
+  ASSERT_TRUE(strstr(src, "#define CT_GM_SPLIT 1\n") == NULL);
+  free(src);
 }
 
 static void test_unknown_args_family_refused(void) {
@@ -652,5 +713,6 @@ int main(void) {
   RUN_TEST(test_families_and_templates);
   RUN_TEST(test_hash);
   RUN_TEST(test_gm_shape_generic);
+  RUN_TEST(test_gm3_layout);
   TEST_EXIT();
 }

@@ -17,8 +17,10 @@ static ct_tune_gpu g;
 ** the height); for wgr, K above 128, one past 64 and one past 96 (with a
 ** bias), one output row per image, widths not a multiple of 4; padding 0
 ** to 3; dilation 2; N = 1; no bias; for gm (TMA im2col), C = 130 with
-** dilation 3 and K = 70 (one full and one partial 64-channel tile), and a
-** stride of 9, which it declines. */
+** dilation 3 and K = 70 (one full and one partial 64-channel tile), a
+** stride of 9, which it declines, and a reduction of 2340 (C = 260, a
+** partial 32-channel block; gm3's chunks flushed many times, its last
+** tile's rows reading past the hi copy's last image). */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
@@ -39,6 +41,7 @@ static const char *shapes[] = {
     "n=2,c=3,h=7,w=45,k=97,r=3,s=5,stride=2x4,pad=1x2",
     "n=1,c=130,h=19,w=17,k=70,r=3,s=3,stride=2,pad=1,dil=3",
     "n=2,c=4,h=40,w=41,k=9,r=2,s=2,stride=9,pad=1",
+    "n=3,c=260,h=10,w=11,k=200,r=3,s=3,stride=1,pad=1",
 };
 
 /* The GPU reference equals the CPU reference bit for bit (the same sums in
