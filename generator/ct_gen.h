@@ -155,6 +155,11 @@ typedef struct ct_gen_family {
                                  a problem (ct_gen_index64) */
   int shape_generic;          /* 1: its source holds no problem size (the
                                  kernels read them from kargs) */
+  int tensor_cores;           /* 1: its products run on tensor cores; a
+                                 budgeted search screens such families'
+                                 seeds before the others' (on a large
+                                 problem one FFMA variant's screening can
+                                 take a whole time budget) */
   int n_params;
   ct_gen_param params[CT_GEN_MAX_PARAMS];
   /* The hard limits: 1 if this parameter point compiles and runs

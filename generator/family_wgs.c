@@ -111,6 +111,7 @@ const ct_gen_family ct_gen_family_wgs = {
   .template_name = "conv_wgs.cu",
   .precisions = 1u << CT_PREC_TF32,
   .args = CT_GEN_ARGS_POINTERS,
+  .tensor_cores = 1,
   .n_params = 2,
   .params = {{"TP", 2, {1, 2}}, {"BN", 2, {96, 48}}},
   .valid = wgs_valid,

@@ -122,6 +122,30 @@ static void test_seeds(void) {
   ct_tune_search_destroy(s);
 }
 
+/* Families with tensor cores are seeded first: with b marked so, its
+** default leads, then a's; the round-robin goes on in that order. */
+static void test_tensor_core_families_first(void) {
+  static const ct_gen_family fam_bt = {
+    .name = "bt", .n_params = 2, .valid = always, .tensor_cores = 1,
+    .params = {{"U", 3, {1, 2, 3}}, {"V", 4, {5, 6, 7, 8}}},
+  };
+  for (size_t i = 60; i < nv; i++) vs[i].family = &fam_bt;
+  ct_tune_search *s = NULL;
+  ASSERT_EQ_INT(ct_tune_search_create(vs, nv, 1, 12, &s), CT_OK);
+  static const long want[] = {60, 0, 20, 40};
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+    long i = ct_tune_search_next(s);
+    ASSERT_EQ_INT(i, want[k]);
+    if (i >= 0) ct_tune_search_result(s, (size_t)i, landscape((size_t)i));
+  }
+  ct_tune_search_destroy(s);
+  /* With fewer seeds than families, the tensor-core family keeps its. */
+  ASSERT_EQ_INT(ct_tune_search_create(vs, nv, 1, 1, &s), CT_OK);
+  ASSERT_EQ_INT(ct_tune_search_next(s), 60);
+  ct_tune_search_destroy(s);
+  build();
+}
+
 /* A family of one variant beside one of sixty still gets its seed. */
 static void test_small_family_seeded(void) {
   ct_tune_search *s = NULL;
@@ -255,6 +279,7 @@ int main(void) {
   RUN_TEST(test_exhaustive);
   RUN_TEST(test_seeds);
   RUN_TEST(test_small_family_seeded);
+  RUN_TEST(test_tensor_core_families_first);
   RUN_TEST(test_budget_and_quality);
   RUN_TEST(test_coupled_parameters);
   RUN_TEST(test_resumed_results_count);

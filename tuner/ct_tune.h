@@ -234,7 +234,8 @@ int ct_tune_worker_main(int argc, char **argv);
 ** every variant.  Budgeted: first a stratified sample of every family (a
 ** third of max_screen, or sqrt(n) under a time budget alone; each family
 ** in proportion to its size and at least its default variant, points
-** spread evenly over its enumeration order), then hill climbing: the
+** spread evenly over its enumeration order; round-robin over the
+** families, those with tensor cores first), then hill climbing: the
 ** untried neighbours (same family, one parameter different, or two where
 ** no one-parameter step between them is valid) of the
 ** fastest timed variant, the one a cheap model predicts fastest first

@@ -9,7 +9,9 @@
 **      family gets a share in proportion to its size (at least one: its
 **      default, the first enumerated point), spread evenly over its
 **      enumeration order; the seeds are taken round-robin over the families
-**      so that, under a time budget, every family is seen early.
+**      so that, under a time budget, every family is seen early, the
+**      families with tensor cores first (on a large problem an FFMA
+**      variant's screening alone can take a whole time budget).
 **   2. hill climbing guided by a cheap model: the candidates are the
 **      untried neighbours (same family, one parameter different, or two
 **      where no one-parameter step between them is valid)
@@ -197,17 +199,24 @@ out:
 /* Chooses the seeds (stage 1) and numbers them in s->seed_rank. */
 static ct_status choose_seeds(ct_tune_search *s, const ct_gen_variant *v) {
   size_t n = s->n;
-  /* Families in order of first appearance; members in enumeration order. */
+  /* Families with tensor cores first, then the others, each group in
+  ** order of first appearance; members in enumeration order. */
   const ct_gen_family **fam = calloc(n, sizeof *fam);
   size_t *size = calloc(n, sizeof *size), *quota = calloc(n, sizeof *quota);
   size_t *first = calloc(n, sizeof *first), *member = calloc(n, sizeof *member);
   ct_status rc = CT_ERR_NOMEM;
   if (!fam || !size || !quota || !first || !member) goto out;
   size_t nf = 0;
+  for (int tc = 1; tc >= 0; tc--)
+    for (size_t i = 0; i < n; i++) {
+      if ((v[i].family->tensor_cores != 0) != tc) continue;
+      size_t f = 0;
+      while (f < nf && fam[f] != v[i].family) f++;
+      if (f == nf) fam[nf++] = v[i].family;
+    }
   for (size_t i = 0; i < n; i++) {
     size_t f = 0;
-    while (f < nf && fam[f] != v[i].family) f++;
-    if (f == nf) fam[nf++] = v[i].family;
+    while (fam[f] != v[i].family) f++;
     size[f]++;
   }
   /* members grouped by family: first[f] is family f's start in member[]. */
