@@ -30,10 +30,11 @@
 ** (S-1) dil_w - pad_w exceeds 128 (the corners of a rank-4 im2col map lie
 ** in [-128, 127]); (R-1) dil_h or (S-1) dil_w exceeds 255 (the tap offsets
 ** are 8 bits); M = N P Q, the tile count, a CTA's k-tiles or a launch's
-** grid leaves 31 bits;
-** a workspace dimension exceeds 2^32 or a stride 2^40 bytes (the maps'
-** limits; gm3's lo coordinates NP + image and KP + channel stay below
-** 2^31); the block does not fit the device (gm_valid).  Pruned
+** grid leaves 31 bits, or gm_nhwc's grid.y (its channel blocks) 65535;
+** the images or output channels of the workspace tensors (both copies for
+** gm3: the TMA coordinates are s32) leave 31 bits, H or W exceeds 2^32 or
+** a stride 2^40 bytes (the maps' limits); the block does not fit the
+** device (gm_valid).  Pruned
 ** (gm_worth): BK other than the smallest one that holds CP (or 32), BN
 ** (above 64) of at least twice K rounded up to 64, BM = 64 when 128-pixel tiles already
 ** give every SM two tiles, and STAGES other than the two deepest rings
@@ -133,7 +134,7 @@ static int gm_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   if (ktiles > lim31 || sh.m > lim31 - 256 || tiles > lim31 / 2 ||
       (tiles + sh.grid - 1) / sh.grid > lim31 / ktiles || sh.nhwc_blocks > lim31 ||
       sh.pack_blocks > lim31 || p->k * sh.P * sh.Q > lim31 || p->h * p->w > lim31 ||
-      sh.cp > lim31)
+      sh.cp > lim31 || (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH > 65535)
     return 0;
   /* The maps: every dimension <= 2^32, every stride < 2^40 bytes; the
   ** copies' coordinates (image, output channel) are s32. */
@@ -327,7 +328,7 @@ const ct_gen_family ct_gen_family_gm3 = {
   .params = {{"BM", 2, {128, 64}},
              {"BN", 2, {128, 64}},
              {"BK", 3, {32, 16, 8}},
-             {"STAGES", 5, {4, 3, 2, 6, 8}},
+             {"STAGES", 5, {3, 4, 2, 6, 8}},
              {"KC", 2, {8, 4}}},
   .valid = gm3_valid,
   .worth = gm3_worth,

@@ -67,11 +67,11 @@
 #ifndef BK
 #define BK 32
 #endif
-#ifndef STAGES
-#define STAGES 4
-#endif
 #ifndef CT_GM_SPLIT
 #define CT_GM_SPLIT 0
+#endif
+#ifndef STAGES
+#define STAGES (CT_GM_SPLIT ? 3 : 4) // gm3: 3 stages of 64 KiB at 128 x 128 x 32
 #endif
 #ifndef KC
 #define KC 8

@@ -407,6 +407,16 @@ static void test_gm3_layout(void) {
                                          &bad), CT_ERR_UNSUPPORTED);
   ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm3:BM=128,BN=256,BK=32,STAGES=2,KC=8",
                                          &bad), CT_ERR_UNSUPPORTED); /* not in the list */
+  /* gm_nhwc's channel blocks stay within a grid's y (65535). */
+  ct_problem wide;
+  ASSERT_EQ_INT(parse("n=1,c=4194244,h=1,w=1,k=1,r=1,s=1", CT_PREC_FP32, &wide), 0);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&wide, &lim, "gm3:BM=64,BN=64,BK=32,STAGES=6,KC=8",
+                                         &bad), CT_ERR_UNSUPPORTED);
+  ASSERT_EQ_INT(parse("n=1,c=4194240,h=1,w=1,k=1,r=1,s=1", CT_PREC_FP32, &wide), 0);
+  ct_gen_variant fits;
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&wide, &lim, "gm3:BM=64,BN=64,BK=32,STAGES=6,KC=8",
+                                         &fits), CT_OK);
+  ASSERT_EQ_INT(fits.kernels[0].grid[1], 65535);
   /* Four stages of 64 KiB do not fit; three do. */
   ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm3:BM=128,BN=128,BK=32,STAGES=4,KC=8",
                                          &bad), CT_ERR_UNSUPPORTED);
