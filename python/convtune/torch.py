@@ -20,6 +20,14 @@ extension is compiled against PyTorch).
     explain(x, weight, bias=None, ...)
         which kernel runs for that call and why (path, variant, reason,
         database state).
+    collect(model, *example_inputs, precision="auto", **example_kwargs)
+        the conv2d problems one forward pass of a model runs (forward hooks
+        on its nn.Conv2d modules), with call counts, in the form
+        `convtune tune --problems` reads, and the convolutions convtune
+        cannot run, each with the reason.
+    tune(model, *example_inputs, budget=None, ...)
+        collect(), then `convtune tune --problems` on them, with its
+        progress; returns its result.
 
 precision: "tf32" (TF32 tensor-core products, PyTorch's default for
 convolutions), "fp32" (IEEE-fp32-class accuracy) or "auto": tf32 when
@@ -40,6 +48,11 @@ another before that.  An unusable database is not an error: default
 variants run and explain() says why.
 """
 
+import json
+import os
+import shutil
+import subprocess
+import tempfile
 import threading
 from typing import List, Optional
 
@@ -53,11 +66,23 @@ if not hasattr(torch.library, "custom_op"):  # pragma: no cover
                       "this is %s" % torch.__version__)
 
 __all__ = ["conv2d", "Conv2d", "UnsupportedError", "explain", "set_database",
-           "library", "context"]
+           "library", "context", "collect", "write_problems", "tune", "TuneError"]
 
 
 class UnsupportedError(ValueError):
     """A convolution convtune does not run; the message says why."""
+
+
+class TuneError(RuntimeError):
+    """tune() did not tune every problem: the tuner failed (exit status
+    `returncode`), or some problems failed; `result` holds the tuner's JSON
+    where it printed one, `collected` collect()'s result."""
+
+    def __init__(self, message, returncode, result, collected):
+        super().__init__(message)
+        self.returncode = returncode
+        self.result = result
+        self.collected = collected
 
 
 # -------------------------------------------------------------------------
@@ -371,3 +396,197 @@ class Conv2d(nn.Conv2d):
 
     def extra_repr(self):
         return super().extra_repr() + ", precision=%r" % self.precision
+
+
+# -------------------------------------------------------------------------
+# A model's convolutions: collect and tune
+
+_NAME_MAX = 63  # a problem's name in a list (tuner/problems.c)
+
+
+def _collected_problem(module, x, precision):
+    """(spec, gflop, None) for the problem the nn.Conv2d `module` runs on
+    input x, or (None, 0, reason) where convtune cannot run it."""
+    if module.groups != 1:
+        return None, 0, "groups=%d: convtune runs groups=1 convolutions only" % module.groups
+    if module.padding_mode != "zeros":
+        return None, 0, "padding_mode=%r: convtune pads with zeros only" % module.padding_mode
+    weight, bias = module.weight, module.bias
+    for name, t in (("input", x), ("weight", weight)):
+        if t.dtype != torch.float32:
+            return None, 0, "%s is %s: convtune runs float32 convolutions only" % (name, t.dtype)
+    if x.dim() == 3:
+        x = x.unsqueeze(0)
+    if x.dim() != 4:
+        return None, 0, "input of shape %s: not (N, C, H, W) or (C, H, W)" % (tuple(x.shape),)
+    try:
+        stride, padding, dilation = _arguments(x, weight, module.stride, module.padding,
+                                               module.dilation, 1, precision)
+        _check_params(stride, padding, dilation)
+        n, k, P, Q = _output_shape(x, weight, stride, padding, dilation)
+        p = _problem(x, weight, bias, stride, padding, dilation, precision)
+    except ValueError as e:  # UnsupportedError too
+        return None, 0, str(e)
+    c, r, s_ = weight.shape[1:]
+    return library().format(p), 2e-9 * n * k * P * Q * c * r * s_, None
+
+
+def collect(model, *example_inputs, precision="auto", **example_kwargs):
+    """The conv2d problems one forward pass of `model` runs.
+
+    Runs model(*example_inputs, **example_kwargs) once under torch.no_grad(),
+    with a forward hook on every nn.Conv2d (convtune.torch.Conv2d included),
+    on whatever device the model and inputs are (shapes are all it records).
+    precision: "tf32", "fp32" or "auto" (tf32 when
+    torch.backends.cudnn.allow_tf32 is set, read now).
+
+    Returns a dict:
+      "precision": the precision of the specs;
+      "problems":  one entry per distinct problem, in order of first call:
+                   "spec" (canonical), "name" (the first module that ran it,
+                   at most 63 characters), "calls" (in this pass), "weight"
+                   (calls x GFLOP, an estimate of its share of the time for
+                   `tune --weighted`) and "modules" (every module name);
+      "skipped":   the convolutions convtune cannot run, one entry per
+                   module: "name", "calls" and "reason" (groups != 1, a
+                   dtype other than float32, padding_mode, asymmetric
+                   "same" padding, sizes past the library's limits).
+    The problems part is what `convtune tune --problems` reads
+    (write_problems writes it)."""
+    prec = _resolve_precision(_check_precision(precision))
+    names = {m: (n or "(model)") for n, m in model.named_modules()}
+    found, skipped = {}, {}
+
+    def hook(module, args, output):
+        name = names.get(module, type(module).__name__)
+        x = args[0] if args else None
+        if isinstance(x, torch.Tensor):
+            spec, gflop, reason = _collected_problem(module, x, prec)
+        else:
+            spec, gflop, reason = None, 0, "its input is not a tensor"
+        if spec is None:
+            e = skipped.setdefault(name, {"name": name, "calls": 0, "reason": reason})
+            e["calls"] += 1
+            return
+        e = found.get(spec)
+        if e is None:
+            e = found[spec] = {"spec": spec, "name": name[:_NAME_MAX], "calls": 0,
+                               "weight": 0.0, "modules": []}
+        e["calls"] += 1
+        e["weight"] += gflop
+        if name not in e["modules"]:
+            e["modules"].append(name)
+
+    convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
+    handles = [m.register_forward_hook(hook) for m in convs]
+    try:
+        with torch.no_grad():
+            model(*example_inputs, **example_kwargs)
+    finally:
+        for h in handles:
+            h.remove()
+    return {"precision": prec, "problems": list(found.values()),
+            "skipped": list(skipped.values())}
+
+
+def write_problems(collected, path):
+    """Writes collect()'s result to `path` as the JSON `convtune tune
+    --problems` reads (the file holds the skipped convolutions too, which
+    the tuner ignores)."""
+    with open(path, "w") as f:
+        json.dump(collected, f, indent=1)
+        f.write("\n")
+
+
+def _find_cli(cli):
+    """The convtune command: `cli`, else $CONVTUNE_CLI, else `convtune` on
+    the PATH, else build/tuner/convtune beside the loaded library's
+    build/runtime/."""
+    for given, what in ((cli, "cli"), (os.environ.get("CONVTUNE_CLI"), "$CONVTUNE_CLI")):
+        if given:
+            found = shutil.which(given)
+            if found is None:
+                raise FileNotFoundError("%s=%s: no such executable" % (what, given))
+            return found
+    found = shutil.which("convtune")
+    if found:
+        return found
+    lib_dir = os.path.dirname(os.path.abspath(library().path))
+    beside = os.path.join(os.path.dirname(lib_dir), "tuner", "convtune")
+    if os.path.basename(lib_dir) == "runtime" and os.access(beside, os.X_OK):
+        return beside
+    raise FileNotFoundError(
+        "the convtune command was not found: pass cli=PATH, set $CONVTUNE_CLI, or put "
+        "convtune on the PATH (a build has it at build/tuner/convtune)")
+
+
+def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=None,
+         weighted=False, fresh=False, cli=None, problems_file=None, quiet=False, args=(),
+         **example_kwargs):
+    """Tunes the conv2d problems of one forward pass of `model` on a GPU.
+
+    collect(model, *example_inputs, precision=..., **example_kwargs), then
+    `convtune tune --problems FILE --json` with:
+      budget    seconds per problem (--budget; None: the tuner's full
+                search);
+      db        the tuning database (--db; None: the one set_database()
+                chose, else the tuner's default, $CONVTUNE_DB or the
+                per-user one, which is also the library's);
+      device    the GPU's index (--device; None: the tuner's default, 0);
+      weighted  share the list's budget by each problem's weight (calls x
+                GFLOP) instead of equally (--weighted);
+      fresh     tune problems tuned before again (--fresh);
+      cli       the convtune command (else $CONVTUNE_CLI, the PATH, or the
+                build beside the loaded library);
+      problems_file  where the list is written (else a temporary file,
+                removed after);
+      quiet     no progress (the tuner's progress goes to stderr);
+      args      more `convtune tune` options, e.g. ("--families", "gm").
+    Problems tuned before on the device are skipped, so a rerun resumes.
+
+    Returns {"collected": collect()'s result, "result": the tuner's JSON
+    ({"problems": [...], ...}: per problem its status, winner and time)}.
+    Raises FileNotFoundError when no convtune command is found, and
+    TuneError (the exit status, the tuner's JSON where it printed one) when
+    the tuner fails or a problem could not be tuned."""
+    collected = collect(model, *example_inputs, precision=precision, **example_kwargs)
+    if not collected["problems"]:
+        return {"collected": collected, "result": {"problems": []}}
+    command = [_find_cli(cli), "tune", "--json", "--precision", collected["precision"]]
+    if budget is not None:
+        command += ["--budget", "%g" % budget]
+    if db is None:
+        db = _state["db"]
+    if db is not None:
+        command += ["--db", db]
+    if device is not None:
+        command += ["--device", str(int(device))]
+    if weighted:
+        command.append("--weighted")
+    if fresh:
+        command.append("--fresh")
+    if quiet:
+        command.append("--quiet")
+    command += [str(a) for a in args]
+    temporary = problems_file is None
+    if temporary:
+        fd, problems_file = tempfile.mkstemp(prefix="convtune-problems-", suffix=".json")
+        os.close(fd)
+    try:
+        write_problems(collected, problems_file)
+        run = subprocess.run(command + ["--problems", problems_file], stdout=subprocess.PIPE,
+                             stderr=None if not quiet else subprocess.PIPE, text=True)
+    finally:
+        if temporary:
+            os.unlink(problems_file)
+    try:
+        result = json.loads(run.stdout) if run.stdout.strip() else None
+    except json.JSONDecodeError:
+        result = None
+    if run.returncode != 0 or result is None:
+        detail = (run.stderr or "").strip().splitlines()[-3:] if quiet else []
+        raise TuneError("%s exited with status %d%s" % (
+            " ".join(command[:2]), run.returncode,
+            (": " + " / ".join(detail)) if detail else " (its messages are above)"),
+            run.returncode, result, collected)
+    return {"collected": collected, "result": result}

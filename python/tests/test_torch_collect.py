@@ -1,0 +1,154 @@
+"""convtune.torch.collect and tune without a GPU: the problems a forward
+pass runs (specs, call counts, names, weights), the convolutions convtune
+cannot run and why, the list `convtune tune --problems` reads, and tune()
+through the CLI on the tuner's fake GPU.  Skipped where torch is not
+installed."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn as nn  # noqa: E402
+
+import convtune.torch as ct  # noqa: E402
+
+
+class Net(nn.Module):
+    """Three problems (b runs twice; pairs of strides, paddings and
+    dilations), a grouped conv, an asymmetric 'same' padding and a float64
+    conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 16, 3, padding=1)
+        self.b = nn.Conv2d(16, 16, 3, padding=1, bias=False)
+        self.grouped = nn.Conv2d(16, 16, 3, padding=1, groups=4)
+        self.even_same = nn.Conv2d(16, 8, 4, padding="same")
+        self.f64 = nn.Conv2d(16, 4, 1).double()
+        self.pairs = nn.Conv2d(16, 8, (1, 3), stride=(2, 1), padding=(0, 2), dilation=(1, 2))
+
+    def forward(self, x):
+        x = self.b(self.b(self.a(x)))
+        y = self.grouped(x) + self.even_same(x)[:, :1]
+        z = self.f64(x.double()).float()
+        return self.pairs(x), y, z
+
+
+def specs(collected):
+    return [p["spec"] for p in collected["problems"]]
+
+
+def test_collect_problems_calls_and_skips():
+    net = Net()
+    got = ct.collect(net, torch.randn(2, 3, 20, 22), precision="fp32")
+    assert got["precision"] == "fp32"
+    assert specs(got) == [
+        "n=2,c=3,h=20,w=22,k=16,r=3,s=3,stride=1,pad=1,dil=1,bias=1,prec=fp32",
+        "n=2,c=16,h=20,w=22,k=16,r=3,s=3,stride=1,pad=1,dil=1,bias=0,prec=fp32",
+        "n=2,c=16,h=20,w=22,k=8,r=1,s=3,stride=2x1,pad=0x2,dil=1x2,bias=1,prec=fp32",
+    ]
+    a, b, pairs = got["problems"]
+    assert (a["name"], a["calls"], a["modules"]) == ("a", 1, ["a"])
+    assert (b["name"], b["calls"]) == ("b", 2)
+    assert pairs["name"] == "pairs"
+    # weight = calls x GFLOP: b runs 2 x 2*2*16*20*22*16*9 flops
+    assert b["weight"] == pytest.approx(2 * 2 * 2 * 16 * 20 * 22 * 16 * 9 * 1e-9)
+    reasons = {s["name"]: s["reason"] for s in got["skipped"]}
+    assert set(reasons) == {"grouped", "even_same", "f64"}
+    assert "groups=4" in reasons["grouped"]
+    assert "asymmetric" in reasons["even_same"]
+    assert "float64" in reasons["f64"]
+    # The hooks are gone after the pass.
+    assert all(not m._forward_hooks for m in net.modules())
+
+
+def test_collect_precision_auto_and_unbatched():
+    conv = nn.Conv2d(4, 6, 3)
+    old = torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cudnn.allow_tf32 = False
+        got = ct.collect(conv, torch.randn(4, 9, 9))
+    finally:
+        torch.backends.cudnn.allow_tf32 = old
+    assert specs(got) == ["n=1,c=4,h=9,w=9,k=6,r=3,s=3,stride=1,pad=0,dil=1,bias=1,prec=fp32"]
+    with pytest.raises(ValueError, match="precision"):
+        ct.collect(conv, torch.randn(1, 4, 9, 9), precision="fp16")
+
+
+def test_collect_hooks_removed_when_forward_raises():
+    class Broken(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = nn.Conv2d(2, 2, 1)
+
+        def forward(self, x):
+            self.c(x)
+            raise RuntimeError("boom")
+
+    net = Broken()
+    with pytest.raises(RuntimeError, match="boom"):
+        ct.collect(net, torch.randn(1, 2, 4, 4))
+    assert not net.c._forward_hooks
+
+
+def test_write_problems_is_a_tuner_list(tmp_path, lib):
+    got = ct.collect(Net(), torch.randn(1, 3, 12, 12), precision="tf32")
+    path = tmp_path / "net.json"
+    ct.write_problems(got, str(path))
+    data = json.loads(path.read_text())
+    assert [p["spec"] for p in data["problems"]] == specs(got)
+    cli = _cli()
+    if cli is None:
+        pytest.skip("no convtune command beside the library")
+    # The tuner reads it: `db list --problems` names each problem.
+    out = subprocess.run([cli, "db", "list", "--problems", str(path), "--db",
+                          str(tmp_path / "none.db")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def _cli():
+    try:
+        return ct._find_cli(None)
+    except FileNotFoundError:
+        return None
+
+
+def test_tune_through_the_cli_on_the_fake_gpu(tmp_path, monkeypatch, lib):
+    cli = _cli()
+    if cli is None:
+        pytest.skip("no convtune command beside the library")
+    monkeypatch.setenv("CONVTUNE_TEST_FAKE_GPU", "1")
+    monkeypatch.setenv("CONVTUNE_TEST_FAKE_MS", "5")
+    db = str(tmp_path / "t.db")
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 1))
+    opts = ("--families", "direct", "--max-variants", "2", "--final-trials", "2",
+            "--finalists", "1", "--trials", "2")
+    res = ct.tune(net, torch.randn(1, 3, 10, 10), precision="fp32", db=db, quiet=True,
+                  args=opts)
+    rows = res["result"]["problems"]
+    assert len(rows) == 2
+    assert all(r["status"] == "tuned" for r in rows), rows
+    assert all(r["winner"].startswith("direct:") for r in rows)
+    # A rerun skips both.
+    again = ct.tune(net, torch.randn(1, 3, 10, 10), precision="fp32", db=db, quiet=True,
+                    args=opts)
+    assert all(r["status"] == "skipped" for r in again["result"]["problems"])
+    # A failing tuner raises with its status.
+    with pytest.raises(ct.TuneError) as e:
+        ct.tune(net, torch.randn(1, 3, 10, 10), db=db, quiet=True, args=("--no-such-option",))
+    assert e.value.returncode != 0
+    assert os.path.exists(db)
+
+
+def test_tune_without_a_cli(monkeypatch, lib):
+    monkeypatch.setenv("CONVTUNE_CLI", "/nonexistent/convtune")
+    with pytest.raises(FileNotFoundError, match="CONVTUNE_CLI"):
+        ct.tune(nn.Conv2d(1, 1, 1), torch.randn(1, 1, 4, 4), quiet=True)
+    with pytest.raises(FileNotFoundError, match="cli=/nonexistent/ct"):
+        ct.tune(nn.Conv2d(1, 1, 1), torch.randn(1, 1, 4, 4), cli="/nonexistent/ct")
+    # A model with no convolution convtune runs tunes nothing.
+    res = ct.tune(nn.Conv2d(2, 2, 1, groups=2), torch.randn(1, 2, 4, 4))
+    assert res["result"]["problems"] == [] and len(res["collected"]["skipped"]) == 1
