@@ -434,9 +434,11 @@ def _collected_problem(module, x, precision):
 def collect(model, *example_inputs, precision="auto", **example_kwargs):
     """The conv2d problems one forward pass of `model` runs.
 
-    Runs model(*example_inputs, **example_kwargs) once under torch.no_grad(),
-    with a forward hook on every nn.Conv2d (convtune.torch.Conv2d included),
-    on whatever device the model and inputs are (shapes are all it records).
+    Runs model(*example_inputs, **example_kwargs) once under torch.no_grad()
+    in eval mode (so BatchNorm statistics stay as they are; every module's
+    mode is restored after), with a forward hook on every nn.Conv2d
+    (convtune.torch.Conv2d included), on whatever device the model and
+    inputs are (shapes are all it records).
     precision: "tf32", "fp32" or "auto" (tf32 when
     torch.backends.cudnn.allow_tf32 is set, read now).
 
@@ -478,13 +480,17 @@ def collect(model, *example_inputs, precision="auto", **example_kwargs):
             e["modules"].append(name)
 
     convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
+    modes = [(m, m.training) for m in model.modules()]
     handles = [m.register_forward_hook(hook) for m in convs]
     try:
+        model.eval()
         with torch.no_grad():
             model(*example_inputs, **example_kwargs)
     finally:
         for h in handles:
             h.remove()
+        for m, training in modes:
+            m.training = training
     return {"precision": prec, "problems": list(found.values()),
             "skipped": list(skipped.values())}
 

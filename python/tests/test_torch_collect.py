@@ -78,6 +78,18 @@ def test_collect_precision_auto_and_unbatched():
         ct.collect(conv, torch.randn(1, 4, 9, 9), precision="fp16")
 
 
+def test_collect_leaves_the_model_as_it_was():
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.Dropout(0.5))
+    net.train()
+    net[2].eval()  # a mixed state, restored as it was
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    got = ct.collect(net, torch.randn(2, 3, 8, 8) * 5 + 3)
+    assert len(got["problems"]) == 1
+    after = net.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)  # BN statistics kept
+    assert [m.training for m in net] == [True, True, False] and net.training
+
+
 def test_collect_hooks_removed_when_forward_raises():
     class Broken(nn.Module):
         def __init__(self):
