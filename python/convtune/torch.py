@@ -28,6 +28,11 @@ extension is compiled against PyTorch).
     tune(model, *example_inputs, budget=None, ...)
         collect(), then `convtune tune --problems` on them, with its
         progress; returns its result.
+    patch(model, fold_bn=True, precision="auto", inplace=False)
+        the model for inference with its nn.Conv2d modules replaced by
+        Conv2d (eval-mode BatchNorms folded into the convolution before
+        them), and a report of what was replaced and what was left alone,
+        and why.
 
 precision: "tf32" (TF32 tensor-core products, PyTorch's default for
 convolutions), "fp32" (IEEE-fp32-class accuracy) or "auto": tf32 when
@@ -48,6 +53,7 @@ another before that.  An unusable database is not an error: default
 variants run and explain() says why.
 """
 
+import copy
 import json
 import os
 import shutil
@@ -66,7 +72,7 @@ if not hasattr(torch.library, "custom_op"):  # pragma: no cover
                       "this is %s" % torch.__version__)
 
 __all__ = ["conv2d", "Conv2d", "UnsupportedError", "explain", "set_database",
-           "library", "context", "collect", "write_problems", "tune", "TuneError"]
+           "library", "context", "collect", "write_problems", "tune", "TuneError", "patch"]
 
 
 class UnsupportedError(ValueError):
@@ -596,3 +602,118 @@ def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=
             (": " + " / ".join(detail)) if detail else " (its messages are above)"),
             run.returncode, result, collected)
     return {"collected": collected, "result": result}
+
+
+# -------------------------------------------------------------------------
+# Patching a model for inference
+
+def _unsupported_module(module):
+    """Why Conv2d cannot replace the nn.Conv2d `module`, or None."""
+    if module.training:
+        return "training mode: patch serves inference (call model.eval() first)"
+    if module.groups != 1:
+        return "groups=%d: convtune runs groups=1 convolutions only" % module.groups
+    if module.padding_mode != "zeros":
+        return "padding_mode=%r: convtune pads with zeros only" % module.padding_mode
+    if module.weight.dtype != torch.float32:
+        return "weight is %s: convtune runs float32 convolutions only" % module.weight.dtype
+    if isinstance(module.padding, str) and module.padding == "same":
+        try:
+            _same_padding(module.weight, _pair(module.stride, "stride"),
+                          _pair(module.dilation, "dilation"))
+        except ValueError as e:  # UnsupportedError too
+            return str(e)
+    return None
+
+
+def _fold_batchnorms(model):
+    """Traces `model` with torch.fx and folds every eval-mode BatchNorm2d
+    whose only input is the output of an nn.Conv2d that convtune can run
+    (called at one place, its output used by that BatchNorm alone) into
+    that convolution.  Returns (the traced GraphModule, {conv name: bn
+    name}).  Raises ValueError when the model cannot be traced."""
+    import torch.fx as fx
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+    try:
+        gm = fx.symbolic_trace(model)
+    except Exception as e:  # tracing raises many kinds (TraceError, TypeError, ...)
+        raise ValueError("fold_bn needs a model that torch.fx can trace, and tracing failed "
+                         "(%s: %s); pass fold_bn=False to patch without folding"
+                         % (type(e).__name__, e)) from e
+    modules = dict(gm.named_modules())
+    calls = {}
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            calls[node.target] = calls.get(node.target, 0) + 1
+    folded = {}
+    for node in list(gm.graph.nodes):
+        if node.op != "call_module" or not isinstance(modules.get(node.target), nn.BatchNorm2d):
+            continue
+        src = node.args[0] if node.args else None
+        if not (isinstance(src, fx.Node) and src.op == "call_module"):
+            continue
+        conv, bn = modules.get(src.target), modules[node.target]
+        if (not isinstance(conv, nn.Conv2d) or _unsupported_module(conv) is not None or
+                bn.training or not bn.track_running_stats or bn.running_mean is None or
+                len(src.users) != 1 or calls[src.target] != 1 or calls[node.target] != 1 or
+                len(node.args) != 1 or node.kwargs):
+            continue
+        fused = fuse_conv_bn_eval(conv, bn)
+        parent, _, leaf = src.target.rpartition(".")
+        setattr(gm.get_submodule(parent) if parent else gm, leaf, fused)
+        modules[src.target] = fused
+        node.replace_all_uses_with(src)
+        gm.graph.erase_node(node)
+        folded[src.target] = node.target
+    gm.graph.lint()
+    gm.delete_all_unused_submodules()
+    gm.recompile()
+    return gm, folded
+
+
+def patch(model, *, fold_bn=True, precision="auto", inplace=False):
+    """The model for inference on convtune's convolutions.
+
+    Every nn.Conv2d that convtune can run is replaced by a Conv2d with its
+    configuration, parameters and `precision`; the others stay PyTorch's,
+    each with its reason in the report (training mode, groups != 1, a
+    dtype other than float32, padding_mode, asymmetric "same" padding).
+    Whether a problem's sizes fit is checked when it runs (Conv2d raises
+    UnsupportedError then).
+
+    fold_bn: each eval-mode BatchNorm2d fed by such a convolution alone is
+    folded into it, once, now (weight * gamma / sqrt(var + eps), and the
+    bias likewise), so Conv -> BN becomes one convtune call.  This traces
+    the model with torch.fx and returns an fx.GraphModule (ValueError,
+    naming fold_bn=False, when the model cannot be traced).  Without it
+    the modules are replaced where they stand.
+
+    inplace: patch `model` itself (else a deep copy; the model passed in
+    is left as it was).
+
+    Returns (patched model, report): report["replaced"] lists {"name",
+    "folded_bn" (the BatchNorm's name, or None)}, report["left"] {"name",
+    "reason"}, in module order."""
+    _check_precision(precision)
+    if not inplace:
+        model = copy.deepcopy(model)
+    folded = {}
+    if fold_bn and not isinstance(model, nn.Conv2d):  # a lone conv has no BatchNorm
+        model, folded = _fold_batchnorms(model)
+    report = {"replaced": [], "left": []}
+    for name, module in list(model.named_modules()):
+        if not isinstance(module, nn.Conv2d) or isinstance(module, Conv2d):
+            continue
+        reason = _unsupported_module(module)
+        if reason is not None:
+            report["left"].append({"name": name, "reason": reason})
+            continue
+        new = Conv2d.from_module(module, precision=precision)
+        if name == "":  # the model is the convolution
+            model = new
+        else:
+            parent, _, leaf = name.rpartition(".")
+            setattr(model.get_submodule(parent) if parent else model, leaf, new)
+        report["replaced"].append({"name": name, "folded_bn": folded.get(name)})
+    return model, report

@@ -202,3 +202,30 @@ def test_batch_of_zero():
     x = torch.empty(0, 3, 16, 16, device=DEV)
     w = torch.rand(4, 3, 3, 3, device=DEV)
     assert ct.conv2d(x, w).shape == (0, 4, 14, 14)
+
+
+def test_patch_folded_model_matches_the_original():
+    """patch() on a Conv -> BN -> ReLU -> Conv -> BN model: every conv is
+    convtune's, both BatchNorms folded, and the output matches the
+    original model's in float64 (fp32: the folded weights' rounding
+    only)."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16),
+                        nn.ReLU(), nn.Conv2d(16, 8, 1), nn.BatchNorm2d(8)).to(DEV)
+    for m in net:
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2)
+            m.weight.data.uniform_(0.5, 2)
+            m.bias.data.uniform_(-1, 1)
+    net.eval()
+    x = torch.rand(2, 3, 19, 23, device=DEV)
+    patched, report = ct.patch(net, precision="fp32")
+    assert [r["folded_bn"] for r in report["replaced"]] == ["1", "4"] and not report["left"]
+    with torch.no_grad():
+        ref = net.double()(x.double())
+        y = patched(x)
+    assert y.dtype == torch.float32 and torch.isfinite(y).all()
+    rel = ((y.double() - ref).norm() / ref.norm()).item()
+    assert rel < 1e-5, rel
+    assert torch.allclose(y.double(), ref, rtol=1e-4, atol=1e-4)

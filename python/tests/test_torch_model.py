@@ -1,8 +1,9 @@
-"""convtune.torch.collect and tune without a GPU: the problems a forward
-pass runs (specs, call counts, names, weights), the convolutions convtune
-cannot run and why, the list `convtune tune --problems` reads, and tune()
-through the CLI on the tuner's fake GPU.  Skipped where torch is not
-installed."""
+"""convtune.torch.collect, tune and patch without a GPU: the problems a
+forward pass runs (specs, call counts, names, weights), the convolutions
+convtune cannot run and why, the list `convtune tune --problems` reads,
+tune() through the CLI on the tuner's fake GPU, and what patch() replaces,
+folds and reports, with the folded weights checked in float64.  Skipped
+where torch is not installed."""
 
 import json
 import os
@@ -164,3 +165,103 @@ def test_tune_without_a_cli(monkeypatch, lib):
     # A model with no convolution convtune runs tunes nothing.
     res = ct.tune(nn.Conv2d(2, 2, 1, groups=2), torch.randn(1, 2, 4, 4))
     assert res["result"]["problems"] == [] and len(res["collected"]["skipped"]) == 1
+
+
+# -------------------------------------------------------------------------
+# patch (without a GPU: what is replaced, the report, the folded weights)
+
+class ConvBN(nn.Module):
+    """conv1 -> bn1 -> relu (folded); conv2 used twice then bn2 (not folded:
+    two call sites); a grouped conv (left); conv3 -> bn3 with conv3's output
+    also used elsewhere (not folded)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 1)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.grouped = nn.Conv2d(8, 8, 3, padding=1, groups=2)
+        self.conv3 = nn.Conv2d(8, 8, 3, padding=1)
+        self.bn3 = nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        x = torch.relu(self.bn1(self.conv1(x)))
+        x = self.bn2(self.conv2(self.conv2(x)))
+        x = self.grouped(x)
+        y = self.conv3(x)
+        return self.bn3(y) + y
+
+
+def _randomize_bn(net):
+    g = torch.Generator().manual_seed(7)
+    for m in net.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=g))
+            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.weight.data.copy_(torch.randn(m.num_features, generator=g))
+            m.bias.data.copy_(torch.randn(m.num_features, generator=g))
+    return net
+
+
+def test_patch_replaces_folds_and_reports(lib):
+    net = _randomize_bn(ConvBN()).eval()
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    patched, report = ct.patch(net, precision="fp32")
+    # The model passed in is untouched.
+    assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
+    assert all(type(m) is not ct.Conv2d for m in net.modules())
+    replaced = {r["name"]: r["folded_bn"] for r in report["replaced"]}
+    assert replaced == {"conv1": "bn1", "conv2": None, "conv3": None}
+    assert [(r["name"], "groups=2" in r["reason"]) for r in report["left"]] == [("grouped", True)]
+    for name in replaced:
+        m = patched.get_submodule(name)
+        assert type(m) is ct.Conv2d and m.precision == "fp32" and not m.training
+    assert type(patched.get_submodule("grouped")) is nn.Conv2d
+    assert not hasattr(patched, "bn1")            # folded away
+    assert isinstance(patched.bn2, nn.BatchNorm2d) and isinstance(patched.bn3, nn.BatchNorm2d)
+    # The folded convolution computes bn1(conv1(x)), in float64.
+    x = torch.randn(2, 3, 9, 11, dtype=torch.float64)
+    c1 = patched.conv1
+    got = torch.nn.functional.conv2d(x, c1.weight.double(), c1.bias.double(), padding=1)
+    want = net.bn1.double()(net.conv1.double()(x))
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_patch_training_mode_and_no_fold(lib):
+    net = _randomize_bn(ConvBN()).train()
+    patched, report = ct.patch(net)
+    assert report["replaced"] == []
+    assert {r["name"] for r in report["left"]} == {"conv1", "conv2", "grouped", "conv3"}
+    assert all("training mode" in r["reason"] or "groups" in r["reason"] for r in report["left"])
+    # Without folding, in place: the modules are swapped where they stand.
+    net.eval()
+    same, report = ct.patch(net, fold_bn=False, inplace=True)
+    assert same is net and type(net.conv1) is ct.Conv2d and isinstance(net.bn1, nn.BatchNorm2d)
+    assert [r["folded_bn"] for r in report["replaced"]] == [None, None, None]
+    # A lone convolution becomes a Conv2d; an unsupported one stays.
+    lone, report = ct.patch(nn.Conv2d(3, 4, 3).eval())
+    assert type(lone) is ct.Conv2d and report["replaced"] == [{"name": "", "folded_bn": None}]
+    odd, report = ct.patch(nn.Conv2d(4, 4, 4, padding="same").eval())
+    assert type(odd) is nn.Conv2d and "asymmetric" in report["left"][0]["reason"]
+    with pytest.raises(ValueError, match="precision"):
+        ct.patch(nn.Conv2d(3, 4, 3), precision="bf16")
+
+
+def test_patch_untraceable_model(lib):
+    class Branchy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = nn.Conv2d(2, 2, 1)
+            self.bn = nn.BatchNorm2d(2)
+
+        def forward(self, x):
+            if x.sum() > 0:  # data-dependent control flow: torch.fx cannot trace it
+                return self.bn(self.c(x))
+            return x
+
+    net = Branchy().eval()
+    with pytest.raises(ValueError, match="fold_bn=False"):
+        ct.patch(net)
+    patched, report = ct.patch(net, fold_bn=False)
+    assert type(patched.c) is ct.Conv2d and report["left"] == []
