@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""network.py — whole networks on one GPU: torchvision models whose
+convolutions run on convtune (convtune.torch.patch, eval-mode BatchNorms
+folded into them) against PyTorch eager (NCHW and channels_last) and
+torch.compile, at tf32 and at fp32, in one process on the same inputs.
+
+Each row is one forward pass of a model in eval mode under
+torch.no_grad(), checked against the same model in float64 on the same
+input and timed with the KernelBench protocol (bench.py's time_call: L2
+flushed before each trial, CUDA events, one discarded trial, the mean of
+--trials).  Precision: tf32 sets torch.backends.cudnn.allow_tf32 and
+torch.backends.cuda.matmul.allow_tf32 (PyTorch's default for convolutions;
+matmul too, so the classifier runs alike in every row), fp32 clears both;
+the patched model's convolutions follow cudnn.allow_tf32 ("auto").
+A row passes when its output is finite and its relative error
+||y - ref|| / ||ref|| is at most max(4 x eager NCHW's at that precision,
+1e-4 for tf32 or 1e-6 for fp32): no less accurate than PyTorch's own
+path, within the spread of summation orders.
+
+The weights are torchvision's random initialisation (no downloads), with
+the BatchNorm statistics and affine parameters drawn at random from the
+seed, so that folding them changes the weights.  --tune first runs
+convtune.torch.tune on each model, batch and precision (the wall time is
+kept in the JSON: the cost of tuning a network).
+
+    python3 bench/network.py [--models resnet50:32,resnet50:1,vgg16_bn:8]
+                             [--precision tf32,fp32] [--tune] [--budget S]
+                             [--db PATH] [--lib PATH] [--trials 100]
+                             [--no-compile] [--out DIR] [--seed 0]
+                             [--device 0]
+
+Writes <out>/network-<gpu>.json (rows merged by model, batch, impl and
+precision, so runs in parts add up) with rows {model, batch, impl,
+precision, mean_ms, median_ms, min_ms, max_ms, passes, max_abs_err,
+rel_err, speed_vs_best_pytorch} and, with matplotlib, network-<gpu>.png.
+Exits 1 when a convtune row fails its check or cannot run.
+"""
+
+import argparse
+import copy
+import datetime
+import json
+import math
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DEFAULT_MODELS = "resnet50:32,resnet50:1,vgg16_bn:8"
+IMPLS = ("eager", "eager_channels_last", "torch_compile", "convtune")
+PYTORCH_IMPLS = IMPLS[:3]
+REL_FLOOR = {"tf32": 1e-4, "fp32": 1e-6}
+REL_FACTOR = 4.0
+
+# Filled by _import_runtime(): torch, torchvision, bench.py, convtune.torch.
+torch = torchvision = bench = ct = None
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", default=DEFAULT_MODELS,
+                   help="comma list of torchvision model:batch (default %s)" % DEFAULT_MODELS)
+    p.add_argument("--precision", default="tf32,fp32", help="tf32 and/or fp32")
+    p.add_argument("--tune", action="store_true",
+                   help="tune each model's convolutions first (convtune.torch.tune)")
+    p.add_argument("--budget", type=float, default=None,
+                   help="--budget of each problem's tune, seconds (default: full search)")
+    p.add_argument("--db", default=None, help="tuning database (default as ct_open)")
+    p.add_argument("--lib", default=None, help="libconvtune (default $CONVTUNE_LIB, the build)")
+    p.add_argument("--trials", type=int, default=100, help="timed trials per row")
+    p.add_argument("--no-compile", action="store_true", help="leave out torch.compile")
+    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", type=int, default=0)
+    args = p.parse_args(argv)
+    args.model_list = []
+    for item in args.models.split(","):
+        name, _, batch = item.strip().partition(":")
+        if not name or not batch.isdigit() or int(batch) < 1:
+            p.error("--models: %r is not model:batch" % item)
+        args.model_list.append((name, int(batch)))
+    args.precisions = [s.strip() for s in args.precision.split(",") if s.strip()]
+    if not args.precisions or any(s not in ("tf32", "fp32") for s in args.precisions):
+        p.error("--precision: tf32 and/or fp32, not %r" % args.precision)
+    if args.trials < 1:
+        p.error("--trials must be >= 1")
+    return args
+
+
+def _import_runtime(lib_path):
+    global torch, torchvision, bench, ct
+    if lib_path:
+        os.environ["CONVTUNE_LIB"] = lib_path
+    sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import torch as torch_
+    import torchvision as torchvision_
+    import bench as bench_
+    import convtune.torch as ct_
+    torch, torchvision, bench, ct = torch_, torchvision_, bench_, ct_
+
+
+def set_precision(prec):
+    tf32 = prec == "tf32"
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+
+
+def make_model(name, seed, dev):
+    """torchvision's `name` with random weights, its BatchNorms' statistics
+    and affine parameters drawn from `seed`, in eval mode on dev."""
+    if not hasattr(torchvision.models, name):
+        raise ValueError("torchvision.models has no %r" % name)
+    torch.manual_seed(seed)
+    model = getattr(torchvision.models, name)(weights=None)
+    g = torch.Generator().manual_seed(seed + 1)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            n = m.num_features
+            m.running_mean.copy_(0.2 * torch.rand(n, generator=g) - 0.1)
+            m.running_var.copy_(0.5 + torch.rand(n, generator=g))
+            m.weight.data.copy_(0.5 + 0.5 * torch.rand(n, generator=g))
+            m.bias.data.copy_(0.2 * torch.rand(n, generator=g) - 0.1)
+    return model.eval().to(dev)
+
+
+def check(y, ref):
+    """(passes-before-the-relative-rule, max_abs_err, rel_err) of y against
+    the float64 ref."""
+    y64 = y.double()
+    finite = bool(torch.isfinite(y64).all())
+    err = (y64 - ref).nan_to_num(nan=math.inf)
+    max_abs = float(err.abs().max())
+    rel = float(err.norm() / ref.norm())
+    return finite, max_abs, rel
+
+
+def run_rows(name, batch, args, dev, flush, log):
+    """Every impl of one model and batch at each precision: rows (dicts)."""
+    model = make_model(name, args.seed, dev)
+    torch.manual_seed(args.seed + 2)
+    x = torch.randn(batch, 3, 224, 224, device=dev)
+    with torch.no_grad():
+        ref = copy.deepcopy(model).double()(x.double())
+    rows, tune_info = [], {}
+    if args.tune:
+        for prec in args.precisions:
+            set_precision(prec)
+            t0 = time.time()
+            res = ct.tune(model, x, budget=args.budget, precision=prec, db=args.db, quiet=True)
+            statuses = [r.get("status") for r in res["result"]["problems"]]
+            tune_info[prec] = {"wall_s": round(time.time() - t0, 1),
+                               "problems": len(statuses),
+                               "tuned": statuses.count("tuned"),
+                               "skipped": statuses.count("skipped")}
+            log("  tuned %s b%d %s: %s" % (name, batch, prec, tune_info[prec]))
+    patched, report = ct.patch(model)
+    extra = {"replaced": len(report["replaced"]),
+             "folded_bn": sum(1 for r in report["replaced"] if r["folded_bn"]),
+             "left": report["left"], "tune": tune_info}
+    log("  patched %s: %d convolutions replaced, %d BatchNorms folded, %d left"
+        % (name, extra["replaced"], extra["folded_bn"], len(report["left"])))
+    x_cl = x.contiguous(memory_format=torch.channels_last)
+    model_cl = copy.deepcopy(model).to(memory_format=torch.channels_last)
+    impls = {"eager": (model, x), "eager_channels_last": (model_cl, x_cl),
+             "convtune": (patched, x)}
+    if not args.no_compile:
+        impls["torch_compile"] = (torch.compile(model, mode="max-autotune-no-cudagraphs"), x)
+    for prec in args.precisions:
+        set_precision(prec)
+        eager_rel = None
+        for impl in IMPLS:
+            if impl not in impls:
+                continue
+            fn, inp = impls[impl]
+            row = {"model": name, "batch": batch, "impl": impl, "precision": prec,
+                   "passes": False}
+            try:
+                with torch.no_grad():
+                    y = fn(inp)
+                    torch.cuda.synchronize()
+                    finite, max_abs, rel = check(y, ref)
+                    del y
+                    timing = bench.time_call(lambda: fn(inp), args.trials, flush)
+            except (RuntimeError, ValueError) as e:  # ct.UnsupportedError is a ValueError
+                row["error"] = "%s: %s" % (type(e).__name__, e)
+                rows.append(row)
+                log("  %-22s %s %s: %s" % (impl, prec, name, row["error"]))
+                continue
+            if impl == "eager":
+                eager_rel = rel
+            limit = max(REL_FACTOR * eager_rel if eager_rel is not None else 0.0,
+                        REL_FLOOR[prec])
+            row.update(timing)
+            row.update(max_abs_err=max_abs, rel_err=rel, rel_limit=limit,
+                       passes=finite and rel <= limit)
+            rows.append(row)
+            log("  %-22s %s b%-3d %-5s %9.4f ms  rel %.2e  %s"
+                % (impl, name, batch, prec, row["mean_ms"], rel,
+                   "ok" if row["passes"] else "FAILS"))
+    del impls, patched, model, model_cl, ref
+    torch.cuda.empty_cache()
+    return rows, extra
+
+
+def add_ratios(rows):
+    """speed_vs_best_pytorch: the best passing PyTorch row's mean over the
+    row's mean, per (model, batch, precision)."""
+    for r in rows:
+        if "mean_ms" not in r:
+            continue
+        best = [o["mean_ms"] for o in rows
+                if o["impl"] in PYTORCH_IMPLS and "mean_ms" in o and o.get("passes") and
+                (o["model"], o["batch"], o["precision"]) == (r["model"], r["batch"],
+                                                             r["precision"])]
+        r["speed_vs_best_pytorch"] = min(best) / r["mean_ms"] if best else None
+
+
+def merge(old_rows, new_rows):
+    key = lambda r: (r["model"], r["batch"], r["impl"], r["precision"])  # noqa: E731
+    merged = {key(r): r for r in old_rows}
+    merged.update({key(r): r for r in new_rows})
+    return list(merged.values())
+
+
+def table(rows):
+    lines = ["%-10s %5s %-5s %-22s %10s %9s %8s %s" % ("model", "batch", "prec", "impl",
+                                                       "mean ms", "rel err", "vs best", "")]
+    for r in sorted(rows, key=lambda r: (r["model"], r["batch"], r["precision"],
+                                         IMPLS.index(r["impl"]))):
+        if "mean_ms" not in r:
+            lines.append("%-10s %5d %-5s %-22s %s" % (r["model"], r["batch"], r["precision"],
+                                                      r["impl"], r.get("error", "not run")))
+            continue
+        v = r.get("speed_vs_best_pytorch")
+        lines.append("%-10s %5d %-5s %-22s %10.4f %9.2e %8s %s"
+                     % (r["model"], r["batch"], r["precision"], r["impl"], r["mean_ms"],
+                        r["rel_err"], "%.2fx" % v if v else "-",
+                        "ok" if r["passes"] else "FAILS"))
+    return "\n".join(lines)
+
+
+def plot(rows, path, title):
+    """Speed against the best PyTorch row, per model, batch and precision;
+    returns False without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    groups = sorted({(r["model"], r["batch"], r["precision"]) for r in rows})
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(groups)), 4.5))
+    width = 0.8 / len(IMPLS)
+    for i, impl in enumerate(IMPLS):
+        vals = []
+        for g in groups:
+            r = next((r for r in rows if (r["model"], r["batch"], r["precision"]) == g and
+                      r["impl"] == impl), None)
+            vals.append(r.get("speed_vs_best_pytorch") or 0 if r else 0)
+        ax.bar([k + (i - 1.5) * width for k in range(len(groups))], vals, width, label=impl)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(["%s b%d\n%s" % g for g in groups])
+    ax.set_ylabel("speed vs the best PyTorch row")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return True
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    _import_runtime(args.lib)
+    if not torch.cuda.is_available():
+        print("network: PyTorch sees no CUDA device; the benchmark needs a GPU", file=sys.stderr)
+        return 1
+    torch.cuda.set_device(args.device)
+    dev = torch.device("cuda", args.device)
+    if args.db is not None:
+        ct.set_database(args.db)
+    machine = bench.machine_info(args.device)
+
+    def log(msg):
+        print(msg, flush=True)
+
+    log("network  %s, torch %s, cuDNN %s; models %s; %s; %d trials"
+        % (machine["gpu"], machine["torch"], machine["cudnn"], args.models,
+           ",".join(args.precisions), args.trials))
+    flush = torch.empty(bench.FLUSH_BYTES // 8, dtype=torch.int64, device=dev)
+    rows, models = [], {}
+    for name, batch in args.model_list:
+        log("%s, batch %d" % (name, batch))
+        got, extra = run_rows(name, batch, args, dev, flush, log)
+        rows += got
+        models["%s:%d" % (name, batch)] = extra
+
+    slug = bench.gpu_slug(machine["gpu"])
+    os.makedirs(args.out, exist_ok=True)
+    json_path = os.path.join(args.out, "network-%s.json" % slug)
+    old = {}
+    if os.path.exists(json_path):
+        with open(json_path) as f:
+            old = json.load(f)
+    all_rows = merge(old.get("rows", []), rows)
+    add_ratios(all_rows)
+    doc = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine, "trials": args.trials, "seed": args.seed,
+        "database": bench.db_description(args.db),
+        "protocol": "KernelBench (bench.py time_call) on one forward pass under no_grad",
+        "check": "float64 model on the same input; passes = finite and rel_err <= "
+                 "max(%g x eager NCHW's rel_err, %s)" % (REL_FACTOR, REL_FLOOR),
+        "models": dict(old.get("models", {}), **models),
+        "rows": all_rows,
+    }
+    with open(json_path, "w") as f:
+        json.dump(bench.finite_or_none(doc), f, indent=2, allow_nan=False)
+        f.write("\n")
+    log("wrote    %s" % json_path)
+    png_path = os.path.join(args.out, "network-%s.png" % slug)
+    if plot(all_rows, png_path, "%s: whole networks, mean of %d trials, KernelBench protocol"
+            % (machine["gpu"], args.trials)):
+        log("wrote    %s" % png_path)
+    print()
+    print(table(all_rows))
+    bad = [r for r in rows if r["impl"] == "convtune" and not r.get("passes")]
+    if bad:
+        print("\nnetwork: %d convtune row(s) did not pass or run" % len(bad), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
