@@ -3,8 +3,9 @@
 # problem (tests/kernelbench/), the entry is written, compiles as Python,
 # passes KernelBench's static checker (backend cuda) with no error and no
 # warning, and its embedded CUDA (each precision's kernels, alone) compiles
-# with nvcc for sm_90a; with a tuned database (the fake GPU) the header
-# names the winners and where they came from; bad arguments are refused.
+# with nvcc for sm_90a; with a tuned database (the fake GPU: gm at tf32,
+# then gm3 at fp32) the header names the winners and where they came from
+# and their kernels compile; bad arguments are refused.
 #   tests/test_kernelbench.sh PATH/TO/convtune SOURCE_ROOT
 set -u
 ct=${1:?usage: test_kernelbench.sh CONVTUNE SOURCE_ROOT}
@@ -90,6 +91,21 @@ mkdir -p "$tmp/kt"
 if [ -n "$nvcc" ] && kernels "$tmp/t87.py" "$tmp/kt"; then
   "$nvcc" -gencode arch=compute_90a,code=sm_90a -std=c++17 -c "$tmp/kt/tf32.cu" -o "$tmp/kt/tf32.o" > "$tmp/nvcc" 2>&1
   check "tuned: gm's kernels compile with nvcc" "[ $? -eq 0 ] || { cat '$tmp/nvcc'; false; }"
+fi
+# fp32 tuned too (gm3, the 3xTF32 form of gm's kernel): both winners embedded.
+CONVTUNE_TEST_FAKE_GPU=1 CONVTUNE_TEST_FAKE_MS=5 "$ct" tune --problem "$spec87" --precision fp32 \
+  --families gm3 --max-variants 2 --final-trials 3 --db "$tmp/t.db" > /dev/null 2>&1
+check "fake fp32 tune of problem 87 (gm3)" "[ $? -eq 0 ]"
+"$ct" kernelbench --level1 87 --db "$tmp/t.db" --out "$tmp/t87b.py"
+check "tuned both: written" "[ $? -eq 0 ]"
+win3=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT variant FROM winners WHERE variant LIKE ?", ("gm3:%",)).fetchone()[0])' "$tmp/t.db")
+check "tuned both: the header names both winners" "grep -q \"#   tf32: $win\" '$tmp/t87b.py' && grep -q \"#   fp32: $win3\" '$tmp/t87b.py'"
+check "tuned both: gm3's split is in the fp32 kernels" "grep -q 'define CT_GM_SPLIT 1' '$tmp/t87b.py'"
+check "tuned both: the static checker passes" "static '$tmp/t87b.py' > '$tmp/static' || { cat '$tmp/static'; false; }"
+mkdir -p "$tmp/kt3"
+if [ -n "$nvcc" ] && kernels "$tmp/t87b.py" "$tmp/kt3"; then
+  "$nvcc" -gencode arch=compute_90a,code=sm_90a -std=c++17 -c "$tmp/kt3/fp32.cu" -o "$tmp/kt3/fp32.o" > "$tmp/nvcc" 2>&1
+  check "tuned both: gm3's kernels compile with nvcc" "[ $? -eq 0 ] || { cat '$tmp/nvcc'; false; }"
 fi
 
 # Any problem through --problem; refusals.
