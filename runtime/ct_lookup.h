@@ -80,8 +80,13 @@ typedef struct ct_rt_choice {
   ct_path path;                   /* TUNED_CUBIN, TUNED_COMPILED, NEAREST
                                   ** or DEFAULT */
   ct_gen_variant variant;         /* valid for the problem on the device */
-  void *cubin;                    /* TUNED_CUBIN: the stored cubin (owned),
-                                  ** else NULL */
+  void *cubin;                    /* TUNED_CUBIN: the stored cubin; NEAREST
+                                  ** or DEFAULT: a stored cubin of the
+                                  ** variant's very source for this problem
+                                  ** (the nearest winner's, the variant being
+                                  ** shape-generic, or the compile cache's),
+                                  ** NULL when none (then NVRTC compiles it);
+                                  ** owned */
   size_t cubin_size;
   char source[CT_PROBLEM_SPEC_MAX]; /* NEAREST: the tuned problem whose
                                   ** winner is used; "" otherwise */

@@ -38,6 +38,10 @@ typedef struct ct_rt_compiled {
 ct_status ct_rt_compile(const char *src, const char *name, const char *arch,
                         ct_rt_compiled *out);
 
+/* How many times ct_rt_compile was called in this process (for tests:
+** whether a path compiled). */
+long ct_rt_compile_count(void);
+
 /* Frees what ct_rt_compile allocated and zeroes *c.  NULL is a no-op. */
 void ct_rt_compiled_clear(ct_rt_compiled *c);
 

@@ -149,6 +149,58 @@ static const char *cubin_mismatch(const ct_cache_winner *win, uint64_t hash,
   return NULL;
 }
 
+/* The source hash of variant v for p into *hash; CT_OK, CT_ERR_NOMEM or
+** another generator status. */
+static ct_status variant_hash(const ct_problem *p, const ct_gen_variant *v,
+                              uint64_t *hash) {
+  char *src = NULL;
+  ct_status rc = ct_gen_source(p, v, &src);
+  if (rc != CT_OK) return rc;
+  *hash = ct_gen_hash(src, strlen(src), CT_GEN_HASH_SEED);
+  free(src);
+  return CT_OK;
+}
+
+/* For a NEAREST or DEFAULT choice: a stored cubin of out->variant's very
+** source for p, so that no NVRTC compile is needed.  A shape-generic
+** variant's source is the same for every problem with the same plan
+** defines, so the nearest problem's winner `win` (NULL: none) serves as it
+** is when its source hash and build match; else the compile cache (every
+** cubin the tuner compiled) may hold that source.  Fills out->cubin (owned)
+** and notes where it came from in out->reason; leaves out alone when none
+** matches.  Returns CT_ERR_NOMEM or CT_OK (a database error on the way is
+** no error: the variant is compiled). */
+static ct_status attach_stored_cubin(ct_cache *cache, const ct_cache_device *dev,
+                                     const ct_gen_limits *lim, const ct_problem *p,
+                                     ct_cache_winner *win, ct_rt_choice *out) {
+  uint64_t hash;
+  ct_status rc = variant_hash(p, &out->variant, &hash);
+  if (rc != CT_OK) return rc == CT_ERR_NOMEM ? rc : CT_OK;
+  if (win != NULL && strcmp(win->variant, out->variant.name) == 0 &&
+      cubin_mismatch(win, hash, dev, lim) == NULL) {
+    out->cubin = win->cubin; /* ownership moves to the choice */
+    out->cubin_size = win->cubin_size;
+    win->cubin = NULL;
+    reason_add(out->reason, sizeof out->reason,
+               "; the same source as that problem's (the variant is shape-generic): "
+               "its stored cubin, no NVRTC");
+    return CT_OK;
+  }
+  const char *options = ct_rt_compile_options(lim->arch);
+  if (options == NULL) return CT_OK;
+  ct_cache_cubin cb;
+  rc = ct_cache_cubin_get(cache, hash, options, lim->arch, dev->nvrtc_version, &cb);
+  if (rc == CT_ERR_NOMEM) return rc;
+  if (rc != CT_OK) return CT_OK;
+  out->cubin = cb.cubin; /* ownership moves to the choice */
+  out->cubin_size = cb.cubin_size;
+  cb.cubin = NULL;
+  ct_cache_cubin_clear(&cb);
+  reason_add(out->reason, sizeof out->reason,
+             "; its cubin for this source is in the database's compile cache, no NVRTC");
+  return CT_OK;
+}
+
 /* Step 1: the exact entry.  CT_OK with *out filled when it serves;
 ** CT_ERR_NOT_FOUND (a note in out->reason) when the lookup goes on;
 ** CT_ERR_NOMEM. */
@@ -184,14 +236,12 @@ static ct_status choose_exact(ct_cache *cache, const ct_cache_device *dev,
     ct_cache_winner_clear(&win);
     return CT_ERR_NOT_FOUND;
   }
-  char *src = NULL;
-  rc = ct_gen_source(p, &v, &src);
+  uint64_t hash;
+  rc = variant_hash(p, &v, &hash);
   if (rc != CT_OK) {
     ct_cache_winner_clear(&win);
     return rc == CT_ERR_NOMEM ? rc : CT_ERR_NOT_FOUND;
   }
-  uint64_t hash = ct_gen_hash(src, strlen(src), CT_GEN_HASH_SEED);
-  free(src);
   out->variant = v;
   const char *why = cubin_mismatch(&win, hash, dev, lim);
   if (why == NULL) {
@@ -280,10 +330,17 @@ static ct_status choose_nearest(ct_cache *cache, const ct_cache_device *dev,
     snprintf(out->source, sizeof out->source, "%s", t->spec);
     reason_add(out->reason, sizeof out->reason,
                "; nearest tuned problem %s (distance %.2f, %zu of %zu tuned "
-               "problems tried): its winner %s is valid for this problem, "
-               "compiled with NVRTC",
+               "problems tried): its winner %s is valid for this problem",
                t->spec, order[j].distance, j + 1, n, v.name);
     free(order);
+    ct_cache_winner win;
+    ct_status wrc = ct_cache_winner_get(cache, t->spec, dev, &win);
+    if (wrc == CT_ERR_NOMEM) return wrc;
+    ct_status rc = attach_stored_cubin(cache, dev, lim, p, wrc == CT_OK ? &win : NULL, out);
+    if (wrc == CT_OK) ct_cache_winner_clear(&win);
+    if (rc != CT_OK) return rc;
+    if (out->cubin == NULL)
+      reason_add(out->reason, sizeof out->reason, ", compiled with NVRTC");
     return CT_OK;
   }
   free(order);
@@ -336,5 +393,7 @@ ct_status ct_rt_choose(ct_cache *cache, const ct_cache_device *dev,
     rc = choose_nearest(cache, dev, lim, p, tuned, out);
     if (rc != CT_ERR_NOT_FOUND) return rc;
   }
-  return ct_rt_choice_default(out, p, lim, NULL);
+  rc = ct_rt_choice_default(out, p, lim, NULL);
+  if (rc != CT_OK) return rc;
+  return attach_stored_cubin(cache, dev, lim, p, NULL, out);
 }

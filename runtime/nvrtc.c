@@ -8,8 +8,10 @@
 ** --ptxas-options=-v for the resource report.  --use_fast_math is NOT
 ** passed: fp32 division and square root stay IEEE.  No -lineinfo.
 **
-** No state is kept between calls; NVRTC itself is thread-safe per program.
+** No state is kept between calls but a count of them (for tests); NVRTC
+** itself is thread-safe per program.
 */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,9 +157,14 @@ static ct_status take_log(nvrtcProgram prog, ct_rt_compiled *c) {
   return CT_OK;
 }
 
+static atomic_long compiles;
+
+long ct_rt_compile_count(void) { return atomic_load(&compiles); }
+
 ct_status ct_rt_compile(const char *src, const char *name, const char *arch,
                         ct_rt_compiled *out) {
   if (out == NULL) return CT_ERR_INVALID_ARG;
+  atomic_fetch_add(&compiles, 1);
   memset(out, 0, sizeof *out);
   out->regs = out->spill_bytes = out->stack_bytes = out->smem_static = -1;
   if (src == NULL || !arch_ok(arch)) return CT_ERR_INVALID_ARG;

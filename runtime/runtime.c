@@ -649,17 +649,19 @@ static ct_status entry_build(ct_context *ctx, const ct_problem *p,
     ct_rt_choice_clear(&ch);
     return rc;
   }
-  if (ch.path == CT_PATH_TUNED_CUBIN) {
+  int loaded = 0;
+  if (ch.cubin != NULL) {
     CUresult cr;
     rc = ct_rt_kernel_load(&ch.variant, ch.cubin, &e->kernel, &cr);
-    if (rc != CT_OK) {
+    loaded = rc == CT_OK;
+    if (!loaded) {
       char buf[256];
-      ch.path = CT_PATH_TUNED_COMPILED;
-      reason_append(e, "; but it did not load (%s); recompiled with NVRTC",
+      if (ch.path == CT_PATH_TUNED_CUBIN) ch.path = CT_PATH_TUNED_COMPILED;
+      reason_append(e, "; but it did not load (%s); compiled with NVRTC",
                     ct_drv_error(cr, buf, sizeof buf));
     }
   }
-  if (ch.path != CT_PATH_TUNED_CUBIN) {
+  if (!loaded) {
     rc = compile_and_load(ctx, p, &ch.variant, &e->kernel);
     if (rc != CT_OK && ch.path != CT_PATH_DEFAULT) {
       /* A tuned or borrowed variant that does not build falls back. */

@@ -1,7 +1,9 @@
 /*
 ** test_runtime.c — libconvtune's runtime on CPU, against the mock driver
 ** (mock_cuda.c, named by $CONVTUNE_LIBCUDA) and real NVRTC: the lookup
-** order (exact -> nearest -> default) and its reasons, an untrusted
+** order (exact -> nearest -> default) and its reasons, stored cubins that
+** spare NVRTC (a shape-generic winner for another problem, the compile
+** cache), an untrusted
 ** database (stale, foreign, tampered, damaged, truncated, not a database),
 ** bad input through the API (nothing launched, nothing written), threads
 ** sharing a context, a context used after fork(), and the hot path's cost:
@@ -639,6 +641,79 @@ static void test_nearest(void) {
   ct_close(ctx);
 }
 
+static ct_context *open_tuned_family(const char *spec, const char *family, const char *db_name,
+                                     ct_gen_variant *v);
+
+/* A problem seen only at run time (another batch, another image size)
+** next to a tuned shape-generic winner (family gm): nearest, the winner's
+** own stored cubin, no NVRTC; its plan is the new problem's.  And with no
+** winner at all, a default variant whose cubin the compile cache holds:
+** no NVRTC either. */
+static void test_stored_cubin_without_nvrtc(void) {
+  ct_gen_variant v;
+  ct_context *ctx = open_tuned_family(spec_big, "gm", "generic.db", &v);
+  ASSERT_TRUE(ctx != NULL);
+  ct_problem seven = parse("n=7,c=3,h=63,w=61,k=20,r=11,s=11,stride=4,pad=2,prec=tf32");
+  ct_problem wider = parse("n=2,c=3,h=90,w=131,k=20,r=11,s=11,stride=4,pad=2,prec=tf32");
+  ct_problem probs[] = {seven, wider};
+  for (int i = 0; i < 2; i++) {
+    ct_gen_variant mine;
+    ASSERT_EQ_INT(ct_gen_variant_from_name(&probs[i], &lim, v.name, &mine), CT_OK);
+    long compiles = ct_rt_compile_count();
+    ct_mock_stats s0 = stats();
+    ASSERT_EQ_INT(fwd(ctx, &probs[i]), CT_OK);
+    ASSERT_EQ_INT(ct_rt_compile_count() - compiles, 0);
+    ASSERT_EQ_INT(stats().module_loads - s0.module_loads, 1);
+    ASSERT_EQ_INT(path_of(ctx, &probs[i]), CT_PATH_NEAREST);
+    const char *reason = reason_of(ctx, &probs[i]);
+    printf("  %s\n", reason);
+    ASSERT_TRUE(contains(reason, "shape-generic"));
+    ASSERT_TRUE(contains(reason, "no NVRTC"));
+    ct_mock_launch l;
+    mock_last_launch(&l);
+    ASSERT_EQ_STR(l.name, "gm_conv");
+    ASSERT_EQ_INT(l.grid[0], mine.kernels[2].grid[0]);
+  }
+  ct_close(ctx);
+
+  /* The compile cache alone: spec_a's default variant compiled and kept
+  ** there, no winner anywhere. */
+  const char *db = tmp_path("ccache.db");
+  unlink(db);
+  ct_problem a = parse(spec_a);
+  ct_gen_variant dv;
+  ASSERT_EQ_INT(ct_gen_default_variant(&a, &lim, &dv), CT_OK);
+  compiled c;
+  ASSERT_EQ_INT(compile_variant(&a, &dv, &c), 0);
+  ct_cache *cache = NULL;
+  ASSERT_EQ_INT(ct_cache_open(db, CT_CACHE_CREATE, &cache, NULL, 0), CT_OK);
+  ct_cache_cubin cb;
+  memset(&cb, 0, sizeof cb);
+  cb.source_hash = c.source_hash;
+  snprintf(cb.options, sizeof cb.options, "%s", ct_rt_compile_options(lim.arch));
+  snprintf(cb.arch, sizeof cb.arch, "%s", lim.arch);
+  snprintf(cb.nvrtc_version, sizeof cb.nvrtc_version, "%s", mock_dev.nvrtc_version);
+  cb.cubin = c.cubin;
+  cb.cubin_size = c.size;
+  cb.cubin_hash = ct_gen_hash(c.cubin, c.size, CT_GEN_HASH_SEED);
+  cb.regs = cb.spill_bytes = cb.stack_bytes = cb.smem_static = -1;
+  ASSERT_EQ_INT(ct_cache_cubin_put(cache, &cb, NULL), CT_OK);
+  ct_cache_close(cache);
+  free(c.cubin);
+  ASSERT_EQ_INT(ct_open(db, 0, &ctx), CT_OK);
+  long compiles = ct_rt_compile_count();
+  ASSERT_EQ_INT(fwd(ctx, &a), CT_OK);
+  ASSERT_EQ_INT(ct_rt_compile_count() - compiles, 0);
+  ASSERT_EQ_INT(path_of(ctx, &a), CT_PATH_DEFAULT);
+  ASSERT_TRUE(contains(reason_of(ctx, &a), "compile cache, no NVRTC"));
+  /* Another problem's default is not there: compiled. */
+  ct_problem b = parse(spec_b);
+  ASSERT_EQ_INT(fwd(ctx, &b), CT_OK);
+  ASSERT_EQ_INT(ct_rt_compile_count() - compiles, 1);
+  ASSERT_TRUE(!contains(reason_of(ctx, &b), "no NVRTC"));
+  ct_close(ctx);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Bad input                                                               */
 
@@ -1069,6 +1144,7 @@ int main(int argc, char **argv) {
   RUN_TEST(test_untrusted_entries);
   RUN_TEST(test_cubin_hash_mismatch);
   RUN_TEST(test_nearest);
+  RUN_TEST(test_stored_cubin_without_nvrtc);
   RUN_TEST(test_bad_input);
   RUN_TEST(test_errors_per_thread);
   RUN_TEST(test_threads);
