@@ -142,10 +142,14 @@ void ct_close(ct_context *ctx);
 **      and NVRTC version all match this build's (CT_PATH_TUNED_CUBIN), else
 **      the same variant recompiled with NVRTC (CT_PATH_TUNED_COMPILED);
 **   2. the winner of the nearest tuned problem of the same precision on
-**      this device whose variant is valid for this problem, compiled with
-**      NVRTC for this problem (CT_PATH_NEAREST; the tuned problems are read
-**      once per context, at the first call that needs them);
-**   3. a safe default variant, compiled with NVRTC (CT_PATH_DEFAULT).
+**      this device whose variant is valid for this problem (CT_PATH_NEAREST;
+**      the tuned problems are read once per context, at the first call that
+**      needs them);
+**   3. a safe default variant (CT_PATH_DEFAULT).
+**   A variant of 2. or 3. loads a stored cubin of its very source for this
+**   problem where the database has one (the nearest winner's own, when
+**   the variant is shape-generic, or the tuner's compile cache), else is
+**   compiled with NVRTC; ct_forward_reason says which.
 ** A variant runs only on a problem its family's validity check accepted.
 ** Every later call for the problem takes no lock, allocates nothing and
 ** does not synchronise: it can be captured in a CUDA graph (make the first
@@ -169,9 +173,10 @@ typedef enum ct_path {
   CT_PATH_NONE = 0,       /* ct_forward has not run this problem yet */
   CT_PATH_TUNED_CUBIN,    /* the tuned winner, loaded from its stored cubin */
   CT_PATH_TUNED_COMPILED, /* the tuned winner, recompiled (cubin unusable) */
-  CT_PATH_DEFAULT,        /* nothing usable tuned: a default variant, NVRTC-compiled */
-  CT_PATH_NEAREST         /* the nearest tuned problem's winner, NVRTC-compiled
-                          ** for this problem */
+  CT_PATH_DEFAULT,        /* nothing usable tuned: a default variant */
+  CT_PATH_NEAREST         /* the nearest tuned problem's winner, for this
+                          ** problem (a stored cubin of the same source, else
+                          ** NVRTC-compiled) */
 } ct_path;
 
 /* "none", "tuned-cubin", "tuned-compiled", "default", "nearest"; "unknown"

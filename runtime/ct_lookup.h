@@ -12,8 +12,11 @@
 **      variant, to be recompiled (CT_PATH_TUNED_COMPILED);
 **   2. the nearest tuned problem of the same precision on this device
 **      (ct_rt_problem_distance) whose winner is valid for the problem
-**      (CT_PATH_NEAREST, compiled for the problem);
+**      (CT_PATH_NEAREST);
 **   3. the generator's default variant (CT_PATH_DEFAULT).
+** For 2. and 3. a stored cubin of the variant's very source for the
+** problem is attached where the database has one (the nearest winner's
+** own, or the compile cache's: ct_rt_choice.cubin); else it is compiled.
 ** A damaged exact entry (its cubin fails its hash, its variant is not a
 ** valid variant here) is passed over, never half-used.
 **

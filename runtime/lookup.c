@@ -149,6 +149,14 @@ static const char *cubin_mismatch(const ct_cache_winner *win, uint64_t hash,
   return NULL;
 }
 
+/* Records a database read that failed (rc) in out->db_error and
+** out->db_message, unless an earlier one is recorded. */
+static void note_db_error(ct_cache *cache, ct_status rc, ct_rt_choice *out) {
+  if (out->db_error != CT_OK) return;
+  out->db_error = rc;
+  snprintf(out->db_message, sizeof out->db_message, "%s", ct_cache_errmsg(cache));
+}
+
 /* The source hash of variant v for p into *hash; CT_OK, CT_ERR_NOMEM or
 ** another generator status. */
 static ct_status variant_hash(const ct_problem *p, const ct_gen_variant *v,
@@ -169,7 +177,8 @@ static ct_status variant_hash(const ct_problem *p, const ct_gen_variant *v,
 ** cubin the tuner compiled) may hold that source.  Fills out->cubin (owned)
 ** and notes where it came from in out->reason; leaves out alone when none
 ** matches.  Returns CT_ERR_NOMEM or CT_OK (a database error on the way is
-** no error: the variant is compiled). */
+** no error: it is recorded in out->db_error when none was, and the variant
+** is compiled). */
 static ct_status attach_stored_cubin(ct_cache *cache, const ct_cache_device *dev,
                                      const ct_gen_limits *lim, const ct_problem *p,
                                      ct_cache_winner *win, ct_rt_choice *out) {
@@ -191,7 +200,10 @@ static ct_status attach_stored_cubin(ct_cache *cache, const ct_cache_device *dev
   ct_cache_cubin cb;
   rc = ct_cache_cubin_get(cache, hash, options, lim->arch, dev->nvrtc_version, &cb);
   if (rc == CT_ERR_NOMEM) return rc;
-  if (rc != CT_OK) return CT_OK;
+  if (rc != CT_OK) {
+    if (rc != CT_ERR_NOT_FOUND) note_db_error(cache, rc, out);
+    return CT_OK;
+  }
   out->cubin = cb.cubin; /* ownership moves to the choice */
   out->cubin_size = cb.cubin_size;
   cb.cubin = NULL;
@@ -336,6 +348,7 @@ static ct_status choose_nearest(ct_cache *cache, const ct_cache_device *dev,
     ct_cache_winner win;
     ct_status wrc = ct_cache_winner_get(cache, t->spec, dev, &win);
     if (wrc == CT_ERR_NOMEM) return wrc;
+    if (wrc != CT_OK && wrc != CT_ERR_NOT_FOUND) note_db_error(cache, wrc, out);
     ct_status rc = attach_stored_cubin(cache, dev, lim, p, wrc == CT_OK ? &win : NULL, out);
     if (wrc == CT_OK) ct_cache_winner_clear(&win);
     if (rc != CT_OK) return rc;

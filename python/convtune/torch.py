@@ -20,9 +20,10 @@ extension is compiled against PyTorch).
     explain(x, weight, bias=None, ...)
         which kernel runs for that call and why (path, variant, reason,
         database state).
-    collect(model, *example_inputs, precision="auto", **example_kwargs)
+    collect(model, *example_inputs, precision="auto", fold_bn=True, ...)
         the conv2d problems one forward pass of a model runs (forward hooks
-        on its nn.Conv2d modules), with call counts, in the form
+        on its nn.Conv2d modules; BatchNorms folded as patch() folds them),
+        with call counts, in the form
         `convtune tune --problems` reads, and the convolutions convtune
         cannot run, each with the reason.
     tune(model, *example_inputs, budget=None, ...)
@@ -64,6 +65,7 @@ from typing import List, Optional
 
 import torch
 import torch.nn as nn
+from torch.nn.utils import parametrize
 
 from . import _lib
 
@@ -112,8 +114,15 @@ def set_database(path):
     the calls in flight and no longer used."""
     with _lock:
         _state["db"] = path
-        _state["retired"].extend(_state["contexts"].values())
-        _state["contexts"] = {}
+        _retire_contexts()
+
+
+def _retire_contexts():
+    """Contexts opened from now on read the database afresh (they cache
+    what they looked up); the open ones are kept for the calls in flight.
+    Called with _lock held."""
+    _state["retired"].extend(_state["contexts"].values())
+    _state["contexts"] = {}
 
 
 def context(device):
@@ -425,6 +434,9 @@ def _collected_problem(module, x, precision):
         x = x.unsqueeze(0)
     if x.dim() != 4:
         return None, 0, "input of shape %s: not (N, C, H, W) or (C, H, W)" % (tuple(x.shape),)
+    if not x.is_contiguous():
+        return None, 0, ("its input is not contiguous (channels_last or a strided view): "
+                         "convtune runs dense NCHW tensors")
     try:
         stride, padding, dilation = _arguments(x, weight, module.stride, module.padding,
                                                module.dilation, 1, precision)
@@ -437,16 +449,22 @@ def _collected_problem(module, x, precision):
     return library().format(p), 2e-9 * n * k * P * Q * c * r * s_, None
 
 
-def collect(model, *example_inputs, precision="auto", **example_kwargs):
+def collect(model, *example_inputs, precision="auto", fold_bn=True, **example_kwargs):
     """The conv2d problems one forward pass of `model` runs.
 
     Runs model(*example_inputs, **example_kwargs) once under torch.no_grad()
     in eval mode (so BatchNorm statistics stay as they are; every module's
     mode is restored after), with a forward hook on every nn.Conv2d
-    (convtune.torch.Conv2d included), on whatever device the model and
-    inputs are (shapes are all it records).
+    (convtune.torch.Conv2d included), where the model and inputs are (shapes
+    are all it records; a model holding convtune Conv2d modules runs on
+    CUDA only).
     precision: "tf32", "fp32" or "auto" (tf32 when
     torch.backends.cudnn.allow_tf32 is set, read now).
+    fold_bn: the problems of the model as patch(model, fold_bn=True) runs
+    it, each BatchNorm it would fold folded into its convolution (a folded
+    convolution has a bias: bias=1 in its spec); a copy is folded, the model
+    is left as it is.  ValueError when torch.fx cannot trace the model
+    (then pass fold_bn=False, to patch() too).
 
     Returns a dict:
       "precision": the precision of the specs;
@@ -462,12 +480,14 @@ def collect(model, *example_inputs, precision="auto", **example_kwargs):
     The problems part is what `convtune tune --problems` reads
     (write_problems writes it)."""
     prec = _resolve_precision(_check_precision(precision))
+    if fold_bn and not isinstance(model, nn.Conv2d):  # a lone conv has no BatchNorm
+        model = _fold_batchnorms(copy.deepcopy(model))[0]
     names = {m: (n or "(model)") for n, m in model.named_modules()}
     found, skipped = {}, {}
 
-    def hook(module, args, output):
+    def hook(module, args, kwargs, output):
         name = names.get(module, type(module).__name__)
-        x = args[0] if args else None
+        x = args[0] if args else kwargs.get("input")
         if isinstance(x, torch.Tensor):
             spec, gflop, reason = _collected_problem(module, x, prec)
         else:
@@ -487,7 +507,7 @@ def collect(model, *example_inputs, precision="auto", **example_kwargs):
 
     convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
     modes = [(m, m.training) for m in model.modules()]
-    handles = [m.register_forward_hook(hook) for m in convs]
+    handles = [m.register_forward_hook(hook, with_kwargs=True) for m in convs]
     try:
         model.eval()
         with torch.no_grad():
@@ -533,18 +553,21 @@ def _find_cli(cli):
 
 
 def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=None,
-         weighted=False, fresh=False, cli=None, problems_file=None, quiet=False, args=(),
-         **example_kwargs):
+         weighted=False, fresh=False, fold_bn=True, cli=None, problems_file=None, quiet=False,
+         args=(), **example_kwargs):
     """Tunes the conv2d problems of one forward pass of `model` on a GPU.
 
-    collect(model, *example_inputs, precision=..., **example_kwargs), then
-    `convtune tune --problems FILE --json` with:
+    collect(model, *example_inputs, precision=..., fold_bn=...,
+    **example_kwargs) (fold_bn as patch() will be given it: a folded
+    convolution's problem has a bias), then `convtune tune --problems FILE
+    --json` with:
       budget    seconds per problem (--budget; None: the tuner's full
                 search);
       db        the tuning database (--db; None: the one set_database()
                 chose, else the tuner's default, $CONVTUNE_DB or the
                 per-user one, which is also the library's);
-      device    the GPU's index (--device; None: the tuner's default, 0);
+      device    the GPU's index (--device; None: the first CUDA input's
+                device, else the tuner's default, 0);
       weighted  share the list's budget by each problem's weight (calls x
                 GFLOP) instead of equally (--weighted);
       fresh     tune problems tuned before again (--fresh);
@@ -555,20 +578,30 @@ def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=
       quiet     no progress (the tuner's progress goes to stderr);
       args      more `convtune tune` options, e.g. ("--families", "gm").
     Problems tuned before on the device are skipped, so a rerun resumes.
+    The library's open contexts are retired afterwards, so the next calls
+    look the new winners up.
 
     Returns {"collected": collect()'s result, "result": the tuner's JSON
     ({"problems": [...], ...}: per problem its status, winner and time)}.
     Raises FileNotFoundError when no convtune command is found, and
     TuneError (the exit status, the tuner's JSON where it printed one) when
     the tuner fails or a problem could not be tuned."""
-    collected = collect(model, *example_inputs, precision=precision, **example_kwargs)
+    if weighted and budget is None:
+        raise ValueError("weighted=True shares the list's budget by weight: pass budget=")
+    if db is None:
+        db = _state["db"]
+    if db == "":
+        raise ValueError("set_database('') chose no tuning database: pass db=PATH to tune into")
+    if device is None:
+        device = next((t.device.index for t in example_inputs
+                       if isinstance(t, torch.Tensor) and t.is_cuda), None)
+    collected = collect(model, *example_inputs, precision=precision, fold_bn=fold_bn,
+                        **example_kwargs)
     if not collected["problems"]:
         return {"collected": collected, "result": {"problems": []}}
     command = [_find_cli(cli), "tune", "--json", "--precision", collected["precision"]]
     if budget is not None:
         command += ["--budget", "%g" % budget]
-    if db is None:
-        db = _state["db"]
     if db is not None:
         command += ["--db", db]
     if device is not None:
@@ -595,11 +628,17 @@ def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=
         result = json.loads(run.stdout) if run.stdout.strip() else None
     except json.JSONDecodeError:
         result = None
+    with _lock:
+        _retire_contexts()
     if run.returncode != 0 or result is None:
-        detail = (run.stderr or "").strip().splitlines()[-3:] if quiet else []
+        failed = ["%s: %s" % (r.get("name") or r.get("problem"), r.get("error") or r.get("status"))
+                  for r in (result or {}).get("problems", [])
+                  if r.get("status") not in ("tuned", "skipped")]
+        if not failed and quiet:
+            failed = (run.stderr or "").strip().splitlines()[-3:]
         raise TuneError("%s exited with status %d%s" % (
             " ".join(command[:2]), run.returncode,
-            (": " + " / ".join(detail)) if detail else " (its messages are above)"),
+            (": " + " / ".join(failed)) if failed else " (its messages are above)"),
             run.returncode, result, collected)
     return {"collected": collected, "result": result}
 
@@ -609,6 +648,13 @@ def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=
 
 def _unsupported_module(module):
     """Why Conv2d cannot replace the nn.Conv2d `module`, or None."""
+    if parametrize.is_parametrized(module):
+        return "its parameters are parametrized (e.g. weight_norm)"
+    if module._forward_hooks or module._forward_pre_hooks:
+        return "it has forward hooks, which a replacement would drop"
+    if type(module) is not nn.Conv2d and not isinstance(module, Conv2d):
+        return ("%s subclasses nn.Conv2d: its forward may not be a plain convolution"
+                % type(module).__name__)
     if module.training:
         return "training mode: patch serves inference (call model.eval() first)"
     if module.groups != 1:
@@ -635,17 +681,27 @@ def _fold_batchnorms(model):
     import torch.fx as fx
     from torch.nn.utils.fusion import fuse_conv_bn_eval
 
+    class Tracer(fx.Tracer):
+        """Keeps every convolution a module, subclasses and Conv2d too."""
+
+        def is_leaf_module(self, m, qualname):
+            return isinstance(m, nn.Conv2d) or super().is_leaf_module(m, qualname)
+
     try:
-        gm = fx.symbolic_trace(model)
+        tracer = Tracer()
+        graph = tracer.trace(model)
+        gm = fx.GraphModule(tracer.root, graph, type(model).__name__)
     except Exception as e:  # tracing raises many kinds (TraceError, TypeError, ...)
         raise ValueError("fold_bn needs a model that torch.fx can trace, and tracing failed "
                          "(%s: %s); pass fold_bn=False to patch without folding"
                          % (type(e).__name__, e)) from e
     modules = dict(gm.named_modules())
-    calls = {}
+    calls, attrs = {}, []
     for node in gm.graph.nodes:
         if node.op == "call_module":
             calls[node.target] = calls.get(node.target, 0) + 1
+        elif node.op == "get_attr":
+            attrs.append(node.target)
     folded = {}
     for node in list(gm.graph.nodes):
         if node.op != "call_module" or not isinstance(modules.get(node.target), nn.BatchNorm2d):
@@ -654,10 +710,12 @@ def _fold_batchnorms(model):
         if not (isinstance(src, fx.Node) and src.op == "call_module"):
             continue
         conv, bn = modules.get(src.target), modules[node.target]
-        if (not isinstance(conv, nn.Conv2d) or _unsupported_module(conv) is not None or
+        if (type(conv) is not nn.Conv2d or _unsupported_module(conv) is not None or
                 bn.training or not bn.track_running_stats or bn.running_mean is None or
+                bn._forward_hooks or bn._forward_pre_hooks or
                 len(src.users) != 1 or calls[src.target] != 1 or calls[node.target] != 1 or
-                len(node.args) != 1 or node.kwargs):
+                len(node.args) != 1 or node.kwargs or
+                any(a.startswith(src.target + ".") for a in attrs)):
             continue
         fused = fuse_conv_bn_eval(conv, bn)
         parent, _, leaf = src.target.rpartition(".")
@@ -678,7 +736,8 @@ def patch(model, *, fold_bn=True, precision="auto", inplace=False):
     Every nn.Conv2d that convtune can run is replaced by a Conv2d with its
     configuration, parameters and `precision`; the others stay PyTorch's,
     each with its reason in the report (training mode, groups != 1, a
-    dtype other than float32, padding_mode, asymmetric "same" padding).
+    dtype other than float32, padding_mode, asymmetric "same" padding, a
+    subclass of nn.Conv2d, forward hooks, parametrized weights).
     Whether a problem's sizes fit is checked when it runs (Conv2d raises
     UnsupportedError then).
 
@@ -686,22 +745,36 @@ def patch(model, *, fold_bn=True, precision="auto", inplace=False):
     folded into it, once, now (weight * gamma / sqrt(var + eps), and the
     bias likewise), so Conv -> BN becomes one convtune call.  This traces
     the model with torch.fx and returns an fx.GraphModule (ValueError,
-    naming fold_bn=False, when the model cannot be traced).  Without it
-    the modules are replaced where they stand.
+    naming fold_bn=False, when the model cannot be traced); convolutions
+    its forward never calls are not in it (the report lists them).
+    Without it the modules are replaced where they stand.  Tune with the
+    same fold_bn (tune() and collect() take it): a folded convolution's
+    problem has a bias.
 
-    inplace: patch `model` itself (else a deep copy; the model passed in
-    is left as it was).
+    inplace: patch `model` itself, without fold_bn only (folding makes a
+    new GraphModule; ValueError); else a deep copy is patched and the model
+    passed in is left as it was.
 
     Returns (patched model, report): report["replaced"] lists {"name",
     "folded_bn" (the BatchNorm's name, or None)}, report["left"] {"name",
     "reason"}, in module order."""
     _check_precision(precision)
+    fold = fold_bn and not isinstance(model, nn.Conv2d)  # a lone conv has no BatchNorm
+    if inplace and fold:
+        raise ValueError("inplace=True patches the modules where they stand and cannot fold "
+                         "BatchNorms (folding makes a new GraphModule): pass fold_bn=False, "
+                         "or inplace=False")
     if not inplace:
         model = copy.deepcopy(model)
     folded = {}
-    if fold_bn and not isinstance(model, nn.Conv2d):  # a lone conv has no BatchNorm
-        model, folded = _fold_batchnorms(model)
     report = {"replaced": [], "left": []}
+    if fold:
+        before = [n for n, m in model.named_modules() if isinstance(m, nn.Conv2d)]
+        model, folded = _fold_batchnorms(model)
+        kept = {n for n, m in model.named_modules()}
+        report["left"] += [{"name": n, "reason": "its model's forward never calls it: "
+                                                 "not in the traced model"}
+                           for n in before if n not in kept]
     for name, module in list(model.named_modules()):
         if not isinstance(module, nn.Conv2d) or isinstance(module, Conv2d):
             continue

@@ -103,8 +103,11 @@ def test_collect_hooks_removed_when_forward_raises():
 
     net = Broken()
     with pytest.raises(RuntimeError, match="boom"):
-        ct.collect(net, torch.randn(1, 2, 4, 4))
+        ct.collect(net, torch.randn(1, 2, 4, 4), fold_bn=False)
     assert not net.c._forward_hooks
+    # Folding traces the model first, and says so when that fails.
+    with pytest.raises(ValueError, match="fold_bn=False"):
+        ct.collect(net, torch.randn(1, 2, 4, 4))
 
 
 def test_write_problems_is_a_tuner_list(tmp_path, lib):
@@ -265,3 +268,123 @@ def test_patch_untraceable_model(lib):
         ct.patch(net)
     patched, report = ct.patch(net, fold_bn=False)
     assert type(patched.c) is ct.Conv2d and report["left"] == []
+
+
+class _Tied(nn.Module):
+    """conv's weight is also read directly: folding would change that use."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, bias=False)
+        self.bn = nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return self.bn(self.conv(x)) + torch.nn.functional.conv2d(x, self.conv.weight)
+
+
+class _StdConv(nn.Conv2d):
+    """A subclass with its own forward (weight standardisation)."""
+
+    def forward(self, x):
+        w = self.weight
+        w = (w - w.mean(dim=(1, 2, 3), keepdim=True)) / (w.std(dim=(1, 2, 3), keepdim=True) + 1e-5)
+        return self._conv_forward(x, w, self.bias)
+
+
+class _Mixed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.std = _StdConv(3, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.hooked = nn.Conv2d(4, 4, 1)
+        self.normed = torch.nn.utils.parametrizations.weight_norm(nn.Conv2d(4, 4, 1))
+        self.unused = nn.Conv2d(4, 4, 1)
+        self.hooked.register_forward_hook(lambda m, a, o: o * 2)
+
+    def forward(self, x):
+        return self.normed(self.hooked(self.bn(self.std(x))))
+
+
+def test_patch_leaves_what_it_cannot_replace_faithfully(lib):
+    # A weight read elsewhere: not folded (the conv is still replaced).
+    tied = _randomize_bn(_Tied()).eval()
+    patched, report = ct.patch(tied)
+    assert report["replaced"] == [{"name": "conv", "folded_bn": None}]
+    assert isinstance(patched.bn, nn.BatchNorm2d)
+    # Subclasses, hooks, parametrizations and unused convs stay PyTorch's,
+    # with and without folding; the subclass's BatchNorm is not folded.
+    for fold in (True, False):
+        net = _randomize_bn(_Mixed()).eval()
+        patched, report = ct.patch(net, fold_bn=fold)
+        # Unused, it is dropped by the trace; else a plain conv, replaced.
+        assert report["replaced"] == ([] if fold else [{"name": "unused", "folded_bn": None}])
+        reasons = {r["name"]: r["reason"] for r in report["left"]}
+        assert "subclasses nn.Conv2d" in reasons["std"]
+        assert "forward hooks" in reasons["hooked"]
+        assert "parametrized" in reasons["normed"]
+        if fold:
+            assert "never calls it" in reasons["unused"]
+            assert isinstance(patched.bn, nn.BatchNorm2d)
+        assert all(type(m) is not ct.Conv2d for n, m in patched.named_modules() if n != "unused")
+        x = torch.randn(2, 3, 8, 8)
+        with torch.no_grad():
+            assert torch.equal(patched(x), net(x))
+    with pytest.raises(ValueError, match="inplace=True"):
+        ct.patch(_randomize_bn(ConvBN()).eval(), inplace=True)
+
+
+def test_collect_folds_as_patch_does(lib):
+    net = _randomize_bn(ConvBN()).eval()
+    x = torch.randn(1, 3, 12, 12)
+    folded = ct.collect(net, x, precision="tf32")
+    plain = ct.collect(net, x, precision="tf32", fold_bn=False)
+    # conv1 has no bias, but bn1 folds into it: bias=1 when folded.
+    assert folded["problems"][0]["spec"].replace("bias=1", "bias=0") == \
+        plain["problems"][0]["spec"]
+    assert "bias=1" in folded["problems"][0]["spec"]
+    assert [p["spec"] for p in folded["problems"][1:]] == \
+        [p["spec"] for p in plain["problems"][1:]]
+    # The model itself is not folded.
+    assert isinstance(net.bn1, nn.BatchNorm2d) and net.conv1.bias is None
+
+
+def test_collect_keyword_and_channels_last_inputs(lib):
+    class Kw(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Conv2d(3, 4, 3)
+            self.b = nn.Conv2d(4, 4, 1)
+
+        def forward(self, x):
+            y = self.a(input=x)
+            return self.b(y.contiguous(memory_format=torch.channels_last))
+
+    got = ct.collect(Kw(), torch.randn(2, 3, 9, 9), fold_bn=False)
+    assert [p["name"] for p in got["problems"]] == ["a"]
+    assert [(s["name"], "not contiguous" in s["reason"]) for s in got["skipped"]] == \
+        [("b", True)]
+
+
+def test_tune_argument_errors(monkeypatch, lib):
+    net = nn.Conv2d(3, 4, 3)
+    x = torch.randn(1, 3, 8, 8)
+    with pytest.raises(ValueError, match="budget="):
+        ct.tune(net, x, weighted=True)
+    monkeypatch.setitem(ct._state, "db", "")
+    with pytest.raises(ValueError, match="db=PATH"):
+        ct.tune(net, x)
+
+
+def test_tune_error_names_the_failed_problem(tmp_path, monkeypatch, lib):
+    if _cli() is None:
+        pytest.skip("no convtune command beside the library")
+    monkeypatch.setenv("CONVTUNE_TEST_FAKE_GPU", "1")
+    monkeypatch.setenv("CONVTUNE_TEST_FAKE_MS", "5")
+    # gm is tf32 only: an fp32 tune limited to it has no variant.
+    with pytest.raises(ct.TuneError) as e:
+        ct.tune(nn.Conv2d(3, 4, 3), torch.randn(1, 3, 8, 8), precision="fp32",
+                db=str(tmp_path / "t.db"), quiet=True, args=("--families", "gm"))
+    assert e.value.returncode == 1
+    assert e.value.result is not None
+    assert "(its messages are above)" not in str(e.value)
+    print(str(e.value))
