@@ -673,10 +673,11 @@ def _unsupported_module(module):
 
 
 def _fold_batchnorms(model):
-    """Traces `model` with torch.fx and folds every eval-mode BatchNorm2d
-    whose only input is the output of an nn.Conv2d that convtune can run
-    (called at one place, its output used by that BatchNorm alone) into
-    that convolution.  Returns (the traced GraphModule, {conv name: bn
+    """Traces `model` with torch.fx (every nn.Conv2d kept a module) and
+    folds every eval-mode BatchNorm2d without hooks whose only input is the
+    output of a plain nn.Conv2d that convtune can run (called at one place,
+    its output used by that BatchNorm alone, its parameters read nowhere
+    else) into that convolution.  Returns (the traced GraphModule, {conv name: bn
     name}).  Raises ValueError when the model cannot be traced."""
     import torch.fx as fx
     from torch.nn.utils.fusion import fuse_conv_bn_eval
