@@ -50,6 +50,20 @@ sys.exit(0 if found == 2 else 1)
 PY
 }
 
+# nvcc_check LABEL FILE.cu: FILE.cu compiles with nvcc for sm_90a.
+nvcc_check() {
+  "$nvcc" -gencode arch=compute_90a,code=sm_90a -std=c++17 -c "$2" -o "${2%.cu}.o" > "$tmp/nvcc" 2>&1
+  check "$1" "[ $? -eq 0 ] || { cat '$tmp/nvcc'; false; }"
+}
+spec87="n=16,c=64,h=1024,w=1024,k=128,r=1,s=1,bias=0"
+# fake_tune PREC FAMILY: problem 87 tuned on the fake GPU into $tmp/t.db.
+fake_tune() {
+  CONVTUNE_TEST_FAKE_GPU=1 CONVTUNE_TEST_FAKE_MS=5 "$ct" tune --problem "$spec87" --precision "$1" \
+    --families "$2" --max-variants 2 --final-trials 3 --db "$tmp/t.db" > /dev/null 2>&1
+}
+# winner FAMILY: the winner of that family in $tmp/t.db.
+winner() { python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT variant FROM winners WHERE variant LIKE ?", (sys.argv[2] + ":%",)).fetchone()[0])' "$tmp/t.db" "$1"; }
+
 for n in 50 55 56 62 63 80 87; do
   f="$tmp/kb$n.py"
   "$ct" kernelbench --level1 $n --db "$tmp/none.db" --out "$f" 2> "$tmp/err"
@@ -67,8 +81,7 @@ for n in 50 55 56 62 63 80 87; do
   if [ -n "$nvcc" ]; then
     for p in tf32 fp32; do
       if [ $p = fp32 ] && cmp -s "$tmp/k$n/tf32.cu" "$tmp/k$n/fp32.cu"; then continue; fi
-      "$nvcc" -gencode arch=compute_90a,code=sm_90a -std=c++17 -c "$tmp/k$n/$p.cu" -o "$tmp/k$n/$p.o" > "$tmp/nvcc" 2>&1
-      check "problem $n: $p kernels compile with nvcc for sm_90a" "[ $? -eq 0 ] || { cat '$tmp/nvcc'; false; }"
+      nvcc_check "problem $n: $p kernels compile with nvcc for sm_90a" "$tmp/k$n/$p.cu"
     done
   fi
 done
@@ -76,36 +89,31 @@ done
 
 # A tuned database (the fake GPU): the winners are embedded and named with
 # their device, time and measured mean; gm's tensor-map launcher included.
-spec87="n=16,c=64,h=1024,w=1024,k=128,r=1,s=1,bias=0"
-CONVTUNE_TEST_FAKE_GPU=1 CONVTUNE_TEST_FAKE_MS=5 "$ct" tune --problem "$spec87" --families gm \
-  --max-variants 2 --final-trials 3 --db "$tmp/t.db" > /dev/null 2>&1
+fake_tune tf32 gm
 check "fake tune of problem 87" "[ $? -eq 0 ]"
 "$ct" kernelbench --level1 87 --db "$tmp/t.db" --out "$tmp/t87.py"
 check "tuned: written" "[ $? -eq 0 ]"
-win=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT variant FROM winners").fetchone()[0])' "$tmp/t.db")
+win=$(winner gm)
 check "tuned: the header names the winner, its device and time" "grep -q \"#   tf32: $win\" '$tmp/t87.py' && grep -q 'tuned on convtune fake GPU' '$tmp/t87.py' && grep -q 'measured [0-9.]* ms' '$tmp/t87.py'"
 check "tuned: fp32 has no entry: the default variant" "grep -A1 '#   fp32: direct' '$tmp/t87.py' | grep -q 'the default variant'"
 check "tuned: the tensor maps are encoded in the launcher" "grep -q 'cuTensorMapEncodeIm2col' '$tmp/t87.py' && grep -q 'gm_conv<<<' '$tmp/t87.py'"
 check "tuned: the static checker passes" "static '$tmp/t87.py' > '$tmp/static' || { cat '$tmp/static'; false; }"
 mkdir -p "$tmp/kt"
 if [ -n "$nvcc" ] && kernels "$tmp/t87.py" "$tmp/kt"; then
-  "$nvcc" -gencode arch=compute_90a,code=sm_90a -std=c++17 -c "$tmp/kt/tf32.cu" -o "$tmp/kt/tf32.o" > "$tmp/nvcc" 2>&1
-  check "tuned: gm's kernels compile with nvcc" "[ $? -eq 0 ] || { cat '$tmp/nvcc'; false; }"
+  nvcc_check "tuned: gm's kernels compile with nvcc" "$tmp/kt/tf32.cu"
 fi
 # fp32 tuned too (gm3, the 3xTF32 form of gm's kernel): both winners embedded.
-CONVTUNE_TEST_FAKE_GPU=1 CONVTUNE_TEST_FAKE_MS=5 "$ct" tune --problem "$spec87" --precision fp32 \
-  --families gm3 --max-variants 2 --final-trials 3 --db "$tmp/t.db" > /dev/null 2>&1
+fake_tune fp32 gm3
 check "fake fp32 tune of problem 87 (gm3)" "[ $? -eq 0 ]"
 "$ct" kernelbench --level1 87 --db "$tmp/t.db" --out "$tmp/t87b.py"
 check "tuned both: written" "[ $? -eq 0 ]"
-win3=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT variant FROM winners WHERE variant LIKE ?", ("gm3:%",)).fetchone()[0])' "$tmp/t.db")
+win3=$(winner gm3)
 check "tuned both: the header names both winners" "grep -q \"#   tf32: $win\" '$tmp/t87b.py' && grep -q \"#   fp32: $win3\" '$tmp/t87b.py'"
 check "tuned both: gm3's split is in the fp32 kernels" "grep -q 'define CT_GM_SPLIT 1' '$tmp/t87b.py'"
 check "tuned both: the static checker passes" "static '$tmp/t87b.py' > '$tmp/static' || { cat '$tmp/static'; false; }"
 mkdir -p "$tmp/kt3"
 if [ -n "$nvcc" ] && kernels "$tmp/t87b.py" "$tmp/kt3"; then
-  "$nvcc" -gencode arch=compute_90a,code=sm_90a -std=c++17 -c "$tmp/kt3/fp32.cu" -o "$tmp/kt3/fp32.o" > "$tmp/nvcc" 2>&1
-  check "tuned both: gm3's kernels compile with nvcc" "[ $? -eq 0 ] || { cat '$tmp/nvcc'; false; }"
+  nvcc_check "tuned both: gm3's kernels compile with nvcc" "$tmp/kt3/fp32.cu"
 fi
 
 # Any problem through --problem; refusals.
