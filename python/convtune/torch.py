@@ -419,17 +419,33 @@ class Conv2d(nn.Conv2d):
 _NAME_MAX = 63  # a problem's name in a list (tuner/problems.c)
 
 
+def _conv_config_reason(module):
+    """Why convtune cannot run the nn.Conv2d `module`'s configuration (groups,
+    padding mode, weight dtype, asymmetric "same" padding), or None."""
+    if module.groups != 1:
+        return "groups=%d: convtune runs groups=1 convolutions only" % module.groups
+    if module.padding_mode != "zeros":
+        return "padding_mode=%r: convtune pads with zeros only" % module.padding_mode
+    if module.weight.dtype != torch.float32:
+        return "weight is %s: convtune runs float32 convolutions only" % module.weight.dtype
+    if isinstance(module.padding, str) and module.padding == "same":
+        try:
+            _same_padding(module.weight, _pair(module.stride, "stride"),
+                          _pair(module.dilation, "dilation"))
+        except ValueError as e:  # UnsupportedError too
+            return str(e)
+    return None
+
+
 def _collected_problem(module, x, precision):
     """(spec, gflop, None) for the problem the nn.Conv2d `module` runs on
     input x, or (None, 0, reason) where convtune cannot run it."""
-    if module.groups != 1:
-        return None, 0, "groups=%d: convtune runs groups=1 convolutions only" % module.groups
-    if module.padding_mode != "zeros":
-        return None, 0, "padding_mode=%r: convtune pads with zeros only" % module.padding_mode
+    reason = _conv_config_reason(module)
+    if reason is not None:
+        return None, 0, reason
+    if x.dtype != torch.float32:
+        return None, 0, "input is %s: convtune runs float32 convolutions only" % x.dtype
     weight, bias = module.weight, module.bias
-    for name, t in (("input", x), ("weight", weight)):
-        if t.dtype != torch.float32:
-            return None, 0, "%s is %s: convtune runs float32 convolutions only" % (name, t.dtype)
     if x.dim() == 3:
         x = x.unsqueeze(0)
     if x.dim() != 4:
@@ -657,19 +673,7 @@ def _unsupported_module(module):
                 % type(module).__name__)
     if module.training:
         return "training mode: patch serves inference (call model.eval() first)"
-    if module.groups != 1:
-        return "groups=%d: convtune runs groups=1 convolutions only" % module.groups
-    if module.padding_mode != "zeros":
-        return "padding_mode=%r: convtune pads with zeros only" % module.padding_mode
-    if module.weight.dtype != torch.float32:
-        return "weight is %s: convtune runs float32 convolutions only" % module.weight.dtype
-    if isinstance(module.padding, str) and module.padding == "same":
-        try:
-            _same_padding(module.weight, _pair(module.stride, "stride"),
-                          _pair(module.dilation, "dilation"))
-        except ValueError as e:  # UnsupportedError too
-            return str(e)
-    return None
+    return _conv_config_reason(module)
 
 
 def _fold_batchnorms(model):
