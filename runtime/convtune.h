@@ -146,10 +146,11 @@ void ct_close(ct_context *ctx);
 **      the tuned problems are read once per context, at the first call that
 **      needs them);
 **   3. a safe default variant (CT_PATH_DEFAULT).
-**   A variant of 2. or 3. loads a stored cubin of its very source for this
-**   problem where the database has one (the nearest winner's own, when
-**   the variant is shape-generic, or the tuner's compile cache), else is
-**   compiled with NVRTC; ct_forward_reason says which.
+**   A variant not loaded from its own tuned cubin loads a stored cubin of
+**   its very source for this problem where the database has one (for 2.
+**   the nearest winner's own, when the variant is shape-generic; for any,
+**   the tuner's compile cache), else is compiled with NVRTC;
+**   ct_forward_reason says which.
 ** A variant runs only on a problem its family's validity check accepted.
 ** Every later call for the problem takes no lock, allocates nothing and
 ** does not synchronise: it can be captured in a CUDA graph (make the first
@@ -172,7 +173,8 @@ ct_status ct_forward(ct_context *ctx, const ct_problem *p, const float *x,
 typedef enum ct_path {
   CT_PATH_NONE = 0,       /* ct_forward has not run this problem yet */
   CT_PATH_TUNED_CUBIN,    /* the tuned winner, loaded from its stored cubin */
-  CT_PATH_TUNED_COMPILED, /* the tuned winner, recompiled (cubin unusable) */
+  CT_PATH_TUNED_COMPILED, /* the tuned winner, its stored cubin unusable:
+                          ** the compile cache's, else NVRTC-compiled */
   CT_PATH_DEFAULT,        /* nothing usable tuned: a default variant */
   CT_PATH_NEAREST         /* the nearest tuned problem's winner, for this
                           ** problem (a stored cubin of the same source, else

@@ -14,9 +14,10 @@
 **      (ct_rt_problem_distance) whose winner is valid for the problem
 **      (CT_PATH_NEAREST);
 **   3. the generator's default variant (CT_PATH_DEFAULT).
-** For 2. and 3. a stored cubin of the variant's very source for the
-** problem is attached where the database has one (the nearest winner's
-** own, or the compile cache's: ct_rt_choice.cubin); else it is compiled.
+** For 2. the nearest winner's own stored cubin is attached
+** (ct_rt_choice.cubin) when it is of the variant's very source for the
+** problem (a shape-generic variant); else the runtime looks the source up
+** in the compile cache, then compiles it.
 ** A damaged exact entry (its cubin fails its hash, its variant is not a
 ** valid variant here) is passed over, never half-used.
 **
@@ -83,12 +84,10 @@ typedef struct ct_rt_choice {
   ct_path path;                   /* TUNED_CUBIN, TUNED_COMPILED, NEAREST
                                   ** or DEFAULT */
   ct_gen_variant variant;         /* valid for the problem on the device */
-  void *cubin;                    /* TUNED_CUBIN: the stored cubin; NEAREST
-                                  ** or DEFAULT: a stored cubin of the
+  void *cubin;                    /* TUNED_CUBIN: the stored cubin; NEAREST:
+                                  ** the nearest winner's, when it is of the
                                   ** variant's very source for this problem
-                                  ** (the nearest winner's, the variant being
-                                  ** shape-generic, or the compile cache's),
-                                  ** NULL when none (then NVRTC compiles it);
+                                  ** (a shape-generic variant); else NULL;
                                   ** owned */
   size_t cubin_size;
   char source[CT_PROBLEM_SPEC_MAX]; /* NEAREST: the tuned problem whose

@@ -169,47 +169,27 @@ static ct_status variant_hash(const ct_problem *p, const ct_gen_variant *v,
   return CT_OK;
 }
 
-/* For a NEAREST or DEFAULT choice: a stored cubin of out->variant's very
-** source for p, so that no NVRTC compile is needed.  A shape-generic
+/* For a NEAREST choice: the nearest problem's winner `win` when its
+** stored cubin is of out->variant's very source for p (a shape-generic
 ** variant's source is the same for every problem with the same plan
-** defines, so the nearest problem's winner `win` (NULL: none) serves as it
-** is when its source hash and build match; else the compile cache (every
-** cubin the tuner compiled) may hold that source.  Fills out->cubin (owned)
-** and notes where it came from in out->reason; leaves out alone when none
-** matches.  Returns CT_ERR_NOMEM or CT_OK (a database error on the way is
-** no error: it is recorded in out->db_error when none was, and the variant
-** is compiled). */
-static ct_status attach_stored_cubin(ct_cache *cache, const ct_cache_device *dev,
-                                     const ct_gen_limits *lim, const ct_problem *p,
-                                     ct_cache_winner *win, ct_rt_choice *out) {
+** defines) and of this build: moves that cubin into out->cubin and says so
+** in out->reason, so that no NVRTC compile is needed.  Leaves out alone
+** otherwise (the runtime then tries the compile cache, then NVRTC).
+** Returns CT_ERR_NOMEM or CT_OK. */
+static ct_status attach_winner_cubin(const ct_cache_device *dev, const ct_gen_limits *lim,
+                                     const ct_problem *p, ct_cache_winner *win,
+                                     ct_rt_choice *out) {
+  if (strcmp(win->variant, out->variant.name) != 0) return CT_OK;
   uint64_t hash;
   ct_status rc = variant_hash(p, &out->variant, &hash);
   if (rc != CT_OK) return rc == CT_ERR_NOMEM ? rc : CT_OK;
-  if (win != NULL && strcmp(win->variant, out->variant.name) == 0 &&
-      cubin_mismatch(win, hash, dev, lim) == NULL) {
-    out->cubin = win->cubin; /* ownership moves to the choice */
-    out->cubin_size = win->cubin_size;
-    win->cubin = NULL;
-    reason_add(out->reason, sizeof out->reason,
-               "; the same source as that problem's (the variant is shape-generic): "
-               "its stored cubin, no NVRTC");
-    return CT_OK;
-  }
-  const char *options = ct_rt_compile_options(lim->arch);
-  if (options == NULL) return CT_OK;
-  ct_cache_cubin cb;
-  rc = ct_cache_cubin_get(cache, hash, options, lim->arch, dev->nvrtc_version, &cb);
-  if (rc == CT_ERR_NOMEM) return rc;
-  if (rc != CT_OK) {
-    if (rc != CT_ERR_NOT_FOUND) note_db_error(cache, rc, out);
-    return CT_OK;
-  }
-  out->cubin = cb.cubin; /* ownership moves to the choice */
-  out->cubin_size = cb.cubin_size;
-  cb.cubin = NULL;
-  ct_cache_cubin_clear(&cb);
+  if (cubin_mismatch(win, hash, dev, lim) != NULL) return CT_OK;
+  out->cubin = win->cubin; /* ownership moves to the choice */
+  out->cubin_size = win->cubin_size;
+  win->cubin = NULL;
   reason_add(out->reason, sizeof out->reason,
-             "; its cubin for this source is in the database's compile cache, no NVRTC");
+             "; the same source as that problem's (the variant is shape-generic): "
+             "its stored cubin, no NVRTC");
   return CT_OK;
 }
 
@@ -269,7 +249,7 @@ static ct_status choose_exact(ct_cache *cache, const ct_cache_device *dev,
     out->path = CT_PATH_TUNED_COMPILED;
     reason_add(out->reason, sizeof out->reason,
                "tuned winner for this problem on this device; its stored "
-               "cubin was not used: %s; recompiled with NVRTC", why);
+               "cubin was not used: %s", why);
   }
   ct_cache_winner_clear(&win);
   return CT_OK;
@@ -346,15 +326,15 @@ static ct_status choose_nearest(ct_cache *cache, const ct_cache_device *dev,
                t->spec, order[j].distance, j + 1, n, v.name);
     free(order);
     ct_cache_winner win;
-    ct_status wrc = ct_cache_winner_get(cache, t->spec, dev, &win);
-    if (wrc == CT_ERR_NOMEM) return wrc;
-    if (wrc != CT_OK && wrc != CT_ERR_NOT_FOUND) note_db_error(cache, wrc, out);
-    ct_status rc = attach_stored_cubin(cache, dev, lim, p, wrc == CT_OK ? &win : NULL, out);
-    if (wrc == CT_OK) ct_cache_winner_clear(&win);
-    if (rc != CT_OK) return rc;
-    if (out->cubin == NULL)
-      reason_add(out->reason, sizeof out->reason, ", compiled with NVRTC");
-    return CT_OK;
+    ct_status rc = ct_cache_winner_get(cache, t->spec, dev, &win);
+    if (rc == CT_ERR_NOMEM) return rc;
+    if (rc != CT_OK) {
+      if (rc != CT_ERR_NOT_FOUND) note_db_error(cache, rc, out);
+      return CT_OK;
+    }
+    rc = attach_winner_cubin(dev, lim, p, &win, out);
+    ct_cache_winner_clear(&win);
+    return rc;
   }
   free(order);
   reason_add(out->reason, sizeof out->reason,
@@ -406,7 +386,5 @@ ct_status ct_rt_choose(ct_cache *cache, const ct_cache_device *dev,
     rc = choose_nearest(cache, dev, lim, p, tuned, out);
     if (rc != CT_ERR_NOT_FOUND) return rc;
   }
-  rc = ct_rt_choice_default(out, p, lim, NULL);
-  if (rc != CT_OK) return rc;
-  return attach_stored_cubin(cache, dev, lim, p, NULL, out);
+  return ct_rt_choice_default(out, p, lim, NULL);
 }

@@ -587,15 +587,36 @@ static ct_rt_entry *table_find(ct_context *ctx, const ct_problem *p,
   return NULL;
 }
 
-/* Compiles variant v for p with NVRTC and loads it into k; a failure is
-** recorded as this thread's error on ctx. */
+/* Loads variant v for p into k: the database's compile cache's cubin of
+** its source where there is one that loads (*cached = 1), else compiled
+** with NVRTC (*cached = 0).  A failure is recorded as this thread's error
+** on ctx; a damaged cache entry as the database's state. */
 static ct_status compile_and_load(ct_context *ctx, const ct_problem *p,
-                                  const ct_gen_variant *v, ct_rt_kernel *k) {
+                                  const ct_gen_variant *v, ct_rt_kernel *k,
+                                  int *cached) {
+  *cached = 0;
   char *src = NULL;
   ct_status rc = ct_gen_source(p, v, &src);
   if (rc != CT_OK)
     return ctx_fail(ctx, rc, CUDA_SUCCESS, "cannot generate the source of %s",
                     v->name);
+  const char *options = ct_rt_compile_options(ctx->limits.arch);
+  if (ctx->cache != NULL && options != NULL) {
+    ct_cache_cubin cb;
+    rc = ct_cache_cubin_get(ctx->cache, ct_gen_hash(src, strlen(src), CT_GEN_HASH_SEED),
+                            options, ctx->limits.arch, ctx->device.nvrtc_version, &cb);
+    if (rc == CT_OK) {
+      CUresult cr;
+      *cached = ct_rt_kernel_load(v, cb.cubin, k, &cr) == CT_OK;
+      ct_cache_cubin_clear(&cb);
+      if (*cached) {
+        free(src);
+        return CT_OK;
+      }
+    } else if (rc != CT_ERR_NOT_FOUND && rc != CT_ERR_NOMEM) {
+      db_note(ctx, rc, ct_cache_errmsg(ctx->cache));
+    }
+  }
   ct_rt_compiled out;
   rc = ct_rt_compile(src, v->name, ctx->limits.arch, &out);
   free(src);
@@ -657,12 +678,12 @@ static ct_status entry_build(ct_context *ctx, const ct_problem *p,
     if (!loaded) {
       char buf[256];
       if (ch.path == CT_PATH_TUNED_CUBIN) ch.path = CT_PATH_TUNED_COMPILED;
-      reason_append(e, "; but it did not load (%s); compiled with NVRTC",
-                    ct_drv_error(cr, buf, sizeof buf));
+      reason_append(e, "; but it did not load (%s)", ct_drv_error(cr, buf, sizeof buf));
     }
   }
+  int cached = 0;
   if (!loaded) {
-    rc = compile_and_load(ctx, p, &ch.variant, &e->kernel);
+    rc = compile_and_load(ctx, p, &ch.variant, &e->kernel, &cached);
     if (rc != CT_OK && ch.path != CT_PATH_DEFAULT) {
       /* A tuned or borrowed variant that does not build falls back. */
       char why[CT_RT_REASON_MAX];
@@ -671,9 +692,13 @@ static ct_status entry_build(ct_context *ctx, const ct_problem *p,
       snprintf(ch.reason, sizeof ch.reason, "%s", e->reason);
       rc = ct_rt_choice_default(&ch, p, &ctx->limits, why);
       snprintf(e->reason, sizeof e->reason, "%s", ch.reason);
-      if (rc == CT_OK) rc = compile_and_load(ctx, p, &ch.variant, &e->kernel);
+      if (rc == CT_OK) rc = compile_and_load(ctx, p, &ch.variant, &e->kernel, &cached);
       else ctx_fail(ctx, rc, CUDA_SUCCESS, "%s", ch.reason);
     }
+    if (rc == CT_OK)
+      reason_append(e, "; %s", cached ? "its cubin for this source is in the database's "
+                                        "compile cache, no NVRTC"
+                                      : "compiled with NVRTC");
   }
   if (rc == CT_OK) {
     e->path = ch.path;
