@@ -12,8 +12,12 @@ source string with exec (as the harness does), and checks
     then False (the entry picks its tf32 or fp32 kernels by that flag);
   - a CPU input, a float64 input and a wrong shape raise ValueError;
 then times ModelNew, Model and torch.compile(Model) with the KernelBench
-protocol (bench.py's time_call) at both settings.  Prints a table, writes
-<out>/entries-<gpu>.json, exits 1 when an entry fails a check.
+protocol (bench.py's time_call) at both settings.  After each problem it
+rewrites <out>/entries-<gpu>.json, that problem's rows replacing an earlier
+run's, so that runs in parts (--only) add up: an entry builds its kernels
+with nvcc at its first call of each precision, and a problem takes one to
+two minutes.  Prints a table of every problem in the file, exits 1 when an
+entry of this run fails a check.
 
     python3 bench/kernelbench_entries.py [--convtune build/tuner/convtune]
         [--db PATH] [--out bench/kernelbench] [--only 50,87] [--trials 100]
@@ -26,6 +30,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import torch
 
@@ -129,14 +134,47 @@ def time_rows(n, model, model_new, ref, trials, with_compile):
         x = ref["get_inputs"]()[0].cuda()
         with torch.no_grad():
             for impl, fn in (("convtune", lambda: model_new(x)), ("reference", lambda: model(x)),
-                             ("torch.compile", (lambda: compiled(x)) if compiled else None)):
+                             ("torch.compile", (lambda: compiled(x)) if compiled is not None else None)):
                 if fn is None:
                     continue
                 st = bench.time_call(fn, trials, flush)
                 rows.append(dict(problem=n, impl=impl, allow_tf32=tf32, **st))
-        del x
     torch.backends.cudnn.allow_tf32 = True
     return rows
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def write_results(path, rows):
+    doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "cudnn": torch.backends.cudnn.version(),
+           "rows": sorted(rows, key=lambda r: (r["problem"], not r["allow_tf32"], r["impl"]))}
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
+def table(rows):
+    """Every problem in rows, at each allow_tf32 setting: the mean times and
+    the reference's and torch.compile's over convtune's."""
+    lines = ["%-8s %-10s %12s %12s %14s %10s %10s %s" % (
+        "problem", "allow_tf32", "convtune ms", "reference ms", "compile ms", "vs ref",
+        "vs compile", "")]
+    for n in sorted({r["problem"] for r in rows}):
+        for tf32 in (True, False):
+            by = {r["impl"]: r for r in rows if r["problem"] == n and r["allow_tf32"] == tf32}
+            c, r, k = by.get("convtune"), by.get("reference"), by.get("torch.compile")
+            if c is None or r is None:
+                continue
+            lines.append("%-8d %-10s %12.4f %12.4f %14s %9.2fx %10s %s" % (
+                n, tf32, c["mean_ms"], r["mean_ms"],
+                "%.4f" % k["mean_ms"] if k else "-", r["mean_ms"] / c["mean_ms"],
+                "%.2fx" % (k["mean_ms"] / c["mean_ms"]) if k else "-",
+                "ok" if c["passes"] else "FAILS"))
+    return "\n".join(lines)
 
 
 def main(argv=None):
@@ -152,45 +190,37 @@ def main(argv=None):
         raise SystemExit("kernelbench_entries: needs a CUDA GPU")
     todo = [int(s) for s in a.only.split(",")] if a.only else list(PROBLEMS)
     os.makedirs(a.out, exist_ok=True)
-    results, failed = [], 0
+    out = os.path.join(a.out, "entries-%s.json" % bench.gpu_slug(torch.cuda.get_device_name()))
+    results = []
+    if os.path.exists(out):
+        with open(out) as f:
+            results = json.load(f).get("rows", [])
+    failed = 0
     for n in todo:
+        t0 = time.time()
         path = os.path.join(a.out, "l1_p%d.py" % n)
         source = write_entry(a.convtune, a.db, n, path)
         with open(reference_file(n)) as f:
             ref_source = f.read()
         fails, notes, model, model_new, ref = check_entry(n, source, ref_source)
         for s in notes:
-            print("problem %d: %s" % (n, s))
+            log("problem %d: %s" % (n, s))
         for s in fails:
-            print("problem %d: FAIL %s" % (n, s))
+            log("problem %d: FAIL %s" % (n, s))
         failed += bool(fails)
         rows = time_rows(n, model, model_new, ref, a.trials, not a.no_compile)
         for r in rows:
             r["passes"] = not fails
             r["variants"] = header_variants(source)
-        results += rows
+        # This problem's rows replace those of an earlier run; the file is
+        # rewritten after every problem, so runs in parts add up.
+        results = [r for r in results if r["problem"] != n] + rows
+        write_results(out, results)
+        log("problem %d: checked and timed in %.0f s; wrote %s" % (n, time.time() - t0, out))
         del model, model_new
         torch.cuda.empty_cache()
-    print("\n%-8s %-10s %12s %12s %14s %10s %10s" % ("problem", "allow_tf32", "convtune ms",
-                                                   "reference ms", "compile ms", "vs ref",
-                                                   "vs compile"))
-    for n in todo:
-        for tf32 in (True, False):
-            by = {r["impl"]: r for r in results
-                  if r["problem"] == n and r["allow_tf32"] == tf32}
-            c, r, k = by.get("convtune"), by.get("reference"), by.get("torch.compile")
-            print("%-8d %-10s %12.4f %12.4f %14s %9.2fx %10s" % (
-                n, tf32, c["mean_ms"], r["mean_ms"],
-                "%.4f" % k["mean_ms"] if k else "-", r["mean_ms"] / c["mean_ms"],
-                "%.2fx" % (k["mean_ms"] / c["mean_ms"]) if k else "-"))
-    name = bench.gpu_slug(torch.cuda.get_device_name())
-    doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "cudnn": torch.backends.cudnn.version(), "rows": results}
-    out = os.path.join(a.out, "entries-%s.json" % name)
-    with open(out, "w") as f:
-        json.dump(doc, f, indent=1)
-    print("wrote    %s" % out)
+    print()
+    print(table(results))
     return 1 if failed else 0
 
 
