@@ -129,3 +129,43 @@ def test_conv2d_module_on_cpu_says_why():
     m = ct.Conv2d(3, 8, 3)
     with pytest.raises(ct.UnsupportedError, match="CUDA tensors only"):
         m(torch.randn(1, 3, 8, 8))
+
+
+def test_eager_inference_skips_the_op_dispatch_only_when_nothing_needs_it():
+    x, w, b = torch.randn(2, 3, 8, 8), nn.Parameter(torch.randn(4, 3, 3, 3)), torch.randn(4)
+    with torch.no_grad():
+        assert not ct._needs_op(x, w, b)
+        assert not ct._needs_op(x, w, None)
+    # autograd must record the call
+    assert ct._needs_op(x, w, b)
+    assert not ct._needs_op(x, w.detach(), b)
+    assert ct._needs_op(x.requires_grad_(), w.detach(), None)
+    x = x.detach()
+    with torch.no_grad():
+        # the profiler shows convtune::conv2d
+        with torch.autograd.profiler.profile():
+            assert ct._needs_op(x, w, b)
+        # modes and tensor subclasses see the op
+        with torch.device("cpu"):
+            assert ct._needs_op(x, w, b)
+
+        class Mode(torch.utils._python_dispatch.TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+        with Mode():
+            assert ct._needs_op(x, w, b)
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            fx = torch.empty(2, 3, 8, 8)
+        assert ct._needs_op(fx, w, b)
+        torch.func.vmap(lambda a: (_assert(ct._needs_op(a, w, b)), a)[1])(
+            torch.randn(3, 2, 3, 8, 8))
+        # torch.compile traces the op
+        traced = torch.compile(lambda t: t + ct._needs_op(t, w, b), backend="eager")
+        assert traced(x).eq(x + 1).all()
+        assert not ct._needs_op(x, w, b)
+
+
+def _assert(cond):
+    assert cond

@@ -229,3 +229,17 @@ def test_patch_folded_model_matches_the_original():
     rel = ((y.double() - ref).norm() / ref.norm()).item()
     assert rel < 1e-5, rel
     assert torch.allclose(y.double(), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_eager_inference_runs_the_op_implementation_directly():
+    x, w, b = make((2, 5, 17, 19), (7, 5, 3, 3), True)
+    with torch.no_grad():
+        assert not ct._needs_op(x, w, b)
+        direct = ct.conv2d(x, w, b, 1, 1, 1, precision="fp32")
+        via_op = torch.ops.convtune.conv2d(x, w, b, [1, 1], [1, 1], [1, 1], "fp32")
+    torch.cuda.synchronize()
+    assert torch.equal(direct, via_op)
+    check_close(direct, x, w, b, 1, 1, 1, "fp32")
+    with pytest.raises(ct.UnsupportedError, match="not contiguous"):
+        with torch.no_grad():
+            ct.conv2d(x.to(memory_format=torch.channels_last), w, b)
