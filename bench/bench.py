@@ -88,8 +88,10 @@ def contract_check(y, ref, abs_sum, sq_sum, L, precision, headline=False):
     finite = torch.isfinite(y64)
     n_nonfinite = int(n - int(finite.sum()))
     zero = torch.zeros((), dtype=torch.float64, device=y64.device)
-    d = torch.where(finite, (y64 - ref).abs(), zero)
+    d = torch.where(finite, y64 - ref, zero)
     del y64
+    errdot = float((d * ref).sum())
+    d.abs_()
     elem_coef = 2.0 * u_op + (L + 1.0) * U_ACC
     max_ratio = float((d / (elem_coef * abs_sum + 1e-37)).max()) if n else 0.0
     max_abs_err = float(d.max()) if n else 0.0
@@ -102,16 +104,20 @@ def contract_check(y, ref, abs_sum, sq_sum, L, precision, headline=False):
     return contract_verdict(err2=err2, ref2=ref2, a2=a2, max_abs_err=max_abs_err,
                             max_ratio=max_ratio, max_close=max_close,
                             n_nonfinite=n_nonfinite, n=n, L=L, precision=precision,
-                            headline=headline)
+                            headline=headline, errdot=errdot)
 
 
 def contract_verdict(err2, ref2, a2, max_abs_err, max_ratio, max_close, n_nonfinite, n, L,
-                     precision, headline=False):
+                     precision, headline=False, errdot=None):
     """The contract's verdict from its figures over the n outputs: err2 =
     sum (y - ref)^2 and ref2 = sum ref^2 over the finite outputs, a2 = sum
     sq_sum, the largest |y - ref| / elementwise bound (max_ratio), the
     headline's fp32 figure (max_close) and the non-finite count.  Returns
-    contract_check's dict."""
+    contract_check's dict, with bias = errdot / ref2 when errdot = sum
+    (y - ref) * ref is given (reported, not a criterion): the part of the
+    error that scales the output, -rel_err for a pure shrink (what a
+    truncating accumulator does), near 0 for rounding to nearest.  A bias
+    adds up layer after layer in a network; rounding errors partly cancel."""
     u_op, c_op, c_acc = CONTRACT[precision]
     err = math.sqrt(err2)
     frob_bound = (1.0 + 3.0 / math.sqrt(n)) * (c_op * u_op + c_acc * U_ACC * math.sqrt(L)) \
@@ -136,6 +142,7 @@ def contract_verdict(err2, ref2, a2, max_abs_err, max_ratio, max_close, n_nonfin
         reasons.append("headline fp32: rel err %.3g (limit %.2g), worst element %.3gx atol=rtol=%.0e"
                        % (rel_err, HEADLINE_FP32[0], max_close, HEADLINE_FP32[1]))
     return {"passes": not reasons, "max_abs_err": max_abs_err, "rel_err": rel_err,
+            "bias": errdot / ref2 if errdot is not None and ref2 > 0 else None,
             "elem_ratio": elem_ratio, "frob_ratio": frob_ratio,
             "n_nonfinite": n_nonfinite, "reason": "; ".join(reasons)}
 

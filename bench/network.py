@@ -26,13 +26,14 @@ kept in the JSON: the cost of tuning a network).
     python3 bench/network.py [--models resnet50:32,resnet50:1,vgg16_bn:8]
                              [--precision tf32,fp32] [--tune] [--budget S]
                              [--db PATH] [--lib PATH] [--trials 100]
-                             [--no-compile] [--out DIR] [--seed 0]
-                             [--device 0]
+                             [--impls eager,eager_channels_last,torch_compile,convtune]
+                             [--no-compile] [--compile-mode MODE]
+                             [--out DIR] [--seed 0] [--device 0]
 
 Writes <out>/network-<gpu>.json (rows merged by model, batch, impl and
 precision, so runs in parts add up) with rows {model, batch, impl,
 precision, mean_ms, median_ms, min_ms, max_ms, passes, max_abs_err,
-rel_err, speed_vs_best_pytorch} and, with matplotlib, network-<gpu>.png.
+rel_err, bias, speed_vs_best_pytorch} and, with matplotlib, network-<gpu>.png.
 Exits 1 when a convtune row fails its check or cannot run.
 """
 
@@ -70,7 +71,13 @@ def parse_args(argv):
     p.add_argument("--db", default=None, help="tuning database (default as ct_open)")
     p.add_argument("--lib", default=None, help="libconvtune (default $CONVTUNE_LIB, the build)")
     p.add_argument("--trials", type=int, default=100, help="timed trials per row")
-    p.add_argument("--no-compile", action="store_true", help="leave out torch.compile")
+    p.add_argument("--impls", default=",".join(IMPLS),
+                   help="comma list of rows to run (default all: %s); eager always runs, "
+                        "the reference of the accuracy rule" % ",".join(IMPLS))
+    p.add_argument("--no-compile", action="store_true",
+                   help="leave out torch.compile (the torch_compile row)")
+    p.add_argument("--compile-mode", default="max-autotune-no-cudagraphs",
+                   help="torch.compile's mode (default %(default)s)")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", type=int, default=0)
@@ -86,6 +93,14 @@ def parse_args(argv):
         p.error("--precision: tf32 and/or fp32, not %r" % args.precision)
     if args.trials < 1:
         p.error("--trials must be >= 1")
+    args.impls = {s.strip() for s in args.impls.split(",") if s.strip()}
+    if not args.impls <= set(IMPLS):
+        p.error("--impls: a comma list of %s, not %r" % (", ".join(IMPLS), args.impls))
+    args.impls.add("eager")
+    if args.no_compile:
+        args.impls.discard("torch_compile")
+    if args.tune and "convtune" not in args.impls:
+        p.error("--tune tunes for the convtune row, which --impls leaves out")
     return args
 
 
@@ -127,14 +142,16 @@ def make_model(name, seed, dev):
 
 
 def check(y, ref):
-    """(passes-before-the-relative-rule, max_abs_err, rel_err) of y against
-    the float64 ref."""
+    """(passes-before-the-relative-rule, max_abs_err, rel_err, bias) of y
+    against the float64 ref; bias = sum (y - ref) * ref / sum ref^2, the
+    part of the error that scales the output (bench.contract_verdict)."""
     y64 = y.double()
     finite = bool(torch.isfinite(y64).all())
     err = (y64 - ref).nan_to_num(nan=math.inf)
     max_abs = float(err.abs().max())
     rel = float(err.norm() / ref.norm())
-    return finite, max_abs, rel
+    bias = float((err * ref).sum() / (ref * ref).sum()) if finite else None
+    return finite, max_abs, rel, bias
 
 
 def run_rows(name, batch, args, dev, flush, log):
@@ -144,7 +161,7 @@ def run_rows(name, batch, args, dev, flush, log):
     x = torch.randn(batch, 3, 224, 224, device=dev)
     with torch.no_grad():
         ref = copy.deepcopy(model).double()(x.double())
-    rows, tune_info = [], {}
+    rows, tune_info, extra = [], {}, {}
     if args.tune:
         for prec in args.precisions:
             set_precision(prec)
@@ -156,18 +173,20 @@ def run_rows(name, batch, args, dev, flush, log):
                                "tuned": statuses.count("tuned"),
                                "skipped": statuses.count("skipped")}
             log("  tuned %s b%d %s: %s" % (name, batch, prec, tune_info[prec]))
-    patched, report = ct.patch(model)
-    extra = {"replaced": len(report["replaced"]),
-             "folded_bn": sum(1 for r in report["replaced"] if r["folded_bn"]),
-             "left": report["left"], "tune": tune_info}
-    log("  patched %s: %d convolutions replaced, %d BatchNorms folded, %d left"
-        % (name, extra["replaced"], extra["folded_bn"], len(report["left"])))
-    x_cl = x.contiguous(memory_format=torch.channels_last)
-    model_cl = copy.deepcopy(model).to(memory_format=torch.channels_last)
-    impls = {"eager": (model, x), "eager_channels_last": (model_cl, x_cl),
-             "convtune": (patched, x)}
-    if not args.no_compile:
-        impls["torch_compile"] = (torch.compile(model, mode="max-autotune-no-cudagraphs"), x)
+    impls = {"eager": (model, x)}
+    if "convtune" in args.impls:
+        patched, report = ct.patch(model)
+        extra = {"replaced": len(report["replaced"]),
+                 "folded_bn": sum(1 for r in report["replaced"] if r["folded_bn"]),
+                 "left": report["left"], "tune": tune_info}
+        log("  patched %s: %d convolutions replaced, %d BatchNorms folded, %d left"
+            % (name, extra["replaced"], extra["folded_bn"], len(report["left"])))
+        impls["convtune"] = (patched, x)
+    if "eager_channels_last" in args.impls:
+        impls["eager_channels_last"] = (copy.deepcopy(model).to(memory_format=torch.channels_last),
+                                        x.contiguous(memory_format=torch.channels_last))
+    if "torch_compile" in args.impls:
+        impls["torch_compile"] = (torch.compile(model, mode=args.compile_mode), x)
     for prec in args.precisions:
         set_precision(prec)
         eager_rel = None
@@ -181,7 +200,7 @@ def run_rows(name, batch, args, dev, flush, log):
                 with torch.no_grad():
                     y = fn(inp)
                     torch.cuda.synchronize()
-                    finite, max_abs, rel = check(y, ref)
+                    finite, max_abs, rel, bias = check(y, ref)
                     del y
                     timing = bench.time_call(lambda: fn(inp), args.trials, flush)
             except (RuntimeError, ValueError) as e:  # ct.UnsupportedError is a ValueError
@@ -194,13 +213,13 @@ def run_rows(name, batch, args, dev, flush, log):
             limit = max(REL_FACTOR * eager_rel if eager_rel is not None else 0.0,
                         REL_FLOOR[prec])
             row.update(timing)
-            row.update(max_abs_err=max_abs, rel_err=rel, rel_limit=limit,
+            row.update(max_abs_err=max_abs, rel_err=rel, bias=bias, rel_limit=limit,
                        passes=finite and rel <= limit)
             rows.append(row)
             log("  %-22s %s b%-3d %-5s %9.4f ms  rel %.2e  %s"
                 % (impl, name, batch, prec, row["mean_ms"], rel,
                    "ok" if row["passes"] else "FAILS"))
-    del impls, patched, model, model_cl, ref
+    del impls, model, ref
     torch.cuda.empty_cache()
     return rows, extra
 
@@ -297,7 +316,8 @@ def main(argv=None):
         log("%s, batch %d" % (name, batch))
         got, extra = run_rows(name, batch, args, dev, flush, log)
         rows += got
-        models["%s:%d" % (name, batch)] = extra
+        if extra:  # a run without the convtune row leaves its model's record alone
+            models["%s:%d" % (name, batch)] = extra
 
     slug = bench.gpu_slug(machine["gpu"])
     os.makedirs(args.out, exist_ok=True)
@@ -313,6 +333,7 @@ def main(argv=None):
         "machine": machine, "trials": args.trials, "seed": args.seed,
         "database": bench.db_description(args.db),
         "protocol": "KernelBench (bench.py time_call) on one forward pass under no_grad",
+        "compile_mode": args.compile_mode,
         "check": "float64 model on the same input; passes = finite and rel_err <= "
                  "max(%g x eager NCHW's rel_err, %s)" % (REL_FACTOR, REL_FLOOR),
         "models": dict(old.get("models", {}), **models),

@@ -827,10 +827,11 @@ def check_output(y, ref, L, precision, headline):
     atol = bench.HEADLINE_FP32[1]
     n = ref.n_out
     n_nonfinite, max_abs_err, max_ratio, max_close, err2, ref2 = 0, 0.0, 0.0, 0.0, 0.0, 0.0
+    errdot = 0.0
     for i, (n0, n1, k0, k1) in enumerate(ref.blocks):
         r, ab, r2 = ref.block(i)
         d = y[n0:n1, k0:k1].to(torch.float64, copy=True, memory_format=torch.contiguous_format)
-        d.sub_(r).abs_()
+        d.sub_(r)
         finite = torch.isfinite(d)
         bad = d.numel() - int(finite.sum())
         if bad:
@@ -839,6 +840,8 @@ def check_output(y, ref, L, precision, headline):
             zero = torch.zeros((), dtype=r.dtype, device=r.device)
             r2 = float(torch.where(finite, r * r, zero).sum())
         del finite
+        errdot += float(torch.dot(d.view(-1), r.reshape(-1)))
+        d.abs_()
         ref2 += r2
         max_abs_err = max(max_abs_err, float(d.max()))
         dv = d.view(-1)
@@ -857,7 +860,7 @@ def check_output(y, ref, L, precision, headline):
     return bench.contract_verdict(err2=err2, ref2=ref2, a2=ref.a2, max_abs_err=max_abs_err,
                                   max_ratio=max_ratio, max_close=max_close,
                                   n_nonfinite=n_nonfinite, n=n, L=L, precision=precision,
-                                  headline=headline)
+                                  headline=headline, errdot=errdot)
 
 
 def cuda_alive():

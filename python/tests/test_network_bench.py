@@ -1,0 +1,67 @@
+"""bench/network.py without a GPU: its arguments (--impls, --no-compile,
+--tune), the accuracy check's figures (bias among them), and how rows of
+runs in parts merge and get their ratios."""
+
+import importlib.util
+import os
+
+import pytest
+
+from conftest import PYTHON_DIR
+
+torch = pytest.importorskip("torch")
+
+NETWORK_PY = os.path.join(os.path.dirname(PYTHON_DIR), "bench", "network.py")
+
+
+@pytest.fixture(scope="module")
+def net():
+    spec = importlib.util.spec_from_file_location("convtune_bench_network", NETWORK_PY)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.torch = torch
+    return mod
+
+
+def test_impls_choose_the_rows_and_eager_always_runs(net):
+    a = net.parse_args([])
+    assert a.impls == set(net.IMPLS)
+    assert net.parse_args(["--impls", "torch_compile"]).impls == {"eager", "torch_compile"}
+    assert net.parse_args(["--no-compile"]).impls == set(net.IMPLS) - {"torch_compile"}
+    assert net.parse_args(["--compile-mode", "default"]).compile_mode == "default"
+    for bad in (["--impls", "cudnn"], ["--impls", "eager", "--tune"], ["--models", "resnet50"],
+                ["--precision", "fp16"], ["--trials", "0"]):
+        with pytest.raises(SystemExit):
+            net.parse_args(bad)
+
+
+def test_check_separates_a_shrink_from_noise(net):
+    torch.manual_seed(0)
+    ref = torch.randn(4096, dtype=torch.float64)
+    finite, _, rel, bias = net.check((ref * (1 - 1e-6)).float(), ref)
+    assert finite and rel == pytest.approx(1e-6, rel=0.1) and bias == pytest.approx(-1e-6, rel=0.1)
+    noisy = (ref + 1e-6 * torch.randn(4096, dtype=torch.float64)).float()
+    finite, _, rel, bias = net.check(noisy, ref)
+    assert finite and rel > 5e-7 and abs(bias) < 0.1 * rel
+    y = ref.clone().float()
+    y[3] = float("nan")
+    finite, _, _, bias = net.check(y, ref)
+    assert not finite and bias is None
+
+
+def test_rows_of_runs_in_parts_merge_and_get_ratios(net):
+    def row(impl, prec, ms, passes=True):
+        return {"model": "resnet50", "batch": 32, "impl": impl, "precision": prec,
+                "mean_ms": ms, "rel_err": 1e-4, "passes": passes}
+
+    first = [row("eager", "tf32", 6.0), row("convtune", "tf32", 5.0),
+             row("eager_channels_last", "tf32", 4.0, passes=False)]
+    later = [row("eager", "tf32", 6.2), row("torch_compile", "tf32", 3.0)]
+    rows = net.merge(first, later)
+    assert sorted(r["impl"] for r in rows) == sorted(net.IMPLS)
+    net.add_ratios(rows)
+    by = {r["impl"]: r for r in rows}
+    assert by["eager"]["mean_ms"] == 6.2
+    # a failing PyTorch row is no one's baseline
+    assert by["convtune"]["speed_vs_best_pytorch"] == pytest.approx(3.0 / 5.0)
+    assert "torch_compile" in net.table(rows)
