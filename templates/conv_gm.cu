@@ -10,14 +10,21 @@
 //   gm3 (CT_GM_SPLIT 1, precision fp32): 3xTF32.  The layout passes write
 //       two copies of each operand, a = ah + al with ah = rna(a) and
 //       al = rna(a - ah) (the lo copy of x at image NP, of w at output
-//       channel KP).  Per k8 step the accumulator takes al*bh, ah*bl, then
-//       ah*bh (the small terms first; al*bl, ~2^-22 of a product, is
-//       dropped).  Tensor cores may truncate their fp32 sums, so each
-//       chunk of KC k8 steps restarts the accumulator (scale-d 0) and is
-//       added into fp32 masters (FADD, round to nearest) once its wgmma
-//       retired: the truncation errs relative to a chunk's partial sum,
-//       not the whole reduction's (conv_wg.cu's wg3 measured 2.4e-7 and
-//       4.5e-7 relative error at KC 4 and 8).
+//       channel KP).  Per k8 step a second accumulator takes the cross
+//       terms al*bh and ah*bl, the first takes ah*bh (al*bl, ~2^-22 of a
+//       product, is dropped).  Tensor cores truncate their fp32 sums
+//       towards zero, which shrinks every output alike: a bias that adds
+//       up layer after layer through a network, where rounding errors
+//       partly cancel.  So the big products' accumulator restarts every
+//       chunk of KC k8 steps (scale-d 0) and is added into fp32 masters
+//       (FADD, round to nearest) once its wgmma retired: the truncation
+//       errs relative to a chunk's partial sum, not the whole
+//       reduction's (wg3 and gm3 measured 2.4e-7 and 4.7e-7 relative
+//       error at KC 4 and 8, nearly all of it that bias).  The cross
+//       terms, 2^-11 of the big ones, run over the whole tile in their
+//       own accumulator: their truncation is 2^-11 smaller, where in one
+//       accumulator with the big products each of their wgmma truncated
+//       the big partial sum too (two of the three per k8 step).
 //
 // Three launches on the call's stream, each with the tensor-map family's
 // arguments (x, w, b, y, ws, ct_kargs, map 0, map 1):
@@ -53,8 +60,8 @@
 // and the epilogue stores neither.
 //
 // Parameters (generator/family_gm.c): BM (64 or 128 pixels per tile), BN
-// (64, 128 or 256 output channels; gm3 64 or 128, its masters beside the
-// accumulators), BK (8, 16 or 32 channels per k-tile: one 32-, 64- or
+// (64, 128 or 256 output channels; gm3 64 or 128, its masters and cross-term
+// accumulator beside the first), BK (8, 16 or 32 channels per k-tile: one 32-, 64- or
 // 128-byte swizzled row), STAGES; gm3 also KC (k8 steps per chunk, a
 // multiple of BK / 8).
 
@@ -101,7 +108,7 @@ static_assert(BM == 64 || BM == 128, "BM: 64 or 128");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN: 64, 128 or 256");
 static_assert(BK == 8 || BK == 16 || BK == 32, "BK: 8, 16 or 32 (one swizzled row)");
 static_assert(STAGES >= 2 && SMEM_BYTES <= 232448, "stages exceed shared memory");
-static_assert(!SPLIT || BN <= 128, "gm3: accumulators and masters of BN <= 128");
+static_assert(!SPLIT || BN <= 128, "gm3: two accumulators and masters of BN <= 128");
 static_assert(!SPLIT || (KC % (BK / 8) == 0 && KTC >= 1), "KC: whole k-tiles");
 static_assert(STAGE_BYTES == PARTS * (A_BYTES + B_BYTES), "stage layout");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
@@ -275,6 +282,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
   float d[BN / 2];
   float master[SPLIT ? BN / 2 : 1]; // gm3: the fp32 sums of the chunks
+  float e[BN / 2]; // gm3: the cross terms al*bh + ah*bl of the tile (gm: unused)
   // gm3: master += d, every wgmma writing d retired.
   auto flush = [&]() {
 #pragma unroll
@@ -311,9 +319,9 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         wgmma_fence();
 #pragma unroll
         for (int j = 0; j < BK / 8; ++j) {
-          CtWgmmaSS<BN>::run(d, dal + 2 * j, db + 2 * j, !opens || j != 0);
-          CtWgmmaSS<BN>::run(d, da + 2 * j, dbl + 2 * j, 1);
-          CtWgmmaSS<BN>::run(d, da + 2 * j, db + 2 * j, 1);
+          CtWgmmaSS<BN>::run(e, dal + 2 * j, db + 2 * j, (kt | j) != 0);
+          CtWgmmaSS<BN>::run(e, da + 2 * j, dbl + 2 * j, 1);
+          CtWgmmaSS<BN>::run(d, da + 2 * j, db + 2 * j, !opens || j != 0);
         }
       } else {
         wgmma_fence();
@@ -330,7 +338,14 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     if (lt == 0) mbar_arrive(empty + prev);
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) reg_fence(d[i]);
-    if constexpr (SPLIT) flush();
+    if constexpr (SPLIT) {
+      flush();
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) {
+        reg_fence(e[i]);
+        master[i] += e[i];
+      }
+    }
     const float *const acc = SPLIT ? master : d;
 
     // Epilogue: accumulator acc[4j + 2h + e] = D[16 warp + g + 8h][8j + 2t + e].
