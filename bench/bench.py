@@ -64,7 +64,7 @@ CONTRACT = {  # precision: (u_op, c_op, c_acc)
 HEADLINE_TF32 = (3.5e-4, 7e-4)   # rel err, max abs err
 HEADLINE_FP32 = (1e-6, 1e-4)     # rel err, atol = rtol
 HEADLINE_SHAPE = dict(c=3, h=224, w=224, k=96, r=11, s=11, stride_h=4, stride_w=4,
-                      pad_h=2, pad_w=2, dil_h=1, dil_w=1, bias=1)
+                      pad_h=2, pad_w=2, dil_h=1, dil_w=1, bias=1, act=0)
 
 
 def is_headline_shape(problem):

@@ -79,7 +79,8 @@ torch = F = bench = ct = None
 # -------------------------------------------------------------------------
 # The suite file and problem specs (no torch, no library)
 
-SPEC_KEYS = ("n", "c", "h", "w", "k", "r", "s", "stride", "pad", "dil", "bias", "prec")
+SPEC_KEYS = ("n", "c", "h", "w", "k", "r", "s", "stride", "pad", "dil", "bias", "prec", "act")
+ACTS = ("none", "relu")
 REQUIRED_KEYS = SPEC_KEYS[:7]
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _INT_RE = re.compile(r"-?[0-9]+")
@@ -95,15 +96,16 @@ def parse_spec(spec):
     """The ct_problem fields of a problem spec (README.md, "Problem specs"),
     by ct_problem_parse's syntax: comma-separated key=value, keys n c h w k r
     s required, stride / pad / dil as A or AxB, bias 0 or 1, prec tf32 or
-    fp32; unknown, duplicate or missing keys are errors.  Also checks what
+    fp32, act none or relu; unknown, duplicate or missing keys are errors.  Also checks what
     needs no library: sizes >= 1, stride >= 1, pad >= 0, dil >= 1 and a
     non-empty output.  The 32-bit limits are the library's (ct_problem_parse
     refuses a larger tensor; PyTorch runs it).  Returns a dict of Problem's
-    fields (precision 0 = tf32, 1 = fp32); raises ValueError."""
+    fields (precision 0 = tf32, 1 = fp32; act 0 = none, 1 = relu); raises
+    ValueError."""
     if not isinstance(spec, str) or not spec:
         raise ValueError("empty problem spec")
     f = {"stride_h": 1, "stride_w": 1, "pad_h": 0, "pad_w": 0, "dil_h": 1, "dil_w": 1,
-         "bias": 1, "precision": 0}
+         "bias": 1, "precision": 0, "act": 0}
     seen = set()
     for item in spec.split(","):
         if not item:
@@ -126,6 +128,10 @@ def parse_spec(spec):
             if val not in ("0", "1"):
                 raise ValueError("bias: %r must be 0 or 1" % val)
             f["bias"] = int(val)
+        elif key == "act":
+            if val not in ACTS:
+                raise ValueError("act: %r must be none or relu" % val)
+            f["act"] = ACTS.index(val)
         else:
             if val not in PRECISIONS:
                 raise ValueError("prec: %r must be tf32 or fp32" % val)
@@ -169,8 +175,8 @@ def read_suite(path):
     lines are skipped.  NAME: letters, digits and . _ + - (no commas: --only
     takes a comma list).  SPEC: a problem spec without prec (the suite runs
     each precision asked for).  Raises ValueError naming the file and line
-    for a name without a spec, extra fields, a bad or duplicate name, or a
-    spec that does not parse (parse_spec)."""
+    for a name without a spec, extra fields, a bad or duplicate name, a
+    spec that does not parse (parse_spec), names prec or fuses a ReLU."""
     entries, first_line = [], {}
     with open(path, encoding="utf-8") as f:
         for lineno, raw in enumerate(f, 1):
@@ -199,6 +205,9 @@ def read_suite(path):
             if "prec" in spec_keys(spec):
                 raise ValueError("%s: %s: the spec names prec; suite specs leave it out "
                                  "(--precision chooses)" % (where, name))
+            if parse_spec(spec)["act"]:
+                raise ValueError("%s: %s: act=relu; the suite times plain convolutions "
+                                 "against cuDNN's" % (where, name))
             first_line[name] = lineno
             entries.append((name, spec))
     return entries

@@ -444,6 +444,12 @@ static void put_problem(strbuf *b, const ct_problem *p) {
   sb_printf(b, "#define CT_BIAS %d\n", p->bias ? 1 : 0);
 }
 
+/* The activation's #define (ct_act.cuh), for shape-generic sources too;
+** none is the templates' default and adds nothing to the source. */
+static void put_act(strbuf *b, const ct_problem *p) {
+  if (p->act != CT_ACT_NONE) sb_printf(b, "#define CT_ACT %d\n", (int)p->act);
+}
+
 /* "n=256 c=3 ... bias=1": the problem in the header comment.  The precision
 ** is left out on purpose: the same variant has the same source under both. */
 static void put_header(strbuf *b, const char *what, const ct_problem *p) {
@@ -530,6 +536,7 @@ ct_status ct_gen_source(const ct_problem *p, const ct_gen_variant *v,
     put_header(&b, planned.name, p);
     put_problem(&b, p);
   }
+  put_act(&b, p);
   for (int i = 0; i < f->n_params; i++)
     sb_printf(&b, "#define %s %d\n", f->params[i].name, v->values[i]);
   sb_append(&b, defines, strlen(defines));
@@ -545,6 +552,7 @@ ct_status ct_gen_reference_source(const ct_problem *p, char **src) {
   strbuf b = {0};
   put_header(&b, "float64 reference ct_ref_f64", p);
   put_problem(&b, p);
+  put_act(&b, p);
   put_template(&b, "ref_f64.cu", text);
   return sb_finish(&b, src);
 }

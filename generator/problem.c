@@ -9,9 +9,12 @@
 **
 ** n c h w k r s are required integers.  stride, pad and dil are optional:
 ** "A" sets both axes, "AxB" sets height then width (defaults 1, 0, 1).
-** bias is 0 or 1 (default 1), prec is tf32 or fp32 (default tf32).  The
-** canonical form (ct_problem_format) lists every key in the order above and
-** prints a pair as "A" when both axes agree.
+** bias is 0 or 1 (default 1), prec is tf32 or fp32 (default tf32), act is
+** none or relu (default none).  The canonical form (ct_problem_format) lists
+** every key in the order above, then ",act=relu" for a ReLU (act=none is
+** left out, so a problem without activation keeps the text, and so the
+** database key, it had before act existed), and prints a pair as "A" when
+** both axes agree.
 */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -128,7 +131,8 @@ int ct_gen_index64(const ct_problem *p) {
 }
 
 /* Checks every field of *p: sizes >= 1, stride >= 1, pad >= 0, dil >= 1,
-** each <= INT32_MAX, bias 0 or 1, a known precision, a non-empty output,
+** each <= INT32_MAX, bias 0 or 1, a known precision and activation, a
+** non-empty output,
 ** padded extents <= INT32_MAX (kernels index along a row or a column with
 ** 32-bit ints; every input index a kernel forms lies inside the padded
 ** extent), and x, w, y element counts <= 2^48 (tensors past 2^31 - 1
@@ -177,6 +181,11 @@ ct_status ct_problem_validate(const ct_problem *p, char *err, size_t errlen) {
   if (!ct_precision_name(p->precision)) {
     set_err(err, errlen, "precision = %d is unknown (tf32 = %d, fp32 = %d)",
             (int)p->precision, CT_PREC_TF32, CT_PREC_FP32);
+    return CT_ERR_INVALID_PROBLEM;
+  }
+  if (!ct_activation_name(p->act)) {
+    set_err(err, errlen, "act = %d is unknown (none = %d, relu = %d)",
+            (int)p->act, CT_ACT_NONE, CT_ACT_RELU);
     return CT_ERR_INVALID_PROBLEM;
   }
 
@@ -287,11 +296,11 @@ static ct_status parse_pair(const char *key, const char *text, size_t len,
 }
 
 enum { K_N, K_C, K_H, K_W, K_K, K_R, K_S, K_STRIDE, K_PAD, K_DIL, K_BIAS,
-       K_PREC, K_COUNT, K_REQUIRED = K_STRIDE };
+       K_PREC, K_ACT, K_COUNT, K_REQUIRED = K_STRIDE };
 
 /* Keys in canonical order; the first K_REQUIRED are required. */
 static const char *const key_names[K_COUNT] = {
-    "n", "c", "h", "w", "k", "r", "s", "stride", "pad", "dil", "bias", "prec"};
+    "n", "c", "h", "w", "k", "r", "s", "stride", "pad", "dil", "bias", "prec", "act"};
 
 /* Parses one item's value for key index `key` into *q. */
 static ct_status parse_value(int key, const char *v, size_t vlen,
@@ -326,6 +335,16 @@ static ct_status parse_value(int key, const char *v, size_t vlen,
     }
     set_err(err, errlen, "prec: '%.*s' must be tf32 or fp32", (int)vlen, v);
     return CT_ERR_PARSE;
+  case K_ACT:
+    for (int a = CT_ACT_NONE; a <= CT_ACT_RELU; a++) {
+      const char *name = ct_activation_name((ct_activation)a);
+      if (vlen == strlen(name) && memcmp(v, name, vlen) == 0) {
+        q->act = (ct_activation)a;
+        return CT_OK;
+      }
+    }
+    set_err(err, errlen, "act: '%.*s' must be none or relu", (int)vlen, v);
+    return CT_ERR_PARSE;
   }
   return CT_ERR_PARSE; /* unreachable */
 }
@@ -333,7 +352,7 @@ static ct_status parse_value(int key, const char *v, size_t vlen,
 /* Parses the spec text into *p and validates it.  *p is written only on
 ** CT_OK.  Returns CT_OK, CT_ERR_INVALID_ARG (spec or p NULL), CT_ERR_PARSE
 ** (unknown, duplicate or missing key; a value that is not a whole integer
-** or overflows int64; a bad bias or prec) or CT_ERR_INVALID_PROBLEM, with a
+** or overflows int64; a bad bias, prec or act) or CT_ERR_INVALID_PROBLEM, with a
 ** message naming the key or field in err (if err is not NULL, at most
 ** errlen bytes, NUL-terminated). */
 ct_status ct_problem_parse(const char *spec, ct_problem *p, char *err,
@@ -349,6 +368,7 @@ ct_status ct_problem_parse(const char *spec, ct_problem *p, char *err,
   q.dil_h = q.dil_w = 1;
   q.bias = 1;
   q.precision = CT_PREC_TF32;
+  q.act = CT_ACT_NONE;
 
   const char *item = spec;
   for (;;) {
@@ -406,12 +426,12 @@ static int format_pair(char *buf, size_t len, const char *key, int64_t a,
 /* Writes the canonical spec text of *p into buf.  CT_PROBLEM_SPEC_MAX bytes
 ** suffice for any problem whose fields fit in int32; parsing the text of a
 ** valid problem gives back *p.  Returns CT_OK, or CT_ERR_INVALID_ARG for a
-** NULL argument, an unknown precision or a buf too small (then buf holds ""
-** when buflen > 0). */
+** NULL argument, an unknown precision or activation or a buf too small
+** (then buf holds "" when buflen > 0). */
 ct_status ct_problem_format(const ct_problem *p, char *buf, size_t buflen) {
   if (!p || !buf || buflen == 0) return CT_ERR_INVALID_ARG;
   const char *prec = ct_precision_name(p->precision);
-  if (!prec) {
+  if (!prec || !ct_activation_name(p->act)) {
     buf[0] = '\0';
     return CT_ERR_INVALID_ARG;
   }
@@ -430,6 +450,9 @@ ct_status ct_problem_format(const ct_problem *p, char *buf, size_t buflen) {
                               p->dil_w);
   used += (size_t)snprintf(tmp + used, sizeof tmp - used, ",bias=%d,prec=%s",
                            p->bias, prec);
+  if (p->act != CT_ACT_NONE)
+    used += (size_t)snprintf(tmp + used, sizeof tmp - used, ",act=%s",
+                             ct_activation_name(p->act));
   if (used + 1 > buflen) {
     buf[0] = '\0';
     return CT_ERR_INVALID_ARG;

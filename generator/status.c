@@ -40,6 +40,15 @@ const char *ct_precision_name(ct_precision prec) {
   return NULL;
 }
 
+/* "none" / "relu"; NULL for a value outside the enum. */
+const char *ct_activation_name(ct_activation act) {
+  switch (act) {
+  case CT_ACT_NONE: return "none";
+  case CT_ACT_RELU: return "relu";
+  }
+  return NULL;
+}
+
 /* Parses exactly "tf32" or "fp32" (case-sensitive) into *prec.  Returns
 ** CT_OK, CT_ERR_INVALID_ARG for a NULL argument, else CT_ERR_PARSE with
 ** *prec untouched. */

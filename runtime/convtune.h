@@ -53,7 +53,15 @@ typedef enum ct_precision {
   CT_PREC_FP32 = 1  /* IEEE-fp32-class accuracy */
 } ct_precision;
 
-/* A conv2d forward: y[N,K,P,Q] = sum_{c,r,s} x[N,C,H,W] * w[K,C,R,S] (+ b[K]).
+/* The activation a kernel applies to each output before its one store (a
+** fused epilogue, as inference runs Conv -> BatchNorm (folded) -> ReLU). */
+typedef enum ct_activation {
+  CT_ACT_NONE = 0, /* y as computed */
+  CT_ACT_RELU = 1  /* y < 0 ? 0 : y (NaN stays NaN, as torch.relu) */
+} ct_activation;
+
+/* A conv2d forward: y[N,K,P,Q] = act(sum_{c,r,s} x[N,C,H,W] * w[K,C,R,S]
+** (+ b[K])).
 ** All tensors are dense NCHW / KCRS fp32.  P and Q are derived (see
 ** ct_problem_output). */
 typedef struct ct_problem {
@@ -64,6 +72,7 @@ typedef struct ct_problem {
   int64_t dil_h, dil_w;       /* >= 1 */
   int bias;                   /* 1: add b[K]; 0: no bias */
   ct_precision precision;     /* the accuracy the result must meet */
+  ct_activation act;          /* applied to each output, after the bias */
 } ct_problem;
 
 /* Longest canonical spec text, terminating NUL included. */
@@ -97,6 +106,9 @@ ct_status ct_problem_format(const ct_problem *p, char *buf, size_t buflen);
 
 /* "tf32" / "fp32"; NULL for an unknown value. */
 const char *ct_precision_name(ct_precision prec);
+
+/* "none" or "relu"; NULL for an unknown activation. */
+const char *ct_activation_name(ct_activation act);
 /* Parses "tf32" / "fp32".  Returns CT_OK, CT_ERR_PARSE or CT_ERR_INVALID_ARG
 ** (an argument NULL). */
 ct_status ct_precision_parse(const char *text, ct_precision *prec);
@@ -132,7 +144,8 @@ void ct_close(ct_context *ctx);
 ** cudaStream_t of the device's primary context; NULL for the legacy default
 ** stream).  x, w, b, y are device pointers to dense fp32 tensors, 4-byte
 ** aligned; y must not overlap x, w or b; b may be NULL only when p->bias is
-** 0.  Asynchronous: returns once the work is queued.
+** 0.  With p->act = CT_ACT_RELU, y holds the ReLU of the sum (plus bias).
+** Asynchronous: returns once the work is queued.
 **
 ** The first call for a problem (per context) validates it and loads its
 ** kernel, in this order (ct_forward_path / ct_forward_reason say which and

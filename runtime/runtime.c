@@ -33,10 +33,6 @@
 #include "ct_nvrtc.h"
 #include "ct_rt.h"
 
-/* ct_problem is compared and hashed as plain memory: it has no padding. */
-_Static_assert(sizeof(ct_problem) == 13 * sizeof(int64_t) + 2 * sizeof(int),
-               "ct_problem must have no padding bytes");
-
 /* ---------------------------------------------------------------------- */
 /* Loaded kernels                                                          */
 
@@ -565,17 +561,34 @@ ct_status ct_database_status(ct_context *ctx, char *msg, size_t len) {
 /* ---------------------------------------------------------------------- */
 /* The table                                                               */
 
+/* The fields of *p as int64s: what the table hashes and compares (a field
+** by field comparison, not memcmp: the struct ends in padding). */
+enum { PROBLEM_FIELDS = 16 };
+static void problem_fields(const ct_problem *p, int64_t f[PROBLEM_FIELDS]) {
+  const int64_t v[PROBLEM_FIELDS] = {
+      p->n,        p->c,     p->h,     p->w,     p->k,
+      p->r,        p->s,     p->stride_h, p->stride_w, p->pad_h,
+      p->pad_w,    p->dil_h, p->dil_w, p->bias,  (int64_t)p->precision,
+      (int64_t)p->act};
+  memcpy(f, v, sizeof v);
+}
+
 static uint64_t problem_hash(const ct_problem *p) {
-  const int64_t f[] = {p->n,        p->c,        p->h,     p->w,
-                       p->k,        p->r,        p->s,     p->stride_h,
-                       p->stride_w, p->pad_h,    p->pad_w, p->dil_h,
-                       p->dil_w,    p->bias,     (int64_t)p->precision};
+  int64_t f[PROBLEM_FIELDS];
+  problem_fields(p, f);
   uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+  for (size_t i = 0; i < PROBLEM_FIELDS; i++) {
     h = (h ^ (uint64_t)f[i]) * 0xff51afd7ed558ccdull;
     h ^= h >> 32;
   }
   return h;
+}
+
+static int same_problem(const ct_problem *a, const ct_problem *b) {
+  int64_t fa[PROBLEM_FIELDS], fb[PROBLEM_FIELDS];
+  problem_fields(a, fa);
+  problem_fields(b, fb);
+  return memcmp(fa, fb, sizeof fa) == 0;
 }
 
 static ct_rt_entry *table_find(ct_context *ctx, const ct_problem *p,
@@ -583,7 +596,7 @@ static ct_rt_entry *table_find(ct_context *ctx, const ct_problem *p,
   ct_rt_entry *e = atomic_load_explicit(&ctx->table[h % CT_RT_BUCKETS],
                                         memory_order_acquire);
   for (; e != NULL; e = e->next)
-    if (e->hash == h && memcmp(&e->problem, p, sizeof *p) == 0) return e;
+    if (e->hash == h && same_problem(&e->problem, p)) return e;
   return NULL;
 }
 

@@ -34,6 +34,7 @@
 // Problem (defaults: KernelBench level 1 problem 50)
 
 #include "ct_problem.cuh"
+#include "ct_act.cuh"
 
 // ----------------------------------------------------------------------------
 // Tunable parameters
@@ -311,7 +312,8 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
 #pragma unroll
     for (int kk = 0; kk < TK; ++kk) {
       if (k0_e + kk < K) {
-        // The bias is added last (loaded late: fewer live registers).
+        // The bias is added last (loaded late: fewer live registers), then
+        // the activation.
 #if CT_BIAS
         const float bv = __ldg(b + k0_e + kk);
 #else
@@ -319,7 +321,7 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
 #endif
 #pragma unroll
         for (int i = 0; i < TP; ++i)
-          if (out.q0 + i < Q) yk0[(I)kk * ((I)P * Q) + i] = acc[kk][i] + bv;
+          if (out.q0 + i < Q) yk0[(I)kk * ((I)P * Q) + i] = ct_act(acc[kk][i] + bv);
       }
     }
   }

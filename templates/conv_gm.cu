@@ -88,6 +88,7 @@
 #include "ct_wgmma.cuh"
 #include "ct_tmap.cuh"
 #include "ct_gm.cuh"
+#include "ct_act.cuh"
 
 namespace gm {
 
@@ -348,7 +349,8 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     }
     const float *const acc = SPLIT ? master : d;
 
-    // Epilogue: accumulator acc[4j + 2h + e] = D[16 warp + g + 8h][8j + 2t + e].
+    // Epilogue: accumulator acc[4j + 2h + e] = D[16 warp + g + 8h][8j + 2t + e],
+    // plus the bias, through the activation.
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
@@ -358,10 +360,12 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
         const int k0 = n0 + 8 * j + 2 * t;
-        if (k0 < K) __stcs(yp + (long long)k0 * PQ, acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f));
+        if (k0 < K)
+          __stcs(yp + (long long)k0 * PQ,
+                 ct_act(acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f)));
         if (k0 + 1 < K)
           __stcs(yp + (long long)(k0 + 1) * PQ,
-                 acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f));
+                 ct_act(acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f)));
       }
     }
   }

@@ -84,6 +84,7 @@
 // Problem (defaults: KernelBench level 1 problem 50)
 
 #include "ct_problem.cuh"
+#include "ct_act.cuh"
 
 // ----------------------------------------------------------------------------
 // Tunable parameters (generator/family_tc.c lists the values searched)
@@ -358,8 +359,8 @@ __device__ __forceinline__ void epilogue(const float (&res)[MW][NTW][4],
       for (int hh = 0; hh < 2; ++hh) {
         const int m = mt * 16 + g + 8 * hh; // row g (c0, c1) or g+8 (c2, c3)
         if (m < mlim) {
-          if (k0 < K) __stcs(yt + k0 * PQ + m, res[i][j][2 * hh] + bias0);
-          if (k0 + 1 < K) __stcs(yt + (k0 + 1) * PQ + m, res[i][j][2 * hh + 1] + bias1);
+          if (k0 < K) __stcs(yt + k0 * PQ + m, ct_act(res[i][j][2 * hh] + bias0));
+          if (k0 + 1 < K) __stcs(yt + (k0 + 1) * PQ + m, ct_act(res[i][j][2 * hh + 1] + bias1));
         }
       }
     }

@@ -160,6 +160,7 @@
 // Problem (defaults: KernelBench level 1 problem 50)
 
 #include "ct_problem.cuh"
+#include "ct_act.cuh"
 
 // ----------------------------------------------------------------------------
 // Tunable parameters (generator/family_wg.c lists the values searched)
@@ -748,7 +749,7 @@ __device__ __forceinline__ void epilogue_staged(const float (&res)[MW][NACC],
         float *__restrict__ yc = yt + kc * PQ;
 #pragma unroll
         for (int m = lane; m < MT * 64; m += 32)
-          if (m < mlim) __stcs(yc + m, sc[m] + bias);
+          if (m < mlim) __stcs(yc + m, ct_act(sc[m] + bias));
       }
     }
     wg_sync(wgi);
@@ -893,7 +894,7 @@ __device__ __forceinline__ void produce_out(const float *st, const float *bsm,
       const int c = c0 + 4 * cc < NBO ? c0 + 4 * cc : NBO - 1; // rows past NBO: unused
       const float bias = bsm[c];
 #pragma unroll
-      for (int u = 0; u < NM; ++u) v[cc][u] = st[c * SPITCH + lane + 32 * u] + bias;
+      for (int u = 0; u < NM; ++u) v[cc][u] = ct_act(st[c * SPITCH + lane + 32 * u] + bias);
     }
 #pragma unroll
     for (int cc = 0; cc < CU; ++cc) {

@@ -85,6 +85,7 @@
 #endif
 
 #include "ct_problem.cuh"
+#include "ct_act.cuh"
 
 #ifndef U
 #define U 1 // pixel tiles (units) per output row
@@ -462,7 +463,7 @@ __device__ __forceinline__ void slab_write(const float *slab, const float *bs,
 #pragma unroll
       for (int h = 0; h < NQH; ++h) {
         const int q = 32 * h + lane;
-        v[i][h] = q < NPX ? slab[(r0 + i) * OSP + q] + bc : 0.0f;
+        v[i][h] = q < NPX ? ct_act(slab[(r0 + i) * OSP + q] + bc) : 0.0f;
       }
     }
 #pragma unroll

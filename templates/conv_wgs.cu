@@ -58,6 +58,7 @@
 #endif
 
 #include "ct_problem.cuh"
+#include "ct_act.cuh"
 
 #ifndef TP
 #define TP 1 // output rows per tile

@@ -7,6 +7,8 @@
 // only.
 // The generator expands this #include in place.
 
+#include "ct_act.cuh"
+
 // A barrier for warpgroup wgi's 128 threads only (named barrier 1 + wgi;
 // __syncthreads uses 0).
 __device__ __forceinline__ void wg_sync(int wgi) {
@@ -325,7 +327,8 @@ __device__ __forceinline__ void load_bias_pairs(float2 (&bias)[NB / 8], const fl
 #pragma unroll
   for (int j = 0; j < NB / 8; ++j) bias[j] = *reinterpret_cast<const float2 *>(bsm + 8 * j + 2 * t);
 }
-// ... and one pixel's outputs, row hh of d plus those biases, stored from
+// ... and one pixel's outputs, row hh of d plus those biases through the
+// activation (ct_act.cuh), stored from
 // yp (the pixel in channel n0+2t's plane) at planes pq floats apart, the
 // channels from k on (past the problem's K) left out unless FULL_K.
 template <int NB, bool FULL_K>
@@ -335,7 +338,8 @@ __device__ __forceinline__ void store_pixel(float *__restrict__ yp, const float 
 #pragma unroll
   for (int j = 0; j < NB / 8; ++j) {
     const int k0 = n0 + 8 * j + 2 * t;
-    if (FULL_K || k0 < k) __stcs(yp + 8 * j * pq, d[4 * j + 2 * hh] + bias[j].x);
-    if (FULL_K || k0 + 1 < k) __stcs(yp + (8 * j + 1) * pq, d[4 * j + 2 * hh + 1] + bias[j].y);
+    if (FULL_K || k0 < k) __stcs(yp + 8 * j * pq, ct_act(d[4 * j + 2 * hh] + bias[j].x));
+    if (FULL_K || k0 + 1 < k)
+      __stcs(yp + (8 * j + 1) * pq, ct_act(d[4 * j + 2 * hh + 1] + bias[j].y));
   }
 }

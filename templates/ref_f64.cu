@@ -8,7 +8,8 @@
 //
 // Besides y the reference gives, per output element, the two figures the
 // precision contract scales its tolerance with: abs_sum = sum |x*w| (+|b|)
-// and sq_sum = sum (x*w)^2 (+b^2).
+// and sq_sum = sum (x*w)^2 (+b^2).  With act=relu (CT_ACT 1) y is
+// relu(sum); abs_sum and sq_sum are the sum's.
 //
 // Kernels (256 threads per block, no shared memory beyond the static):
 //   ct_ref_f64          ceil(N*K*P*Q / 256) blocks: writes y, abs_sum, sq_sum
@@ -21,6 +22,7 @@
 // the headline problem.
 
 #include "ct_problem.cuh"
+#include "ct_act.cuh"
 #include "ct_check.cuh"
 
 #define CT_REF_THREADS 256
@@ -72,7 +74,10 @@ __device__ __forceinline__ Figures reference_at(const float *x, const float *w,
 #else
   (void)b;
 #endif
-  return Figures{acc, asum, ssum};
+  // The activation on y only: ReLU moves no output further from another
+  // (|relu(a) - relu(b)| <= |a - b|), so the tolerances' figures stay those
+  // of the sum.
+  return Figures{ct_act_f64(acc), asum, ssum};
 }
 
 // One tile of the contract's scan (ct_check.cuh's order) into tiles[tile];

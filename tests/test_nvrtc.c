@@ -330,6 +330,65 @@ static void test_options_and_version(void) {
   ASSERT_EQ_INT(ct_rt_nvrtc_version(tiny, sizeof tiny), CT_ERR_INVALID_ARG);
 }
 
+/* act=relu (the fused ReLU, ct_act.cuh) in every launchable family, at
+** both precisions: for each problem, the first enumerated variant of each
+** family that fits it, and the reference.  Every source carries the
+** activation's define, and together the problems reach every family. */
+static void test_relu_every_family(void) {
+  static const char *const specs[] = {
+    "act=relu,n=1,c=3,h=224,w=224,k=96,r=11,s=11,stride=4,pad=2,prec=tf32",
+    "act=relu,n=1,c=3,h=224,w=224,k=96,r=11,s=11,stride=4,pad=2,prec=fp32",
+    "act=relu,n=2,c=64,h=28,w=28,k=64,r=3,s=3,pad=1,bias=0,prec=fp32",
+  };
+  enum { MAX_FAMILIES = 32 };
+  const size_t n_specs = sizeof specs / sizeof specs[0];
+  ct_gen_limits lim;
+  ASSERT_EQ_INT(ct_gen_limits_for_arch(ARCH, &lim), CT_OK);
+  job *jobs = calloc(n_specs * (MAX_FAMILIES + 1), sizeof *jobs);
+  ASSERT_TRUE(jobs != NULL);
+  const ct_gen_family *reached[MAX_FAMILIES];
+  size_t n = 0, n_reached = 0;
+  int ok = 1;
+  for (size_t i = 0; i < n_specs && ok; i++) {
+    ct_problem p;
+    char tag[96];
+    ok = parse_spec(specs[i], &p, tag, sizeof tag) == 0 && p.act == CT_ACT_RELU;
+    ct_gen_variant *v = NULL;
+    size_t nv = 0;
+    ok = ok && ct_gen_enumerate(&p, &lim, &v, &nv) == CT_OK;
+    const ct_gen_family *seen[MAX_FAMILIES];
+    size_t n_seen = 0;
+    for (size_t j = 0; j < nv && ok; j++) {
+      size_t f = 0;
+      while (f < n_seen && seen[f] != v[j].family) f++;
+      if (f < n_seen) continue;
+      ok = n_seen < MAX_FAMILIES && add_variant_job(jobs, &n, &p, &v[j], tag) == 0 &&
+           strstr(jobs[n - 1].src, "\n#define CT_ACT 1\n") != NULL;
+      seen[n_seen++] = v[j].family;
+      size_t r = 0;
+      while (r < n_reached && reached[r] != v[j].family) r++;
+      if (r == n_reached) reached[n_reached++] = v[j].family;
+    }
+    free(v);
+    if (ok) {
+      memset(&jobs[n], 0, sizeof jobs[n]);
+      snprintf(jobs[n].name, sizeof jobs[n].name, "%sreference", tag);
+      ok = ct_gen_reference_source(&p, &jobs[n].src) == CT_OK &&
+           strstr(jobs[n].src, "\n#define CT_ACT 1\n") != NULL;
+      n++;
+    }
+  }
+  if (!ok) jobs_free(jobs, n);
+  ASSERT_TRUE(ok);
+  size_t launchable = 0;
+  for (size_t f = 0; ct_gen_families[f] != NULL; f++)
+    launchable += ct_gen_family_launchable(ct_gen_families[f]) != 0;
+  if (n_reached != launchable) jobs_free(jobs, n);
+  ASSERT_EQ_INT((int)n_reached, (int)launchable);
+  int failures = compile_report_free(jobs, n);
+  ASSERT_EQ_INT(failures, 0);
+}
+
 int main(void) {
   RUN_TEST(test_options_and_version);
   RUN_TEST(test_broken_source);
@@ -338,5 +397,6 @@ int main(void) {
   RUN_TEST(test_odd_problems);
   RUN_TEST(test_cluster_split_points);
   RUN_TEST(test_pruned_points);
+  RUN_TEST(test_relu_every_family);
   TEST_EXIT();
 }

@@ -91,6 +91,8 @@ static void test_round_trips(void) {
       "n=2,c=3,h=7,w=9,k=4,r=3,s=2,stride=2x3,pad=1x0,dil=1x2,bias=1,prec=fp32"));
   ASSERT_TRUE(round_trips(
       "n=1,c=1,h=1,w=1,k=1,r=1,s=1,stride=1,pad=0,dil=1,bias=1,prec=tf32"));
+  ASSERT_TRUE(round_trips(
+      "n=2,c=3,h=7,w=9,k=4,r=3,s=2,stride=2x3,pad=1x0,dil=1x2,bias=0,prec=fp32,act=relu"));
   /* asymmetric fields land on the right axis */
   ct_problem p;
   ASSERT_EQ_INT(ct_problem_parse("n=1,c=2,h=30,w=40,k=5,r=3,s=5,stride=2x3,"
@@ -126,9 +128,24 @@ static void test_defaults_and_order(void) {
   ASSERT_EQ_INT(p.dil_w, 1);
   ASSERT_EQ_INT(p.bias, 1);
   ASSERT_EQ_INT(p.precision, CT_PREC_TF32);
+  ASSERT_EQ_INT(p.act, CT_ACT_NONE);
   ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_OK);
   ASSERT_EQ_STR(buf, "n=1,c=1,h=5,w=5,k=1,r=3,s=3,stride=1,pad=0,dil=1,"
                      "bias=1,prec=tf32");
+  /* act=none is the default and the canonical form leaves it out; relu
+  ** comes last wherever it was written */
+  ASSERT_EQ_INT(ct_problem_parse("n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=none", &p, NULL, 0),
+                CT_OK);
+  ASSERT_EQ_INT(p.act, CT_ACT_NONE);
+  ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_OK);
+  ASSERT_EQ_STR(buf, "n=1,c=1,h=5,w=5,k=1,r=3,s=3,stride=1,pad=0,dil=1,"
+                     "bias=1,prec=tf32");
+  ASSERT_EQ_INT(ct_problem_parse("act=relu,n=1,c=1,h=5,w=5,k=1,r=3,s=3", &p, NULL, 0),
+                CT_OK);
+  ASSERT_EQ_INT(p.act, CT_ACT_RELU);
+  ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_OK);
+  ASSERT_EQ_STR(buf, "n=1,c=1,h=5,w=5,k=1,r=3,s=3,stride=1,pad=0,dil=1,"
+                     "bias=1,prec=tf32,act=relu");
   ASSERT_EQ_INT(ct_problem_parse("prec=tf32,bias=1,dil=1x1,pad=2x2,stride=4,"
                                  "s=11,r=11,k=96,w=224,h=224,c=3,n=256",
                                  &p, NULL, 0),
@@ -172,6 +189,12 @@ static void test_parse_errors(void) {
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,prec=fp16", E,
                          "prec: 'fp16' must be tf32 or fp32"));
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,prec=TF32", E, "prec"));
+  ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=gelu", E,
+                         "act: 'gelu' must be none or relu"));
+  ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=ReLU", E, "act"));
+  ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=", E, "act: ''"));
+  ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=relu,act=none", E,
+                         "duplicate key 'act'"));
   /* parses, then fails validation */
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,pad=-1", CT_ERR_INVALID_PROBLEM,
                          "pad_h = -1 must be >= 0"));
@@ -304,6 +327,8 @@ static void test_validation(void) {
   FIELD_BAD(bias, 2, "bias = 2 must be 0 or 1");
   FIELD_BAD(bias, -1, "bias");
   FIELD_BAD(precision, (ct_precision)5, "precision = 5 is unknown");
+  FIELD_BAD(act, (ct_activation)2, "act = 2 is unknown");
+  FIELD_BAD(act, (ct_activation)-1, "act = -1 is unknown");
 #undef FIELD_BAD
   p = d;
   p.w = 6; /* (6+4-10-1) = -1: floor(-1/4)+1 = 0 */
@@ -442,6 +467,19 @@ static void test_precision_names(void) {
   ASSERT_EQ_INT(ct_precision_parse("tf32", NULL), CT_ERR_INVALID_ARG);
 }
 
+static void test_activation_names(void) {
+  ASSERT_EQ_STR(ct_activation_name(CT_ACT_NONE), "none");
+  ASSERT_EQ_STR(ct_activation_name(CT_ACT_RELU), "relu");
+  ASSERT_TRUE(ct_activation_name((ct_activation)2) == NULL);
+  /* an unknown activation does not format */
+  ct_problem p;
+  char buf[CT_PROBLEM_SPEC_MAX];
+  ct_problem_default(&p);
+  p.act = (ct_activation)7;
+  ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_ERR_INVALID_ARG);
+  ASSERT_EQ_STR(buf, "");
+}
+
 static void test_path_names(void) {
   ASSERT_EQ_STR(ct_path_name(CT_PATH_NONE), "none");
   ASSERT_EQ_STR(ct_path_name(CT_PATH_TUNED_CUBIN), "tuned-cubin");
@@ -462,6 +500,7 @@ int main(void) {
   RUN_TEST(test_overflow);
   RUN_TEST(test_status_strings);
   RUN_TEST(test_precision_names);
+  RUN_TEST(test_activation_names);
   RUN_TEST(test_path_names);
   TEST_EXIT();
 }

@@ -91,6 +91,18 @@ static void test_ref_bias(void) {
                 CT_ERR_INVALID_ARG);
 }
 
+/* act=relu: y through the ReLU, abs_sum and sq_sum those of the sum. */
+static void test_ref_relu(void) {
+  ct_problem p = problem("n=1,c=1,h=3,w=3,k=1,r=2,s=2,bias=1,act=relu");
+  const float b[1] = {12.5f};
+  const double y[] = {1.5, 0, 0, 0}; /* 1.5, -0.5, -4.5, -6.5 before */
+  const double as[] = {49.5, 59.5, 79.5, 89.5};
+  ASSERT_TRUE(ref_matches(&p, X9, W4, b, y, as, 4));
+  double ry[4], rsq[4];
+  ASSERT_EQ_INT(ct_tune_reference_cpu(&p, X9, W4, b, ry, NULL, rsq), CT_OK);
+  ASSERT_NEAR(rsq[0], 561 + 156.25, 0);
+}
+
 static void test_ref_stride2(void) {
   ct_problem p = problem("n=1,c=1,h=3,w=3,k=1,r=2,s=2,stride=2,bias=0");
   const double y[] = {-11};
@@ -456,6 +468,33 @@ static void contract_both_ways(const char *spec, uint64_t seed, measured *m) {
   ASSERT_TRUE(ok);
 }
 
+/* With act=relu, the contract passes an output that applied the ReLU and
+** fails one that left it out (the negative outputs are far from 0). */
+static void test_contract_relu(void) {
+  inputs in;
+  inputs_make(&in, "n=2,c=16,h=12,w=12,k=8,r=3,s=3,pad=1,act=relu,prec=fp32", 7);
+  ct_problem plain = in.p;
+  plain.act = CT_ACT_NONE;
+  double *sum = malloc(sizeof(double) * in.ny);
+  ASSERT_TRUE(sum != NULL);
+  ASSERT_EQ_INT(ct_tune_reference_cpu(&plain, in.x, in.w, in.b, sum, NULL, NULL), CT_OK);
+  int64_t negative = 0, zeros = 0;
+  for (int64_t i = 0; i < in.ny; i++) {
+    negative += sum[i] < 0;
+    zeros += in.ref[i] == 0.0;
+    ASSERT_TRUE(in.ref[i] == (sum[i] < 0 ? 0.0 : sum[i]));
+  }
+  ASSERT_TRUE(negative > 0 && zeros == negative);
+  for (int64_t i = 0; i < in.ny; i++) in.y[i] = (float)in.ref[i];
+  ct_tune_check ck = check(&in, in.y, CT_PREC_FP32);
+  ASSERT_TRUE(ck.passes);
+  for (int64_t i = 0; i < in.ny; i++) in.y[i] = (float)sum[i];
+  ck = check(&in, in.y, CT_PREC_FP32);
+  ASSERT_TRUE(!ck.passes && strstr(ck.reason, "elementwise") != NULL);
+  free(sum);
+  inputs_free(&in);
+}
+
 static void test_contract_5x5(void) {
   measured m;
   contract_both_ways("n=2,c=3,h=40,w=40,k=16,r=5,s=5,stride=1,pad=2", 1, &m);
@@ -730,6 +769,7 @@ int main(void) {
   }
   RUN_TEST(test_ref_stride1);
   RUN_TEST(test_ref_bias);
+  RUN_TEST(test_ref_relu);
   RUN_TEST(test_ref_stride2);
   RUN_TEST(test_ref_pad1);
   RUN_TEST(test_ref_dilation2);
@@ -737,6 +777,7 @@ int main(void) {
   RUN_TEST(test_ref_invalid);
   RUN_TEST(test_contract_args);
   RUN_TEST(test_contract_parts);
+  RUN_TEST(test_contract_relu);
   RUN_TEST(test_contract_5x5);
   RUN_TEST(test_contract_c64);
   RUN_TEST(test_contract_headline_shape);

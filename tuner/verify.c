@@ -55,7 +55,8 @@ ct_status ct_tune_reference_cpu(const ct_problem *p, const float *x,
             asum += fabs(t);
             ssum += t * t;
           }
-          y[o] = sum;
+          /* The activation on y alone (see ref_f64.cu). */
+          y[o] = p->act == CT_ACT_RELU && sum < 0.0 ? 0.0 : sum;
           if (abs_sum) abs_sum[o] = asum;
           if (sq_sum) sq_sum[o] = ssum;
         }
@@ -154,7 +155,7 @@ static int is_headline_shape(const ct_problem *p) {
          p->r == h.r && p->s == h.s && p->stride_h == h.stride_h &&
          p->stride_w == h.stride_w && p->pad_h == h.pad_h &&
          p->pad_w == h.pad_w && p->dil_h == h.dil_h && p->dil_w == h.dil_w &&
-         p->bias == h.bias;
+         p->bias == h.bias && p->act == h.act;
 }
 
 /* Appends "; " (when not first) and a formatted clause to out->reason. */

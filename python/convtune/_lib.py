@@ -34,6 +34,7 @@ import sysconfig
 
 __all__ = [
     "CT_OK", "CT_PROBLEM_SPEC_MAX", "CT_PREC_TF32", "CT_PREC_FP32", "PRECISIONS",
+    "CT_ACT_NONE", "CT_ACT_RELU", "ACTIVATIONS",
     "STATUS", "PATHS", "Problem", "ConvtuneError", "LibraryNotFound", "Library",
     "Context", "check_tensor", "load", "repo_root", "default_library_path",
     "library_candidates", "in_source_tree",
@@ -48,6 +49,9 @@ CT_PROBLEM_SPEC_MAX = 256  # longest canonical spec text, NUL included
 CT_PREC_TF32 = 0
 CT_PREC_FP32 = 1
 PRECISIONS = {"tf32": CT_PREC_TF32, "fp32": CT_PREC_FP32}
+CT_ACT_NONE = 0
+CT_ACT_RELU = 1
+ACTIVATIONS = {"none": CT_ACT_NONE, "relu": CT_ACT_RELU}
 
 # ct_status, in the header's order (never renumbered).
 (CT_ERR_INVALID_ARG, CT_ERR_INVALID_PROBLEM, CT_ERR_PARSE, CT_ERR_NOMEM,
@@ -65,7 +69,8 @@ PATHS = ["none", "tuned-cubin", "tuned-compiled", "default", "nearest"]
 
 
 class Problem(ctypes.Structure):
-    """struct ct_problem: 13 int64 fields, int bias, enum precision (112 bytes)."""
+    """struct ct_problem: 13 int64 fields, int bias, enum precision, enum act
+    (120 bytes with the padding to 8)."""
 
     _fields_ = [
         ("n", ctypes.c_int64),
@@ -83,6 +88,7 @@ class Problem(ctypes.Structure):
         ("dil_w", ctypes.c_int64),
         ("bias", ctypes.c_int),
         ("precision", ctypes.c_int),  # ct_precision, an int-sized enum
+        ("act", ctypes.c_int),  # ct_activation, likewise
     ]
 
     def spec(self):
@@ -92,10 +98,11 @@ class Problem(ctypes.Structure):
             return "%d" % a if a == b else "%dx%d" % (a, b)
         prec = {CT_PREC_TF32: "tf32", CT_PREC_FP32: "fp32"}.get(self.precision,
                                                                str(self.precision))
-        return ("n=%d,c=%d,h=%d,w=%d,k=%d,r=%d,s=%d,stride=%s,pad=%s,dil=%s,bias=%d,prec=%s"
+        act = {CT_ACT_NONE: "", CT_ACT_RELU: ",act=relu"}.get(self.act, ",act=%d" % self.act)
+        return ("n=%d,c=%d,h=%d,w=%d,k=%d,r=%d,s=%d,stride=%s,pad=%s,dil=%s,bias=%d,prec=%s%s"
                 % (self.n, self.c, self.h, self.w, self.k, self.r, self.s,
                    pair(self.stride_h, self.stride_w), pair(self.pad_h, self.pad_w),
-                   pair(self.dil_h, self.dil_w), self.bias, prec))
+                   pair(self.dil_h, self.dil_w), self.bias, prec, act))
 
     def __repr__(self):
         return "Problem(%r)" % self.spec()
