@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """network.py — whole networks on one GPU: torchvision models whose
 convolutions run on convtune (convtune.torch.patch, eval-mode BatchNorms
-folded into them) against PyTorch eager (NCHW and channels_last) and
+folded into them, the ReLUs after them fused) against PyTorch eager (NCHW
+and channels_last) and
 torch.compile, at tf32 and at fp32, in one process on the same inputs.
 
 Each row is one forward pass of a model in eval mode under
@@ -178,9 +179,11 @@ def run_rows(name, batch, args, dev, flush, log):
         patched, report = ct.patch(model)
         extra = {"replaced": len(report["replaced"]),
                  "folded_bn": sum(1 for r in report["replaced"] if r["folded_bn"]),
+                 "fused_relu": sum(1 for r in report["replaced"] if r["fused_relu"]),
                  "left": report["left"], "tune": tune_info}
-        log("  patched %s: %d convolutions replaced, %d BatchNorms folded, %d left"
-            % (name, extra["replaced"], extra["folded_bn"], len(report["left"])))
+        log("  patched %s: %d convolutions replaced, %d BatchNorms folded, %d ReLUs fused, "
+            "%d left" % (name, extra["replaced"], extra["folded_bn"], extra["fused_relu"],
+                         len(report["left"])))
         impls["convtune"] = (patched, x)
     if "eager_channels_last" in args.impls:
         impls["eager_channels_last"] = (copy.deepcopy(model).to(memory_format=torch.channels_last),

@@ -2,9 +2,10 @@
 extension is compiled against PyTorch).
 
     conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
-           *, precision="auto")
-        F.conv2d's arguments and result; runs libconvtune's ct_forward on the
-        current CUDA stream of x's device.
+           *, precision="auto", act="none")
+        F.conv2d's arguments and result (act="relu": through a ReLU the
+        kernel applies); runs libconvtune's ct_forward on the current CUDA
+        stream of x's device.
     Conv2d(in_channels, out_channels, kernel_size, stride=1, padding=0,
            dilation=1, groups=1, bias=True, padding_mode="zeros",
            device=None, dtype=None, *, precision="auto")
@@ -12,7 +13,7 @@ extension is compiled against PyTorch).
         initialisation and its state_dict keys are nn.Conv2d's; its forward
         is conv2d.  Conv2d.from_module(m) converts an nn.Conv2d.
     torch.ops.convtune.conv2d(x, weight, bias, stride, padding, dilation,
-                              precision)
+                              precision, act="none")
         the registered custom op behind both, with a fake (meta)
         implementation, so it traces into torch.compile graphs (fullgraph
         too) and, being free of allocation and synchronisation after its
@@ -23,20 +24,23 @@ extension is compiled against PyTorch).
     explain(x, weight, bias=None, ...)
         which kernel runs for that call and why (path, variant, reason,
         database state).
-    collect(model, *example_inputs, precision="auto", fold_bn=True, ...)
+    collect(model, *example_inputs, precision="auto", fold_bn=True,
+            fuse_relu=True, ...)
         the conv2d problems one forward pass of a model runs (forward hooks
-        on its nn.Conv2d modules; BatchNorms folded as patch() folds them),
+        on its nn.Conv2d modules; BatchNorms folded and ReLUs fused as
+        patch() does),
         with call counts, in the form
         `convtune tune --problems` reads, and the convolutions convtune
         cannot run, each with the reason.
     tune(model, *example_inputs, budget=None, ...)
         collect(), then `convtune tune --problems` on them, with its
         progress; returns its result.
-    patch(model, fold_bn=True, precision="auto", inplace=False)
+    patch(model, fold_bn=True, fuse_relu=True, precision="auto",
+          inplace=False)
         the model for inference with its nn.Conv2d modules replaced by
         Conv2d (eval-mode BatchNorms folded into the convolution before
-        them), and a report of what was replaced and what was left alone,
-        and why.
+        them, ReLUs after them fused into its kernel), and a report of what
+        was replaced and what was left alone, and why.
 
 precision: "tf32" (TF32 tensor-core products, PyTorch's default for
 convolutions), "fp32" (IEEE-fp32-class accuracy) or "auto": tf32 when
@@ -68,6 +72,7 @@ from typing import List, Optional
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from torch.nn.utils import parametrize
 from torch.utils import _python_dispatch
 
@@ -147,6 +152,7 @@ def context(device):
 # Arguments
 
 _PRECISIONS = ("auto", "tf32", "fp32")
+_ACTS = tuple(_lib.ACTIVATIONS)  # "none", "relu"
 
 
 def _check_precision(precision):
@@ -154,6 +160,12 @@ def _check_precision(precision):
         raise ValueError("precision must be one of %s, not %r" % (", ".join(_PRECISIONS),
                                                                    precision))
     return precision
+
+
+def _check_act(act):
+    if act not in _ACTS:
+        raise ValueError("act must be one of %s, not %r" % (", ".join(_ACTS), act))
+    return act
 
 
 def _resolve_precision(precision):
@@ -245,19 +257,19 @@ def _check_params(stride, padding, dilation):
                          % (stride, dilation, padding))
 
 
-_problems = {}  # (shapes, parameters, precision) -> validated _lib.Problem
+_problems = {}  # (shapes, parameters, precision, act) -> validated _lib.Problem
 
 
-def _problem(x, weight, bias, stride, padding, dilation, precision):
+def _problem(x, weight, bias, stride, padding, dilation, precision, act="none"):
     key = (tuple(x.shape), tuple(weight.shape), bias is not None, tuple(stride),
-           tuple(padding), tuple(dilation), precision)
+           tuple(padding), tuple(dilation), precision, act)
     p = _problems.get(key)
     if p is None:
         n, c, h, w = x.shape
         k, _, r, s = weight.shape
         p = _lib.Problem(n, c, h, w, k, r, s, stride[0], stride[1], padding[0], padding[1],
                          dilation[0], dilation[1], 1 if bias is not None else 0,
-                         _lib.PRECISIONS[precision])
+                         _lib.PRECISIONS[precision], _lib.ACTIVATIONS[act])
         try:
             library().validate(p)
         except _lib.ConvtuneError as e:
@@ -269,16 +281,18 @@ def _problem(x, weight, bias, stride, padding, dilation, precision):
 # -------------------------------------------------------------------------
 # The custom op
 
-def _conv2d_run(x, weight, bias, stride, padding, dilation, precision):
+def _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act="none"):
     """The op's implementation: checks, allocates y and runs ct_forward."""
     _check_precision(precision)
+    _check_act(act)
     _check_params(stride, padding, dilation)
     _check_tensors(x, weight, bias, fake=False)
     shape = _output_shape(x, weight, stride, padding, dilation)
     y = torch.empty(shape, dtype=torch.float32, device=x.device)
     if y.numel() == 0:  # a batch of 0: nothing to run
         return y
-    p = _problem(x, weight, bias, stride, padding, dilation, _resolve_precision(precision))
+    p = _problem(x, weight, bias, stride, padding, dilation, _resolve_precision(precision),
+                 act)
     stream = torch.cuda.current_stream(x.device).cuda_stream
     context(x.device).forward(p, x.data_ptr(), weight.data_ptr(),
                               bias.data_ptr() if bias is not None else None,
@@ -289,8 +303,8 @@ def _conv2d_run(x, weight, bias, stride, padding, dilation, precision):
 @torch.library.custom_op("convtune::conv2d", mutates_args=())
 def _conv2d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                stride: List[int], padding: List[int], dilation: List[int],
-               precision: str) -> torch.Tensor:
-    return _conv2d_run(x, weight, bias, stride, padding, dilation, precision)
+               precision: str, act: str = "none") -> torch.Tensor:
+    return _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act)
 
 
 _PLAIN = (torch.Tensor, nn.Parameter)
@@ -316,29 +330,33 @@ def _needs_op(x, weight, bias):
 
 
 @_conv2d_op.register_fake
-def _conv2d_fake(x, weight, bias, stride, padding, dilation, precision):
+def _conv2d_fake(x, weight, bias, stride, padding, dilation, precision, act="none"):
     _check_precision(precision)
+    _check_act(act)
     _check_params(stride, padding, dilation)
     _check_tensors(x, weight, bias, fake=True)
     return x.new_empty(_output_shape(x, weight, stride, padding, dilation))
 
 
 def _setup_context(ctx, inputs, output):
-    x, weight, bias, stride, padding, dilation, _ = inputs
-    ctx.save_for_backward(x, weight)
+    x, weight, bias, stride, padding, dilation, _, act = inputs
+    # With act=relu the gradient passes where the output is positive.
+    ctx.save_for_backward(x, weight, output if act == "relu" else None)
     ctx.bias_sizes = [weight.shape[0]] if bias is not None else None
     ctx.conv = (list(stride), list(padding), list(dilation))
 
 
 def _backward(ctx, grad_y):
-    x, weight = ctx.saved_tensors
+    x, weight, y = ctx.saved_tensors
+    if y is not None:
+        grad_y = grad_y * (y > 0)
     stride, padding, dilation = ctx.conv
     need = ctx.needs_input_grad
     mask = [need[0], need[1], bool(need[2]) and ctx.bias_sizes is not None]
     gx, gw, gb = torch.ops.aten.convolution_backward(
         grad_y, x, weight, ctx.bias_sizes, stride, padding, dilation, False, [0, 0], 1, mask)
     return (gx if mask[0] else None, gw if mask[1] else None, gb if mask[2] else None,
-            None, None, None, None)
+            None, None, None, None, None)
 
 
 _conv2d_op.register_autograd(_backward, setup_context=_setup_context)
@@ -368,21 +386,23 @@ def _arguments(x, weight, stride, padding, dilation, groups, precision):
 
 
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
-           precision="auto"):
+           precision="auto", act="none"):
     """F.conv2d computed by libconvtune on the current CUDA stream (see the
     module's docstring for what is supported).  x may be (N, C, H, W) or
-    unbatched (C, H, W)."""
+    unbatched (C, H, W).  act="relu": torch.relu(F.conv2d(...)), the ReLU
+    applied by the kernel as it stores each output (its gradient too)."""
     stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, groups,
                                            precision)
+    _check_act(act)
     run = _conv2d_run if x.is_cuda and not _needs_op(x, weight, bias) else _conv2d_op
     if x.dim() == 3:
         return run(x.unsqueeze(0), weight, bias, stride, padding, dilation,
-                   precision).squeeze(0)
-    return run(x, weight, bias, stride, padding, dilation, precision)
+                   precision, act).squeeze(0)
+    return run(x, weight, bias, stride, padding, dilation, precision, act)
 
 
 def explain(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
-            precision="auto"):
+            precision="auto", act="none"):
     """What conv2d runs for these arguments and why: a dict with path
     ("tuned-cubin", "tuned-compiled", "nearest", "default"), variant,
     reason, database (its state), precision and spec.  Loads the kernel if
@@ -394,7 +414,7 @@ def explain(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
     _check_params(stride, padding, dilation)
     _check_tensors(x, weight, bias, fake=False)
     prec = _resolve_precision(precision)
-    p = _problem(x, weight, bias, stride, padding, dilation, prec)
+    p = _problem(x, weight, bias, stride, padding, dilation, prec, _check_act(act))
     ctx = context(x.device)
     ctx.prepare(p)
     path, variant = ctx.forward_path(p)
@@ -406,13 +426,15 @@ def explain(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
 
 class Conv2d(nn.Conv2d):
     """nn.Conv2d whose forward runs libconvtune (conv2d above).  Same
-    constructor (plus precision), parameters, initialisation and
+    constructor (plus precision and act), parameters, initialisation and
     state_dict; groups != 1, padding_mode other than "zeros" and dtypes
-    other than float32 raise UnsupportedError here, at construction."""
+    other than float32 raise UnsupportedError here, at construction.
+    act="relu": the module computes relu(conv(x)), the ReLU fused into the
+    kernel (patch(fuse_relu=True) sets it where a ReLU followed)."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
-                 dtype=None, *, precision="auto"):
+                 dtype=None, *, precision="auto", act="none"):
         if groups != 1:
             raise UnsupportedError("groups=%s: convtune runs groups=1 convolutions only"
                                    % groups)
@@ -424,25 +446,28 @@ class Conv2d(nn.Conv2d):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, device, dtype)
         self.precision = _check_precision(precision)
+        self.act = _check_act(act)
 
     @classmethod
-    def from_module(cls, module, precision="auto"):
+    def from_module(cls, module, precision="auto", act="none"):
         """A Conv2d with the configuration and a copy of the parameters of
-        the nn.Conv2d `module` (UnsupportedError where it cannot be one)."""
+        the nn.Conv2d `module` (UnsupportedError where it cannot be one),
+        then `act`."""
         new = cls(module.in_channels, module.out_channels, module.kernel_size,
                   module.stride, module.padding, module.dilation, module.groups,
                   module.bias is not None, module.padding_mode, device=module.weight.device,
-                  dtype=module.weight.dtype, precision=precision)
+                  dtype=module.weight.dtype, precision=precision, act=act)
         new.load_state_dict(module.state_dict())
         new.train(module.training)
         return new
 
     def forward(self, input):
         return conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                      self.groups, precision=self.precision)
+                      self.groups, precision=self.precision, act=self.act)
 
     def extra_repr(self):
-        return super().extra_repr() + ", precision=%r" % self.precision
+        return (super().extra_repr() + ", precision=%r" % self.precision +
+                (", act=%r" % self.act if self.act != "none" else ""))
 
 
 # -------------------------------------------------------------------------
@@ -469,9 +494,10 @@ def _conv_config_reason(module):
     return None
 
 
-def _collected_problem(module, x, precision):
+def _collected_problem(module, x, precision, act="none"):
     """(spec, gflop, None) for the problem the nn.Conv2d `module` runs on
-    input x, or (None, 0, reason) where convtune cannot run it."""
+    input x (its ReLU fused when act="relu"), or (None, 0, reason) where
+    convtune cannot run it."""
     reason = _conv_config_reason(module)
     if reason is not None:
         return None, 0, reason
@@ -490,14 +516,15 @@ def _collected_problem(module, x, precision):
                                                module.dilation, 1, precision)
         _check_params(stride, padding, dilation)
         n, k, P, Q = _output_shape(x, weight, stride, padding, dilation)
-        p = _problem(x, weight, bias, stride, padding, dilation, precision)
+        p = _problem(x, weight, bias, stride, padding, dilation, precision, act)
     except ValueError as e:  # UnsupportedError too
         return None, 0, str(e)
     c, r, s_ = weight.shape[1:]
     return library().format(p), 2e-9 * n * k * P * Q * c * r * s_, None
 
 
-def collect(model, *example_inputs, precision="auto", fold_bn=True, **example_kwargs):
+def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=True,
+            **example_kwargs):
     """The conv2d problems one forward pass of `model` runs.
 
     Runs model(*example_inputs, **example_kwargs) once under torch.no_grad()
@@ -508,11 +535,13 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, **example_kw
     CUDA only).
     precision: "tf32", "fp32" or "auto" (tf32 when
     torch.backends.cudnn.allow_tf32 is set, read now).
-    fold_bn: the problems of the model as patch(model, fold_bn=True) runs
-    it, each BatchNorm it would fold folded into its convolution (a folded
-    convolution has a bias: bias=1 in its spec); a copy is folded, the model
-    is left as it is.  ValueError when torch.fx cannot trace the model
-    (then pass fold_bn=False, to patch() too).
+    fold_bn, fuse_relu: the problems of the model as patch() runs it with
+    the same flags, each BatchNorm it would fold folded into its
+    convolution (a folded convolution has a bias: bias=1 in its spec) and
+    each ReLU it would fuse fused (act=relu in its spec); a copy is
+    transformed, the model is left as it is.  ValueError when torch.fx
+    cannot trace the model (then pass fold_bn=False, fuse_relu=False, to
+    patch() too).
 
     Returns a dict:
       "precision": the precision of the specs;
@@ -528,8 +557,9 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, **example_kw
     The problems part is what `convtune tune --problems` reads
     (write_problems writes it)."""
     prec = _resolve_precision(_check_precision(precision))
-    if fold_bn and not isinstance(model, nn.Conv2d):  # a lone conv has no BatchNorm
-        model = _fold_batchnorms(copy.deepcopy(model))[0]
+    relu = {}
+    if (fold_bn or fuse_relu) and not isinstance(model, nn.Conv2d):  # a lone conv: nothing
+        model, _, relu = _fuse(copy.deepcopy(model), fold_bn, fuse_relu)
     names = {m: (n or "(model)") for n, m in model.named_modules()}
     found, skipped = {}, {}
 
@@ -537,7 +567,8 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, **example_kw
         name = names.get(module, type(module).__name__)
         x = args[0] if args else kwargs.get("input")
         if isinstance(x, torch.Tensor):
-            spec, gflop, reason = _collected_problem(module, x, prec)
+            spec, gflop, reason = _collected_problem(module, x, prec,
+                                                     "relu" if name in relu else "none")
         else:
             spec, gflop, reason = None, 0, "its input is not a tensor"
         if spec is None:
@@ -601,13 +632,14 @@ def _find_cli(cli):
 
 
 def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=None,
-         weighted=False, fresh=False, fold_bn=True, cli=None, problems_file=None, quiet=False,
-         args=(), **example_kwargs):
+         weighted=False, fresh=False, fold_bn=True, fuse_relu=True, cli=None,
+         problems_file=None, quiet=False, args=(), **example_kwargs):
     """Tunes the conv2d problems of one forward pass of `model` on a GPU.
 
-    collect(model, *example_inputs, precision=..., fold_bn=...,
-    **example_kwargs) (fold_bn as patch() will be given it: a folded
-    convolution's problem has a bias), then `convtune tune --problems FILE
+    collect(model, *example_inputs, precision=..., fold_bn=..., fuse_relu=...,
+    **example_kwargs) (fold_bn and fuse_relu as patch() will be given them:
+    a folded convolution's problem has a bias, a fused one act=relu), then
+    `convtune tune --problems FILE
     --json` with:
       budget    seconds per problem (--budget; None: the tuner's full
                 search);
@@ -644,7 +676,7 @@ def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=
         device = next((t.device.index for t in example_inputs
                        if isinstance(t, torch.Tensor) and t.is_cuda), None)
     collected = collect(model, *example_inputs, precision=precision, fold_bn=fold_bn,
-                        **example_kwargs)
+                        fuse_relu=fuse_relu, **example_kwargs)
     if not collected["problems"]:
         return {"collected": collected, "result": {"problems": []}}
     command = [_find_cli(cli), "tune", "--json", "--precision", collected["precision"]]
@@ -708,13 +740,43 @@ def _unsupported_module(module):
     return _conv_config_reason(module)
 
 
-def _fold_batchnorms(model):
+_RELU_FUNCTIONS = (torch.relu, torch.relu_, F.relu, F.relu_)
+
+
+def _relu_source(node, modules):
+    """The node a ReLU node `node` applies to, or None when `node` is not a
+    plain ReLU (nn.ReLU without hooks, torch.relu / F.relu and their in-place
+    forms, Tensor.relu / relu_)."""
+    if node.op == "call_module":
+        m = modules.get(node.target)
+        if (type(m) is not nn.ReLU or m._forward_hooks or m._forward_pre_hooks or
+                len(node.args) != 1 or node.kwargs):
+            return None
+    elif node.op == "call_function":
+        if (node.target not in _RELU_FUNCTIONS or len(node.args) != 1 or
+                set(node.kwargs) - {"inplace"}):
+            return None
+    elif node.op == "call_method":
+        if node.target not in ("relu", "relu_") or len(node.args) != 1 or node.kwargs:
+            return None
+    else:
+        return None
+    return node.args[0]
+
+
+def _fuse(model, fold_bn, fuse_relu):
     """Traces `model` with torch.fx (every nn.Conv2d kept a module) and
-    folds every eval-mode BatchNorm2d without hooks whose only input is the
-    output of a plain nn.Conv2d that convtune can run (called at one place,
-    its output used by that BatchNorm alone, its parameters read nowhere
-    else) into that convolution.  Returns (the traced GraphModule, {conv name: bn
-    name}).  Raises ValueError when the model cannot be traced."""
+    rewrites the graph around each plain nn.Conv2d that convtune can run
+    and that is called at one place with its parameters read nowhere else:
+      fold_bn: an eval-mode BatchNorm2d without hooks whose only input is
+               that convolution's output, used by it alone, is folded into
+               the convolution;
+      fuse_relu: then a ReLU (_relu_source) whose only input is the
+               convolution's output (or its folded BatchNorm's), used by
+               it alone, is taken out of the graph: the convolution is to
+               apply it (act=relu).
+    Returns (the GraphModule, {conv name: bn name}, {conv name: relu name}).
+    Raises ValueError when the model cannot be traced."""
     import torch.fx as fx
     from torch.nn.utils.fusion import fuse_conv_bn_eval
 
@@ -729,8 +791,9 @@ def _fold_batchnorms(model):
         graph = tracer.trace(model)
         gm = fx.GraphModule(tracer.root, graph, type(model).__name__)
     except Exception as e:  # tracing raises many kinds (TraceError, TypeError, ...)
-        raise ValueError("fold_bn needs a model that torch.fx can trace, and tracing failed "
-                         "(%s: %s); pass fold_bn=False to patch without folding"
+        raise ValueError("folding BatchNorms and fusing ReLUs needs a model that torch.fx "
+                         "can trace, and tracing failed (%s: %s); pass fold_bn=False, "
+                         "fuse_relu=False to leave the model's graph as it is"
                          % (type(e).__name__, e)) from e
     modules = dict(gm.named_modules())
     calls, attrs = {}, []
@@ -739,35 +802,52 @@ def _fold_batchnorms(model):
             calls[node.target] = calls.get(node.target, 0) + 1
         elif node.op == "get_attr":
             attrs.append(node.target)
-    folded = {}
+
+    def sole_conv(src):
+        """src is the only use of a convolution that can be rewritten."""
+        if not (isinstance(src, fx.Node) and src.op == "call_module"):
+            return False
+        conv = modules.get(src.target)
+        return (type(conv) is nn.Conv2d and _unsupported_module(conv) is None and
+                len(src.users) == 1 and calls[src.target] == 1 and
+                not any(a.startswith(src.target + ".") for a in attrs))
+
+    folded, relu = {}, {}
     for node in list(gm.graph.nodes):
+        if not fold_bn:
+            break
         if node.op != "call_module" or not isinstance(modules.get(node.target), nn.BatchNorm2d):
             continue
         src = node.args[0] if node.args else None
-        if not (isinstance(src, fx.Node) and src.op == "call_module"):
-            continue
-        conv, bn = modules.get(src.target), modules[node.target]
-        if (type(conv) is not nn.Conv2d or _unsupported_module(conv) is not None or
+        bn = modules[node.target]
+        if (not sole_conv(src) or
                 bn.training or not bn.track_running_stats or bn.running_mean is None or
                 bn._forward_hooks or bn._forward_pre_hooks or
-                len(src.users) != 1 or calls[src.target] != 1 or calls[node.target] != 1 or
-                len(node.args) != 1 or node.kwargs or
-                any(a.startswith(src.target + ".") for a in attrs)):
+                calls[node.target] != 1 or len(node.args) != 1 or node.kwargs):
             continue
-        fused = fuse_conv_bn_eval(conv, bn)
+        fused = fuse_conv_bn_eval(modules[src.target], bn)
         parent, _, leaf = src.target.rpartition(".")
         setattr(gm.get_submodule(parent) if parent else gm, leaf, fused)
         modules[src.target] = fused
         node.replace_all_uses_with(src)
         gm.graph.erase_node(node)
         folded[src.target] = node.target
+    for node in list(gm.graph.nodes):
+        if not fuse_relu:
+            break
+        src = _relu_source(node, modules)
+        if not sole_conv(src):
+            continue
+        node.replace_all_uses_with(src)
+        gm.graph.erase_node(node)
+        relu[src.target] = node.target if node.op == "call_module" else "relu"
     gm.graph.lint()
     gm.delete_all_unused_submodules()
     gm.recompile()
-    return gm, folded
+    return gm, folded, relu
 
 
-def patch(model, *, fold_bn=True, precision="auto", inplace=False):
+def patch(model, *, fold_bn=True, fuse_relu=True, precision="auto", inplace=False):
     """The model for inference on convtune's convolutions.
 
     Every nn.Conv2d that convtune can run is replaced by a Conv2d with its
@@ -782,32 +862,40 @@ def patch(model, *, fold_bn=True, precision="auto", inplace=False):
     folded into it, once, now (weight * gamma / sqrt(var + eps), and the
     bias likewise), so Conv -> BN becomes one convtune call.  This traces
     the model with torch.fx and returns an fx.GraphModule (ValueError,
-    naming fold_bn=False, when the model cannot be traced); convolutions
-    its forward never calls are not in it (the report lists them).
-    Without it the modules are replaced where they stand.  Tune with the
-    same fold_bn (tune() and collect() take it): a folded convolution's
-    problem has a bias.
+    naming fold_bn=False, fuse_relu=False, when the model cannot be
+    traced); convolutions its forward never calls are not in it (the
+    report lists them).
+    fuse_relu: likewise each ReLU (nn.ReLU, torch.relu, F.relu, their
+    in-place forms, Tensor.relu) whose input is such a convolution's output
+    (after its folded BatchNorm) alone is taken out of the graph and the
+    convolution applies it as it stores each output (act="relu"): Conv ->
+    BN -> ReLU becomes one convtune call.
+    Without either the modules are replaced where they stand.  Tune with
+    the same fold_bn and fuse_relu (tune() and collect() take them): a
+    folded convolution's problem has a bias, a fused one act=relu.
 
-    inplace: patch `model` itself, without fold_bn only (folding makes a
-    new GraphModule; ValueError); else a deep copy is patched and the model
-    passed in is left as it was.
+    inplace: patch `model` itself, without fold_bn and fuse_relu only (they
+    make a new GraphModule; ValueError); else a deep copy is patched and the
+    model passed in is left as it was.
 
     Returns (patched model, report): report["replaced"] lists {"name",
-    "folded_bn" (the BatchNorm's name, or None)}, report["left"] {"name",
-    "reason"}, in module order."""
+    "folded_bn" (the BatchNorm's name, or None), "fused_relu" (the ReLU
+    module's name, "relu" for a function or method, or None)},
+    report["left"] {"name", "reason"}, in module order."""
     _check_precision(precision)
-    fold = fold_bn and not isinstance(model, nn.Conv2d)  # a lone conv has no BatchNorm
-    if inplace and fold:
+    # A lone convolution has no BatchNorm or ReLU after it.
+    rewrite = (fold_bn or fuse_relu) and not isinstance(model, nn.Conv2d)
+    if inplace and rewrite:
         raise ValueError("inplace=True patches the modules where they stand and cannot fold "
-                         "BatchNorms (folding makes a new GraphModule): pass fold_bn=False, "
-                         "or inplace=False")
+                         "BatchNorms or fuse ReLUs (that makes a new GraphModule): pass "
+                         "fold_bn=False, fuse_relu=False, or inplace=False")
     if not inplace:
         model = copy.deepcopy(model)
-    folded = {}
+    folded, relu = {}, {}
     report = {"replaced": [], "left": []}
-    if fold:
+    if rewrite:
         before = [n for n, m in model.named_modules() if isinstance(m, nn.Conv2d)]
-        model, folded = _fold_batchnorms(model)
+        model, folded, relu = _fuse(model, fold_bn, fuse_relu)
         kept = {n for n, m in model.named_modules()}
         report["left"] += [{"name": n, "reason": "its model's forward never calls it: "
                                                  "not in the traced model"}
@@ -819,11 +907,13 @@ def patch(model, *, fold_bn=True, precision="auto", inplace=False):
         if reason is not None:
             report["left"].append({"name": name, "reason": reason})
             continue
-        new = Conv2d.from_module(module, precision=precision)
+        new = Conv2d.from_module(module, precision=precision,
+                                 act="relu" if name in relu else "none")
         if name == "":  # the model is the convolution
             model = new
         else:
             parent, _, leaf = name.rpartition(".")
             setattr(model.get_submodule(parent) if parent else model, leaf, new)
-        report["replaced"].append({"name": name, "folded_bn": folded.get(name)})
+        report["replaced"].append({"name": name, "folded_bn": folded.get(name),
+                                   "fused_relu": relu.get(name)})
     return model, report

@@ -60,6 +60,8 @@ def test_malformed_arguments():
         ct.conv2d(x, w, meta(5))
     with pytest.raises(ValueError, match="precision"):
         ct.conv2d(x, w, precision="fp16")
+    with pytest.raises(ValueError, match="act must be one of none, relu"):
+        ct.conv2d(x, w, act="gelu")
     with pytest.raises(ValueError, match="stride"):
         ct.conv2d(x, w, stride=0)
     with pytest.raises(ValueError, match="padding"):
@@ -80,9 +82,10 @@ def test_traces_in_torch_compile_fullgraph():
 def test_op_registration():
     x, w, b = meta(2, 3, 20, 20), meta(8, 3, 3, 3), meta(8)
     for bias in (b, None):
-        result = torch.library.opcheck(torch.ops.convtune.conv2d.default,
-                                       (x, w, bias, [1, 1], [1, 1], [1, 1], "auto"))
-        assert all(v == "SUCCESS" for v in result.values()), result
+        for act in ((), ("relu",)):
+            result = torch.library.opcheck(torch.ops.convtune.conv2d.default,
+                                           (x, w, bias, [1, 1], [1, 1], [1, 1], "auto") + act)
+            assert all(v == "SUCCESS" for v in result.values()), result
 
 
 def test_backward_shapes_on_meta():
@@ -90,6 +93,9 @@ def test_backward_shapes_on_meta():
     w = torch.empty(8, 3, 3, 3, device="meta", requires_grad=True)
     b = torch.empty(8, device="meta", requires_grad=True)
     ct.conv2d(x, w, b, stride=2, padding=1).sum().backward()
+    assert x.grad.shape == x.shape and w.grad.shape == w.shape and b.grad.shape == b.shape
+    x.grad = w.grad = b.grad = None
+    ct.conv2d(x, w, b, stride=2, padding=1, act="relu").sum().backward()
     assert x.grad.shape == x.shape and w.grad.shape == w.shape and b.grad.shape == b.shape
 
 

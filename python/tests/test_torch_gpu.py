@@ -52,8 +52,12 @@ def reference(x, w, b, stride, padding, dilation):
                     stride, padding, dilation)
 
 
-def check_close(y, x, w, b, stride, padding, dilation, precision):
+def check_close(y, x, w, b, stride, padding, dilation, precision, act="none"):
+    """y against the float64 reference (through the ReLU for act="relu",
+    the bound the sum's: a ReLU moves no two values further apart)."""
     ref = reference(x, w, b, stride, padding, dilation)
+    if act == "relu":
+        ref = torch.relu(ref)
     assert y.shape == ref.shape and y.dtype == torch.float32
     assert torch.isfinite(y).all()
     err = (y.double() - ref).abs()
@@ -82,6 +86,39 @@ def test_conv2d_matches_float64(case, precision):
     info = ct.explain(x, w, b, stride, padding, dilation, precision=precision)
     assert info["path"] in ("tuned-cubin", "tuned-compiled", "nearest", "default"), info
     assert info["precision"] == precision and info["reason"]
+
+
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+@pytest.mark.parametrize("case", CASES[::3], ids=[str(i) for i in range(0, len(CASES), 3)])
+def test_fused_relu_matches_float64(case, precision):
+    xs, ws, stride, padding, dilation, bias = case
+    x, w, b = make(xs, ws, bias)
+    x = x - 0.5  # outputs of both signs
+    y = ct.conv2d(x, w, b, stride, padding, dilation, precision=precision, act="relu")
+    torch.cuda.synchronize()
+    assert (y == 0).any() and (y > 0).any()
+    check_close(y, x, w, b, stride, padding, dilation, precision, act="relu")
+    assert ct.explain(x, w, b, stride, padding, dilation, precision=precision,
+                      act="relu")["spec"].endswith(",act=relu")
+
+
+def test_fused_relu_gradients_match():
+    x, w, b = make((2, 3, 20, 18), (8, 3, 3, 3), True)
+    x = (x - 0.5).requires_grad_(True)
+    w.requires_grad_(True)
+    b.requires_grad_(True)
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        ct.conv2d(x, w, b, 2, 1, precision="fp32", act="relu").square().sum().backward()
+        got = [t.grad.clone() for t in (x, w, b)]
+        for t in (x, w, b):
+            t.grad = None
+        torch.relu(F.conv2d(x, w, b, 2, 1)).square().sum().backward()
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
+    for g, t in zip(got, (x, w, b)):
+        assert torch.allclose(g, t.grad, atol=1e-4, rtol=1e-4)
 
 
 def test_auto_precision_follows_cudnn_allow_tf32():
@@ -222,6 +259,7 @@ def test_patch_folded_model_matches_the_original():
     x = torch.rand(2, 3, 19, 23, device=DEV)
     patched, report = ct.patch(net, precision="fp32")
     assert [r["folded_bn"] for r in report["replaced"]] == ["1", "4"] and not report["left"]
+    assert [r["fused_relu"] for r in report["replaced"]] == ["2", None]
     with torch.no_grad():
         ref = net.double()(x.double())
         y = patched(x)

@@ -103,11 +103,12 @@ def test_collect_hooks_removed_when_forward_raises():
 
     net = Broken()
     with pytest.raises(RuntimeError, match="boom"):
-        ct.collect(net, torch.randn(1, 2, 4, 4), fold_bn=False)
+        ct.collect(net, torch.randn(1, 2, 4, 4), fold_bn=False, fuse_relu=False)
     assert not net.c._forward_hooks
-    # Folding traces the model first, and says so when that fails.
-    with pytest.raises(ValueError, match="fold_bn=False"):
-        ct.collect(net, torch.randn(1, 2, 4, 4))
+    # Folding and fusing trace the model first, and say so when that fails.
+    for flags in ({}, {"fold_bn": False}, {"fuse_relu": False}):
+        with pytest.raises(ValueError, match="fold_bn=False, fuse_relu=False"):
+            ct.collect(net, torch.randn(1, 2, 4, 4), **flags)
 
 
 def test_write_problems_is_a_tuner_list(tmp_path, lib):
@@ -174,7 +175,7 @@ def test_tune_without_a_cli(monkeypatch, lib):
 # patch (without a GPU: what is replaced, the report, the folded weights)
 
 class ConvBN(nn.Module):
-    """conv1 -> bn1 -> relu (folded); conv2 used twice then bn2 (not folded:
+    """conv1 -> bn1 -> relu (folded, fused); conv2 used twice then bn2 (not folded:
     two call sites); a grouped conv (left); conv3 -> bn3 with conv3's output
     also used elsewhere (not folded)."""
 
@@ -216,6 +217,9 @@ def test_patch_replaces_folds_and_reports(lib):
     assert all(type(m) is not ct.Conv2d for m in net.modules())
     replaced = {r["name"]: r["folded_bn"] for r in report["replaced"]}
     assert replaced == {"conv1": "bn1", "conv2": None, "conv3": None}
+    assert {r["name"]: r["fused_relu"] for r in report["replaced"]} == \
+        {"conv1": "relu", "conv2": None, "conv3": None}
+    assert [patched.get_submodule(n).act for n in replaced] == ["relu", "none", "none"]
     assert [(r["name"], "groups=2" in r["reason"]) for r in report["left"]] == [("grouped", True)]
     for name in replaced:
         m = patched.get_submodule(name)
@@ -239,12 +243,13 @@ def test_patch_training_mode_and_no_fold(lib):
     assert all("training mode" in r["reason"] or "groups" in r["reason"] for r in report["left"])
     # Without folding, in place: the modules are swapped where they stand.
     net.eval()
-    same, report = ct.patch(net, fold_bn=False, inplace=True)
+    same, report = ct.patch(net, fold_bn=False, fuse_relu=False, inplace=True)
     assert same is net and type(net.conv1) is ct.Conv2d and isinstance(net.bn1, nn.BatchNorm2d)
     assert [r["folded_bn"] for r in report["replaced"]] == [None, None, None]
     # A lone convolution becomes a Conv2d; an unsupported one stays.
     lone, report = ct.patch(nn.Conv2d(3, 4, 3).eval())
-    assert type(lone) is ct.Conv2d and report["replaced"] == [{"name": "", "folded_bn": None}]
+    assert type(lone) is ct.Conv2d and report["replaced"] == [
+        {"name": "", "folded_bn": None, "fused_relu": None}]
     odd, report = ct.patch(nn.Conv2d(4, 4, 4, padding="same").eval())
     assert type(odd) is nn.Conv2d and "asymmetric" in report["left"][0]["reason"]
     with pytest.raises(ValueError, match="precision"):
@@ -264,9 +269,9 @@ def test_patch_untraceable_model(lib):
             return x
 
     net = Branchy().eval()
-    with pytest.raises(ValueError, match="fold_bn=False"):
+    with pytest.raises(ValueError, match="fold_bn=False, fuse_relu=False"):
         ct.patch(net)
-    patched, report = ct.patch(net, fold_bn=False)
+    patched, report = ct.patch(net, fold_bn=False, fuse_relu=False)
     assert type(patched.c) is ct.Conv2d and report["left"] == []
 
 
@@ -309,15 +314,16 @@ def test_patch_leaves_what_it_cannot_replace_faithfully(lib):
     # A weight read elsewhere: not folded (the conv is still replaced).
     tied = _randomize_bn(_Tied()).eval()
     patched, report = ct.patch(tied)
-    assert report["replaced"] == [{"name": "conv", "folded_bn": None}]
+    assert report["replaced"] == [{"name": "conv", "folded_bn": None, "fused_relu": None}]
     assert isinstance(patched.bn, nn.BatchNorm2d)
     # Subclasses, hooks, parametrizations and unused convs stay PyTorch's,
     # with and without folding; the subclass's BatchNorm is not folded.
     for fold in (True, False):
         net = _randomize_bn(_Mixed()).eval()
-        patched, report = ct.patch(net, fold_bn=fold)
+        patched, report = ct.patch(net, fold_bn=fold, fuse_relu=fold)
         # Unused, it is dropped by the trace; else a plain conv, replaced.
-        assert report["replaced"] == ([] if fold else [{"name": "unused", "folded_bn": None}])
+        assert report["replaced"] == ([] if fold else [{"name": "unused", "folded_bn": None,
+                                                        "fused_relu": None}])
         reasons = {r["name"]: r["reason"] for r in report["left"]}
         assert "subclasses nn.Conv2d" in reasons["std"]
         assert "forward hooks" in reasons["hooked"]
@@ -337,11 +343,11 @@ def test_collect_folds_as_patch_does(lib):
     net = _randomize_bn(ConvBN()).eval()
     x = torch.randn(1, 3, 12, 12)
     folded = ct.collect(net, x, precision="tf32")
-    plain = ct.collect(net, x, precision="tf32", fold_bn=False)
-    # conv1 has no bias, but bn1 folds into it: bias=1 when folded.
-    assert folded["problems"][0]["spec"].replace("bias=1", "bias=0") == \
-        plain["problems"][0]["spec"]
-    assert "bias=1" in folded["problems"][0]["spec"]
+    plain = ct.collect(net, x, precision="tf32", fold_bn=False, fuse_relu=False)
+    # conv1 has no bias, but bn1 folds into it: bias=1 when folded; its
+    # ReLU is fused: act=relu.
+    assert folded["problems"][0]["spec"] == \
+        plain["problems"][0]["spec"].replace("bias=0", "bias=1") + ",act=relu"
     assert [p["spec"] for p in folded["problems"][1:]] == \
         [p["spec"] for p in plain["problems"][1:]]
     # The model itself is not folded.
@@ -359,7 +365,7 @@ def test_collect_keyword_and_channels_last_inputs(lib):
             y = self.a(input=x)
             return self.b(y.contiguous(memory_format=torch.channels_last))
 
-    got = ct.collect(Kw(), torch.randn(2, 3, 9, 9), fold_bn=False)
+    got = ct.collect(Kw(), torch.randn(2, 3, 9, 9), fold_bn=False, fuse_relu=False)
     assert [p["name"] for p in got["problems"]] == ["a"]
     assert [(s["name"], "not contiguous" in s["reason"]) for s in got["skipped"]] == \
         [("b", True)]
@@ -388,3 +394,72 @@ def test_tune_error_names_the_failed_problem(tmp_path, monkeypatch, lib):
     assert e.value.result is not None
     assert "(its messages are above)" not in str(e.value)
     print(str(e.value))
+
+
+class _Relus(nn.Module):
+    """A ReLU after a convolution in each form patch() fuses (a shared
+    nn.ReLU, F.relu in place after a folded BatchNorm, Tensor.relu_), and
+    two it must leave: one whose convolution's output is used again, and a
+    hooked nn.ReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = nn.Conv2d(8, 8, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.c3 = nn.Conv2d(8, 8, 3, padding=1)
+        self.c4 = nn.Conv2d(8, 8, 1)
+        self.c5 = nn.Conv2d(8, 8, 1)
+        self.relu = nn.ReLU(inplace=True)
+        self.hooked = nn.ReLU()
+        self.hooked.register_forward_hook(lambda m, a, o: o + 1)
+
+    def forward(self, x):
+        x = self.relu(self.c1(x))
+        x = torch.nn.functional.relu(self.bn2(self.c2(x)), inplace=True)
+        x = self.c3(x).relu_()
+        y = self.c4(x)
+        x = self.relu(y) + y
+        return self.hooked(self.c5(x))
+
+
+def _cpu_conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
+                precision="auto", act="none"):
+    """What convtune.torch.conv2d computes, on the CPU (F.conv2d, then the
+    ReLU for act="relu")."""
+    y = torch.nn.functional.conv2d(x, weight, bias, stride, padding, dilation, groups)
+    return torch.relu(y) if act == "relu" else y
+
+
+def test_patch_fuses_relus_and_computes_the_same(monkeypatch, lib):
+    net = _randomize_bn(_Relus()).eval()
+    patched, report = ct.patch(net)
+    fused = {r["name"]: r["fused_relu"] for r in report["replaced"]}
+    assert fused == {"c1": "relu", "c2": "relu", "c3": "relu", "c4": None, "c5": None}
+    assert {r["name"]: r["folded_bn"] for r in report["replaced"]}["c2"] == "bn2"
+    assert [patched.get_submodule(n).act for n in fused] == ["relu"] * 3 + ["none"] * 2
+    assert "act='relu'" in repr(patched.c1)
+    # Two ReLUs stay in the graph: c4's (its output is used again) and the hooked one.
+    relus = [n for n in patched.graph.nodes
+             if n.op == "call_module" and isinstance(patched.get_submodule(n.target), nn.ReLU)]
+    assert [n.target for n in relus] == ["relu", "hooked"]
+    monkeypatch.setattr(ct, "conv2d", _cpu_conv2d)
+    x = torch.randn(2, 3, 10, 12)
+    with torch.no_grad():
+        assert torch.allclose(patched(x), net(x), rtol=1e-4, atol=1e-5)
+    # Without fuse_relu the convolutions keep act="none" and the ReLUs stay.
+    kept, report = ct.patch(net, fuse_relu=False)
+    assert all(r["fused_relu"] is None for r in report["replaced"])
+    assert all(m.act == "none" for m in kept.modules() if isinstance(m, ct.Conv2d))
+    with torch.no_grad():
+        assert torch.allclose(kept(x), net(x), rtol=1e-4, atol=1e-5)
+
+
+def test_collect_fuses_as_patch_does(lib):
+    net = _randomize_bn(_Relus()).eval()
+    got = ct.collect(net, torch.randn(2, 3, 10, 12), precision="fp32")
+    acts = {p["name"]: p["spec"].endswith(",act=relu") for p in got["problems"]}
+    assert acts == {"c1": True, "c2": True, "c3": True, "c4": False}  # c5 has c4's problem
+    assert got["problems"][-1]["modules"] == ["c4", "c5"]
+    plain = ct.collect(net, torch.randn(2, 3, 10, 12), precision="fp32", fuse_relu=False)
+    assert not any("act=" in p["spec"] for p in plain["problems"])
