@@ -79,8 +79,10 @@ torch = F = bench = ct = None
 # -------------------------------------------------------------------------
 # The suite file and problem specs (no torch, no library)
 
-SPEC_KEYS = ("n", "c", "h", "w", "k", "r", "s", "stride", "pad", "dil", "bias", "prec", "act")
+SPEC_KEYS = ("n", "c", "h", "w", "k", "r", "s", "stride", "pad", "dil", "bias", "prec", "act",
+             "layout")
 ACTS = ("none", "relu")
+LAYOUTS = ("nchw", "nhwc")
 REQUIRED_KEYS = SPEC_KEYS[:7]
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _INT_RE = re.compile(r"-?[0-9]+")
@@ -96,16 +98,17 @@ def parse_spec(spec):
     """The ct_problem fields of a problem spec (README.md, "Problem specs"),
     by ct_problem_parse's syntax: comma-separated key=value, keys n c h w k r
     s required, stride / pad / dil as A or AxB, bias 0 or 1, prec tf32 or
-    fp32, act none or relu; unknown, duplicate or missing keys are errors.  Also checks what
+    fp32, act none or relu, layout nchw or nhwc; unknown, duplicate or
+    missing keys are errors.  Also checks what
     needs no library: sizes >= 1, stride >= 1, pad >= 0, dil >= 1 and a
     non-empty output.  The 32-bit limits are the library's (ct_problem_parse
     refuses a larger tensor; PyTorch runs it).  Returns a dict of Problem's
-    fields (precision 0 = tf32, 1 = fp32; act 0 = none, 1 = relu); raises
-    ValueError."""
+    fields (precision 0 = tf32, 1 = fp32; act 0 = none, 1 = relu; layout
+    0 = nchw, 1 = nhwc); raises ValueError."""
     if not isinstance(spec, str) or not spec:
         raise ValueError("empty problem spec")
     f = {"stride_h": 1, "stride_w": 1, "pad_h": 0, "pad_w": 0, "dil_h": 1, "dil_w": 1,
-         "bias": 1, "precision": 0, "act": 0}
+         "bias": 1, "precision": 0, "act": 0, "layout": 0}
     seen = set()
     for item in spec.split(","):
         if not item:
@@ -132,6 +135,10 @@ def parse_spec(spec):
             if val not in ACTS:
                 raise ValueError("act: %r must be none or relu" % val)
             f["act"] = ACTS.index(val)
+        elif key == "layout":
+            if val not in LAYOUTS:
+                raise ValueError("layout: %r must be nchw or nhwc" % val)
+            f["layout"] = LAYOUTS.index(val)
         else:
             if val not in PRECISIONS:
                 raise ValueError("prec: %r must be tf32 or fp32" % val)
@@ -176,7 +183,8 @@ def read_suite(path):
     takes a comma list).  SPEC: a problem spec without prec (the suite runs
     each precision asked for).  Raises ValueError naming the file and line
     for a name without a spec, extra fields, a bad or duplicate name, a
-    spec that does not parse (parse_spec), names prec or fuses a ReLU."""
+    spec that does not parse (parse_spec), names prec, fuses a ReLU or is
+    NHWC."""
     entries, first_line = [], {}
     with open(path, encoding="utf-8") as f:
         for lineno, raw in enumerate(f, 1):
@@ -205,9 +213,12 @@ def read_suite(path):
             if "prec" in spec_keys(spec):
                 raise ValueError("%s: %s: the spec names prec; suite specs leave it out "
                                  "(--precision chooses)" % (where, name))
-            if parse_spec(spec)["act"]:
-                raise ValueError("%s: %s: act=relu; the suite times plain convolutions "
-                                 "against cuDNN's" % (where, name))
+            fields = parse_spec(spec)
+            if fields["act"] or fields["layout"]:
+                raise ValueError("%s: %s: %s; the suite times plain NCHW convolutions "
+                                 "against cuDNN's" % (where, name,
+                                                      "act=relu" if fields["act"] else
+                                                      "layout=nhwc"))
             first_line[name] = lineno
             entries.append((name, spec))
     return entries

@@ -160,6 +160,10 @@ typedef struct ct_gen_family {
                                  seeds before the others' (on a large
                                  problem one FFMA variant's screening can
                                  take a whole time budget) */
+  int nhwc;                   /* 1: its template also runs the NHWC layout
+                                 (CT_LAYOUT 1); 0: it declines NHWC
+                                 problems (ct_gen_enumerate offers none of
+                                 its variants, naming one is unsupported) */
   int n_params;
   ct_gen_param params[CT_GEN_MAX_PARAMS];
   /* The hard limits: 1 if this parameter point compiles and runs

@@ -164,8 +164,11 @@ void ct_gen_plan_one(ct_gen_variant *v, const char *kernel, unsigned gx,
 /* ---------------------------------------------------------------------- */
 /* Variants                                                                */
 
-static int family_meets(const ct_gen_family *f, ct_precision prec) {
-  return (unsigned)prec < 32u && (f->precisions & (1u << (unsigned)prec)) != 0;
+/* f meets p's precision and runs its layout. */
+static int family_meets(const ct_gen_family *f, const ct_problem *p) {
+  const unsigned prec = (unsigned)p->precision;
+  return prec < 32u && (f->precisions & (1u << prec)) != 0 &&
+         (p->layout == CT_LAYOUT_NCHW || f->nhwc);
 }
 
 /* Builds the canonical name "family:P1=v1,P2=v2" ("family" with no
@@ -249,7 +252,7 @@ static ct_status enumerate(const ct_problem *p, const ct_gen_limits *lim,
   for (int li = 0; li < 2; li++)
   for (size_t fi = 0; lists[li] != NULL && lists[li][fi] != NULL; fi++) {
     const ct_gen_family *f = lists[li][fi];
-    if (!family_meets(f, p->precision) || !ct_gen_family_launchable(f)) continue;
+    if (!family_meets(f, p) || !ct_gen_family_launchable(f)) continue;
     size_t total = point_count(f);
     for (size_t idx = 0; idx < total; idx++) {
       int values[CT_GEN_MAX_PARAMS];
@@ -353,7 +356,7 @@ ct_status ct_gen_variant_from_name(const ct_problem *p,
     if (!seen[i]) return CT_ERR_PARSE;
 
   if (outside_list || !ct_gen_family_launchable(f)) return CT_ERR_UNSUPPORTED;
-  if (!family_meets(f, p->precision)) return CT_ERR_UNSUPPORTED;
+  if (!family_meets(f, p)) return CT_ERR_UNSUPPORTED;
   if (ct_problem_validate(p, NULL, 0) != CT_OK) return CT_ERR_INVALID_PROBLEM;
   if (!point_valid(f, p, lim, values, 0)) return CT_ERR_UNSUPPORTED;
   ct_status rc = variant_make(p, lim, f, values, out, NULL, 0);
@@ -368,7 +371,7 @@ ct_status ct_gen_default_variant(const ct_problem *p, const ct_gen_limits *lim,
   memset(out, 0, sizeof *out);
   if (ct_problem_validate(p, NULL, 0) != CT_OK) return CT_ERR_INVALID_PROBLEM;
   const ct_gen_family *f = ct_gen_family_find(CT_GEN_DEFAULT_FAMILY);
-  if (f == NULL || !ct_gen_family_launchable(f) || !family_meets(f, p->precision))
+  if (f == NULL || !ct_gen_family_launchable(f) || !family_meets(f, p))
     return CT_ERR_UNSUPPORTED;
   size_t total = point_count(f);
   for (size_t idx = 0; idx < total; idx++) {
@@ -444,10 +447,12 @@ static void put_problem(strbuf *b, const ct_problem *p) {
   sb_printf(b, "#define CT_BIAS %d\n", p->bias ? 1 : 0);
 }
 
-/* The activation's #define (ct_act.cuh), for shape-generic sources too;
-** none is the templates' default and adds nothing to the source. */
+/* The activation's and the layout's #defines (ct_act.cuh), for
+** shape-generic sources too; the defaults (none, NCHW) are the templates'
+** and add nothing to the source. */
 static void put_act(strbuf *b, const ct_problem *p) {
   if (p->act != CT_ACT_NONE) sb_printf(b, "#define CT_ACT %d\n", (int)p->act);
+  if (p->layout != CT_LAYOUT_NCHW) sb_printf(b, "#define CT_LAYOUT %d\n", (int)p->layout);
 }
 
 /* "n=256 c=3 ... bias=1": the problem in the header comment.  The precision

@@ -10,11 +10,12 @@
 ** n c h w k r s are required integers.  stride, pad and dil are optional:
 ** "A" sets both axes, "AxB" sets height then width (defaults 1, 0, 1).
 ** bias is 0 or 1 (default 1), prec is tf32 or fp32 (default tf32), act is
-** none or relu (default none).  The canonical form (ct_problem_format) lists
-** every key in the order above, then ",act=relu" for a ReLU (act=none is
-** left out, so a problem without activation keeps the text, and so the
-** database key, it had before act existed), and prints a pair as "A" when
-** both axes agree.
+** none or relu (default none), layout is nchw or nhwc (default nchw).  The
+** canonical form (ct_problem_format) lists every key in the order above,
+** then ",act=relu" for a ReLU and ",layout=nhwc" for channels-last tensors
+** (the defaults are left out, so a problem without them keeps the text,
+** and so the database key, it had before those keys existed), and prints a
+** pair as "A" when both axes agree.
 */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -131,8 +132,8 @@ int ct_gen_index64(const ct_problem *p) {
 }
 
 /* Checks every field of *p: sizes >= 1, stride >= 1, pad >= 0, dil >= 1,
-** each <= INT32_MAX, bias 0 or 1, a known precision and activation, a
-** non-empty output,
+** each <= INT32_MAX, bias 0 or 1, a known precision, activation and
+** layout, a non-empty output,
 ** padded extents <= INT32_MAX (kernels index along a row or a column with
 ** 32-bit ints; every input index a kernel forms lies inside the padded
 ** extent), and x, w, y element counts <= 2^48 (tensors past 2^31 - 1
@@ -186,6 +187,11 @@ ct_status ct_problem_validate(const ct_problem *p, char *err, size_t errlen) {
   if (!ct_activation_name(p->act)) {
     set_err(err, errlen, "act = %d is unknown (none = %d, relu = %d)",
             (int)p->act, CT_ACT_NONE, CT_ACT_RELU);
+    return CT_ERR_INVALID_PROBLEM;
+  }
+  if (!ct_layout_name(p->layout)) {
+    set_err(err, errlen, "layout = %d is unknown (nchw = %d, nhwc = %d)",
+            (int)p->layout, CT_LAYOUT_NCHW, CT_LAYOUT_NHWC);
     return CT_ERR_INVALID_PROBLEM;
   }
 
@@ -296,11 +302,19 @@ static ct_status parse_pair(const char *key, const char *text, size_t len,
 }
 
 enum { K_N, K_C, K_H, K_W, K_K, K_R, K_S, K_STRIDE, K_PAD, K_DIL, K_BIAS,
-       K_PREC, K_ACT, K_COUNT, K_REQUIRED = K_STRIDE };
+       K_PREC, K_ACT, K_LAYOUT, K_COUNT, K_REQUIRED = K_STRIDE };
 
 /* Keys in canonical order; the first K_REQUIRED are required. */
 static const char *const key_names[K_COUNT] = {
-    "n", "c", "h", "w", "k", "r", "s", "stride", "pad", "dil", "bias", "prec", "act"};
+    "n",      "c",   "h",   "w",    "k",    "r",   "s",
+    "stride", "pad", "dil", "bias", "prec", "act", "layout"};
+
+/* The index of the name v[0 .. vlen) in names[0 .. count), or -1. */
+static int name_index(const char *v, size_t vlen, const char *const *names, int count) {
+  for (int i = 0; i < count; i++)
+    if (vlen == strlen(names[i]) && memcmp(v, names[i], vlen) == 0) return i;
+  return -1;
+}
 
 /* Parses one item's value for key index `key` into *q. */
 static ct_status parse_value(int key, const char *v, size_t vlen,
@@ -335,16 +349,27 @@ static ct_status parse_value(int key, const char *v, size_t vlen,
     }
     set_err(err, errlen, "prec: '%.*s' must be tf32 or fp32", (int)vlen, v);
     return CT_ERR_PARSE;
-  case K_ACT:
-    for (int a = CT_ACT_NONE; a <= CT_ACT_RELU; a++) {
-      const char *name = ct_activation_name((ct_activation)a);
-      if (vlen == strlen(name) && memcmp(v, name, vlen) == 0) {
-        q->act = (ct_activation)a;
-        return CT_OK;
-      }
+  case K_ACT: {
+    const char *const names[] = {ct_activation_name(CT_ACT_NONE),
+                                 ct_activation_name(CT_ACT_RELU)};
+    const int a = name_index(v, vlen, names, 2);
+    if (a >= 0) {
+      q->act = (ct_activation)a;
+      return CT_OK;
     }
     set_err(err, errlen, "act: '%.*s' must be none or relu", (int)vlen, v);
     return CT_ERR_PARSE;
+  }
+  case K_LAYOUT: {
+    const char *const names[] = {ct_layout_name(CT_LAYOUT_NCHW), ct_layout_name(CT_LAYOUT_NHWC)};
+    const int l = name_index(v, vlen, names, 2);
+    if (l >= 0) {
+      q->layout = (ct_layout)l;
+      return CT_OK;
+    }
+    set_err(err, errlen, "layout: '%.*s' must be nchw or nhwc", (int)vlen, v);
+    return CT_ERR_PARSE;
+  }
   }
   return CT_ERR_PARSE; /* unreachable */
 }
@@ -352,9 +377,9 @@ static ct_status parse_value(int key, const char *v, size_t vlen,
 /* Parses the spec text into *p and validates it.  *p is written only on
 ** CT_OK.  Returns CT_OK, CT_ERR_INVALID_ARG (spec or p NULL), CT_ERR_PARSE
 ** (unknown, duplicate or missing key; a value that is not a whole integer
-** or overflows int64; a bad bias, prec or act) or CT_ERR_INVALID_PROBLEM, with a
-** message naming the key or field in err (if err is not NULL, at most
-** errlen bytes, NUL-terminated). */
+** or overflows int64; a bad bias, prec, act or layout) or
+** CT_ERR_INVALID_PROBLEM, with a message naming the key or field in err (if
+** err is not NULL, at most errlen bytes, NUL-terminated). */
 ct_status ct_problem_parse(const char *spec, ct_problem *p, char *err,
                            size_t errlen) {
   if (!spec || !p) {
@@ -369,6 +394,7 @@ ct_status ct_problem_parse(const char *spec, ct_problem *p, char *err,
   q.bias = 1;
   q.precision = CT_PREC_TF32;
   q.act = CT_ACT_NONE;
+  q.layout = CT_LAYOUT_NCHW;
 
   const char *item = spec;
   for (;;) {
@@ -426,12 +452,12 @@ static int format_pair(char *buf, size_t len, const char *key, int64_t a,
 /* Writes the canonical spec text of *p into buf.  CT_PROBLEM_SPEC_MAX bytes
 ** suffice for any problem whose fields fit in int32; parsing the text of a
 ** valid problem gives back *p.  Returns CT_OK, or CT_ERR_INVALID_ARG for a
-** NULL argument, an unknown precision or activation or a buf too small
-** (then buf holds "" when buflen > 0). */
+** NULL argument, an unknown precision, activation or layout or a buf too
+** small (then buf holds "" when buflen > 0). */
 ct_status ct_problem_format(const ct_problem *p, char *buf, size_t buflen) {
   if (!p || !buf || buflen == 0) return CT_ERR_INVALID_ARG;
   const char *prec = ct_precision_name(p->precision);
-  if (!prec || !ct_activation_name(p->act)) {
+  if (!prec || !ct_activation_name(p->act) || !ct_layout_name(p->layout)) {
     buf[0] = '\0';
     return CT_ERR_INVALID_ARG;
   }
@@ -453,6 +479,9 @@ ct_status ct_problem_format(const ct_problem *p, char *buf, size_t buflen) {
   if (p->act != CT_ACT_NONE)
     used += (size_t)snprintf(tmp + used, sizeof tmp - used, ",act=%s",
                              ct_activation_name(p->act));
+  if (p->layout != CT_LAYOUT_NCHW)
+    used += (size_t)snprintf(tmp + used, sizeof tmp - used, ",layout=%s",
+                             ct_layout_name(p->layout));
   if (used + 1 > buflen) {
     buf[0] = '\0';
     return CT_ERR_INVALID_ARG;

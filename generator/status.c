@@ -49,6 +49,15 @@ const char *ct_activation_name(ct_activation act) {
   return NULL;
 }
 
+/* "nchw" / "nhwc"; NULL for a value outside the enum. */
+const char *ct_layout_name(ct_layout layout) {
+  switch (layout) {
+  case CT_LAYOUT_NCHW: return "nchw";
+  case CT_LAYOUT_NHWC: return "nhwc";
+  }
+  return NULL;
+}
+
 /* Parses exactly "tf32" or "fp32" (case-sensitive) into *prec.  Returns
 ** CT_OK, CT_ERR_INVALID_ARG for a NULL argument, else CT_ERR_PARSE with
 ** *prec untouched. */

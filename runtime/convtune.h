@@ -60,10 +60,19 @@ typedef enum ct_activation {
   CT_ACT_RELU = 1  /* y < 0 ? 0 : y (NaN stays NaN, as torch.relu) */
 } ct_activation;
 
+/* The tensors' memory layout.  NCHW: x [N][C][H][W], w [K][C][R][S],
+** y [N][K][P][Q] (PyTorch's contiguous tensors).  NHWC: x [N][H][W][C],
+** w [K][R][S][C], y [N][P][Q][K] (PyTorch's channels_last tensors, weights
+** included).  Either way b is [K]. */
+typedef enum ct_layout {
+  CT_LAYOUT_NCHW = 0,
+  CT_LAYOUT_NHWC = 1
+} ct_layout;
+
 /* A conv2d forward: y[N,K,P,Q] = act(sum_{c,r,s} x[N,C,H,W] * w[K,C,R,S]
 ** (+ b[K])).
-** All tensors are dense NCHW / KCRS fp32.  P and Q are derived (see
-** ct_problem_output). */
+** All tensors are dense fp32 in the problem's layout.  P and Q are derived
+** (see ct_problem_output). */
 typedef struct ct_problem {
   int64_t n, c, h, w;         /* input: batch, channels, height, width */
   int64_t k, r, s;            /* filters: count, height, width */
@@ -73,6 +82,7 @@ typedef struct ct_problem {
   int bias;                   /* 1: add b[K]; 0: no bias */
   ct_precision precision;     /* the accuracy the result must meet */
   ct_activation act;          /* applied to each output, after the bias */
+  ct_layout layout;           /* of x, w and y */
 } ct_problem;
 
 /* Longest canonical spec text, terminating NUL included. */
@@ -109,6 +119,9 @@ const char *ct_precision_name(ct_precision prec);
 
 /* "none" or "relu"; NULL for an unknown activation. */
 const char *ct_activation_name(ct_activation act);
+
+/* "nchw" or "nhwc"; NULL for an unknown layout. */
+const char *ct_layout_name(ct_layout layout);
 /* Parses "tf32" / "fp32".  Returns CT_OK, CT_ERR_PARSE or CT_ERR_INVALID_ARG
 ** (an argument NULL). */
 ct_status ct_precision_parse(const char *text, ct_precision *prec);
@@ -142,7 +155,8 @@ void ct_close(ct_context *ctx);
 
 /* Runs the convolution described by *p on `stream` (a CUstream /
 ** cudaStream_t of the device's primary context; NULL for the legacy default
-** stream).  x, w, b, y are device pointers to dense fp32 tensors, 4-byte
+** stream).  x, w, b, y are device pointers to dense fp32 tensors in the
+** problem's layout, 4-byte
 ** aligned; y must not overlap x, w or b; b may be NULL only when p->bias is
 ** 0.  With p->act = CT_ACT_RELU, y holds the ReLU of the sum (plus bias).
 ** Asynchronous: returns once the work is queued.

@@ -103,6 +103,7 @@ static double log_ratio(double a, double b) { return fabs(log(a / b)); }
 double ct_rt_problem_distance(const ct_problem *a, const ct_problem *b) {
   if (a->precision != b->precision) return INFINITY;
   int structure = 0;
+  if (a->layout != b->layout) structure += 64;
   if (a->r != b->r || a->s != b->s) structure += 32;
   if (a->stride_h != b->stride_h || a->stride_w != b->stride_w) structure += 16;
   if (a->dil_h != b->dil_h || a->dil_w != b->dil_w) structure += 8;

@@ -1,6 +1,9 @@
 // conv_direct.cu — family "direct": a register-tiled direct convolution that
 // is correct for every valid problem (any N, C, H, W, K, R, S, stride,
-// padding, dilation, with or without bias; NCHW / KCRS fp32).  Products and
+// padding, dilation, with or without bias, fused ReLU or not; NCHW / KCRS
+// fp32, or with CT_LAYOUT 1 NHWC / KRSC: the same loops, x read along a
+// row at a stride of C, w gathered per tap, y stored channel-innermost;
+// correct, not fast, in that layout).  Products and
 // sums are IEEE fp32 fmaf, so it meets both the tf32 and the fp32 contracts.
 // It is the safe default family: generator/family_direct.c is its descriptor.
 //
@@ -68,6 +71,8 @@ template <> struct IndexType<true> { typedef long long type; };
 constexpr bool kIndex64 = CT_PROBLEM_INDEX64;
 typedef IndexType<kIndex64>::type I;
 
+constexpr bool kNHWC = CT_LAYOUT == 1;        // x NHWC, w KRSC, y NPQK
+constexpr I kXCol = kNHWC ? C : 1;            // x: elements from a column to the next
 constexpr I kCR = (I)C * R;                   // filter rows per output channel
 constexpr I kCRS = (I)C * R * S;              // weights per output channel
 constexpr I kCHW = (I)C * H * W;              // input elements per image
@@ -170,7 +175,22 @@ __device__ __forceinline__ unsigned fresh_ctaid() {
 
 // x[row][col], zero outside 0 <= col < W (padding).
 __device__ __forceinline__ float load_x(const float *__restrict__ xrow, int col) {
-  return (unsigned)col < (unsigned)W ? __ldg(xrow + col) : 0.0f;
+  return (unsigned)col < (unsigned)W ? __ldg(xrow + (I)col * kXCol) : 0.0f;
+}
+
+// Offset of input row (c, h) of an image: column 0 of channel c.
+__device__ __forceinline__ I x_row(I c, int h) {
+  return kNHWC ? (I)h * W * C + c : (c * H + h) * W;
+}
+
+// Offset in w of tap s of filter row cr = c * R + r of output channel k.
+__device__ __forceinline__ I w_tap(int k, I cr, int s) {
+  if constexpr (kNHWC) {
+    const I c = cr / R;
+    return (I)k * kCRS + ((cr - c * R) * S + s) * C + c;
+  } else {
+    return (I)k * kCRS + cr * S + s;
+  }
 }
 
 __device__ __forceinline__ void tap_fma(float (&acc)[TK][TP], const float (&wv)[TK],
@@ -256,9 +276,12 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
 #pragma unroll 1
       for (int kk = 0; kk < TK; ++kk) {
         const int k = k0 + kk;
-        if (k < K) {
+        if (k < K && !kNHWC) {
           const float *__restrict__ src = w + (I)k * kCRS + row0 * S;
           for (int e = tid; e < nrows * S; e += THREADS) sw[e * TK + kk] = __ldg(src + e);
+        } else if (k < K) {
+          for (int e = tid; e < nrows * S; e += THREADS)
+            sw[e * TK + kk] = __ldg(w + w_tap(k, row0 + e / S, e % S));
         } else {
           for (int e = tid; e < nrows * S; e += THREADS) sw[e * TK + kk] = 0.0f;
         }
@@ -270,7 +293,7 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
       for (int j = 0; j < nrows; ++j) {
         const int h = h0 + r * DH;
         if ((unsigned)h < (unsigned)H)
-          row_fma_smem(acc, xn + (c * H + h) * W, col0, sw + j * S * TK);
+          row_fma_smem(acc, xn + x_row(c, h), col0, sw + j * S * TK);
         if (++r == R) {
           r = 0;
           ++c;
@@ -280,21 +303,21 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
   } else {
     // A filter row does not fit the staging budget: weights from global
     // memory.  Channels past K read channel K-1 (their results are dropped).
-    I koff[TK];
+    int kc[TK];
 #pragma unroll
-    for (int kk = 0; kk < TK; ++kk) koff[kk] = (I)imin(k0 + kk, K - 1) * kCRS;
+    for (int kk = 0; kk < TK; ++kk) kc[kk] = imin(k0 + kk, K - 1);
 #pragma unroll 1
     for (I cr = 0; cr < kCR; ++cr) {
       const I c = cr / R;
       const int r = (int)(cr - c * R);
       const int h = h0 + r * DH;
       if ((unsigned)h >= (unsigned)H) continue;
-      const float *__restrict__ xrow = xn + (c * H + h) * W;
+      const float *__restrict__ xrow = xn + x_row(c, h);
 #pragma unroll 4
       for (int s = 0; s < S; ++s) {
         float wv[TK], xv[TP];
 #pragma unroll
-        for (int kk = 0; kk < TK; ++kk) wv[kk] = __ldg(w + koff[kk] + cr * S + s);
+        for (int kk = 0; kk < TK; ++kk) wv[kk] = __ldg(w + w_tap(kc[kk], cr, s));
 #pragma unroll
         for (int i = 0; i < TP; ++i) xv[i] = load_x(xrow, col0 + i * SW + s * DW);
         tap_fma(acc, wv, xv);
@@ -307,8 +330,11 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
   const int k0_e = (int)(tile_e % kKTiles) * TK;
   const Pixels out = pixels_of((int)(tile_e / kKTiles), fresh_tid(), false);
   if (out.active) {
-    float *__restrict__ yk0 = y + (I)out.n * kKPQ + ((I)k0_e * P + out.p) * Q +
-                              out.q0; // y[n][k0][p][q0]
+    // y[n][k0][p][q0] (NHWC: y[n][p][q0][k0]), channels kYK apart, columns kYQ.
+    constexpr I kYK = kNHWC ? 1 : (I)P * Q, kYQ = kNHWC ? K : 1;
+    float *__restrict__ yk0 =
+        y + (kNHWC ? (((I)out.n * P + out.p) * Q + out.q0) * K + k0_e
+                   : (I)out.n * kKPQ + ((I)k0_e * P + out.p) * Q + out.q0);
 #pragma unroll
     for (int kk = 0; kk < TK; ++kk) {
       if (k0_e + kk < K) {
@@ -321,7 +347,7 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
 #endif
 #pragma unroll
         for (int i = 0; i < TP; ++i)
-          if (out.q0 + i < Q) yk0[(I)kk * ((I)P * Q) + i] = ct_act(acc[kk][i] + bv);
+          if (out.q0 + i < Q) yk0[(I)kk * kYK + (I)i * kYQ] = ct_act(acc[kk][i] + bv);
       }
     }
   }

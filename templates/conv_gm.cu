@@ -28,15 +28,16 @@
 //
 // Three launches on the call's stream, each with the tensor-map family's
 // arguments (x, w, b, y, ws, ct_kargs, map 0, map 1):
-//   gm_nhwc  x (NCHW) -> the workspace's NHWC copy [NP][H][W][CP], channels
-//            padded to CP = a multiple of 4 with zeros, values rounded to
-//            TF32 (cvt.rna), images N .. NP-1 zero (gm3: then the lo
-//            copy, the same layout);
-//   gm_pack  w (KCRS) -> the workspace's KRSC copy [KP][R][S][CP] at float
-//            WOFF, rounded, zero past K and C (gm3: then the lo copy);
+//   gm_nhwc  x (NCHW, or NHWC with CT_LAYOUT 1) -> the workspace's NHWC
+//            copy [NP][H][W][CP], channels padded to CP = a multiple of 4
+//            with zeros, values rounded to TF32 (cvt.rna), images N .. NP-1
+//            zero (gm3: then the lo copy, the same layout);
+//   gm_pack  w (KCRS, or KRSC) -> the workspace's KRSC copy [KP][R][S][CP]
+//            at float WOFF, rounded, zero past K and C (gm3: then the lo
+//            copy);
 //   gm_conv  the GEMM: D[m][k] = sum over (r, s, c) of A[m][(r, s, c)] *
-//            B[k][(r, s, c)], m = (n P + p) Q + q, plus the bias, stored
-//            as NCHW y.
+//            B[k][(r, s, c)], m = (n P + p) Q + q, plus the bias, through
+//            the activation, stored as NCHW y (NHWC with CT_LAYOUT 1).
 //
 // gm_conv.  A persistent grid walks the tiles (BM pixels x BN output
 // channels; the channel tiles of one pixel block are neighbours in the
@@ -50,8 +51,8 @@
 // k-tile from the swizzled stages, keeps one k-tile of wgmma in flight and
 // releases a stage once its wgmma retired.  The epilogue adds the bias and
 // stores each accumulator row into y's channel planes (8 consecutive
-// pixels per instruction and channel) while the producer already loads
-// the next tile.
+// pixels per instruction and channel; NHWC: along each pixel's channels)
+// while the producer already loads the next tile.
 //
 // gm3 loads four boxes per k-tile (A hi and lo from images img and
 // img + NP of map 0, B hi and lo from channels n0 and n0 + KP of map 1).
@@ -89,6 +90,7 @@
 #include "ct_tmap.cuh"
 #include "ct_gm.cuh"
 #include "ct_act.cuh"
+#include "ct_layout.cuh"
 
 namespace gm {
 
@@ -135,8 +137,10 @@ static_assert(CT_PLAN_SMEM == SMEM_BYTES, "plan: shared memory size differs");
 // block's output is one contiguous run when CP <= 64.  It reads along the
 // pixels (a warp per channel row; 8 loads a thread in flight) and writes
 // 16-byte runs of 4 channels; gm3 writes the hi run and the lo run NP
-// images further.  Pixel indices are 64-bit; channels, the pixel within
-// an image and the blocks in 32 bits where they fit by valid().
+// images further.  An NHWC x (CT_LAYOUT 1) is read along its channels
+// instead, 4 at a time, and written the same way.  Pixel indices are
+// 64-bit; channels, the pixel within an image and the blocks in 32 bits
+// where they fit by valid().
 extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
     gm_nhwc(const float *__restrict__ x, const float *w, const float *b, float *y,
             float *__restrict__ ws, const __grid_constant__ ct_kargs a,
@@ -149,6 +153,31 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
   const long long pixels = a.v[CT_GM_A_NP] * HW, real = a.v[CT_GM_A_N] * HW;
   const long long pix0 = (long long)blockIdx.x * PX;
   const int c0 = CH * (int)blockIdx.y;
+  const long long lo_off = pixels * CP; // gm3's lo copy
+  if constexpr (CT_LAYOUT == 1) {
+    // x is NHWC already: the block's 32 pixels x 64 channels, a 4-channel
+    // run per thread and step, read and written along the channels.
+    const int quads = (CP - c0 < CH ? CP - c0 : CH) / 4;
+    for (int e = threadIdx.x; e < PX * quads; e += CT_GM_PREP_THREADS) {
+      const int pl = e / quads, c = c0 + 4 * (e - pl * quads);
+      const long long pix = pix0 + pl;
+      if (pix >= pixels) continue;
+      float v[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        v[j] = pix < real && c + j < C ? __ldg(x + pix * C + c + j) : 0.0f;
+      float4 *const dst = reinterpret_cast<float4 *>(ws + pix * CP + c);
+      const float4 hi = make_float4(round_tf32(v[0]), round_tf32(v[1]), round_tf32(v[2]),
+                                    round_tf32(v[3]));
+      *dst = hi;
+      if constexpr (gm::SPLIT)
+        *reinterpret_cast<float4 *>(reinterpret_cast<float *>(dst) + lo_off) =
+            make_float4(round_tf32(v[0] - hi.x), round_tf32(v[1] - hi.y),
+                        round_tf32(v[2] - hi.z), round_tf32(v[3] - hi.w));
+    }
+    (void)w, (void)b, (void)y, (void)m0, (void)m1;
+    return;
+  }
   const int tx = threadIdx.x % PX, ty = threadIdx.x / PX;
   // This thread's pixel: image n, position hw; past the real images, zero.
   const long long pix = pix0 + tx, n = pix / HW, hw = pix - n * HW;
@@ -162,7 +191,6 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
   }
   __syncthreads();
   float *const wb = ws + pix0 * CP + c0;
-  const long long lo_off = pixels * CP; // gm3's lo copy
   const int quads = (CP - c0 < CH ? CP - c0 : CH) / 4; // CP is a multiple of 4
   for (int e = threadIdx.x; e < PX * quads; e += CT_GM_PREP_THREADS) {
     const int pl = quads == CH / 4 ? e / (CH / 4) : e / quads, c4 = 4 * (e - pl * quads);
@@ -186,7 +214,7 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
 
 // gm_pack: grid KP R S, CT_GM_PACK_THREADS; block (k, r, s) writes the CP
 // channels of that tap, rounded, zero past K and C (gm3: hi, and lo KP
-// output channels further).
+// output channels further), read from KCRS w or, with CT_LAYOUT 1, KRSC.
 extern "C" __global__ void __launch_bounds__(CT_GM_PACK_THREADS)
     gm_pack(const float *x, const float *__restrict__ w, const float *b, float *y,
             float *__restrict__ ws, const __grid_constant__ ct_kargs a,
@@ -194,11 +222,13 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PACK_THREADS)
   const int C = (int)a.v[CT_GM_A_C], K = (int)a.v[CT_GM_A_K], CP = (int)a.v[CT_GM_A_CP];
   const unsigned RS = (unsigned)(a.v[CT_GM_A_R] * a.v[CT_GM_A_S]);
   const unsigned k = blockIdx.x / RS, rs = blockIdx.x - k * RS;
-  const float *const src = w + (long long)k * C * RS + rs;
+  // KCRS: the tap's channels RS apart; KRSC (CT_LAYOUT 1): adjacent.
+  const float *const src = w + (long long)k * C * RS + (CT_LAYOUT == 1 ? (long long)rs * C : rs);
+  const long long cstride = CT_LAYOUT == 1 ? 1 : RS;
   float *const dst = ws + a.v[CT_GM_A_WOFF] + (long long)blockIdx.x * CP;
   const long long lo_off = (long long)a.v[CT_GM_A_KP] * RS * CP; // gm3's lo copy
   for (int c = threadIdx.x; c < CP; c += CT_GM_PACK_THREADS) {
-    const float v = (int)k < K && c < C ? __ldg(src + (long long)c * RS) : 0.0f;
+    const float v = (int)k < K && c < C ? __ldg(src + c * cstride) : 0.0f;
     dst[c] = round_tf32(v);
     if constexpr (gm::SPLIT) dst[lo_off + c] = round_tf32(v - round_tf32(v));
   }
@@ -356,15 +386,16 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
       if (m >= M) continue;
       const int img = m / PQ, pq = m - img * PQ;
-      float *const yp = y + ((long long)img * K * PQ + pq);
+      // Channel k of pixel m: y[img][k][pq] (NHWC: y[m][k], kst = 1).
+      float *const yp = CT_LAYOUT == 1 ? y + (long long)m * K : y + ((long long)img * K * PQ + pq);
+      const long long kst = CT_LAYOUT == 1 ? 1 : PQ;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
         const int k0 = n0 + 8 * j + 2 * t;
         if (k0 < K)
-          __stcs(yp + (long long)k0 * PQ,
-                 ct_act(acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f)));
+          __stcs(yp + k0 * kst, ct_act(acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f)));
         if (k0 + 1 < K)
-          __stcs(yp + (long long)(k0 + 1) * PQ,
+          __stcs(yp + (k0 + 1) * kst,
                  ct_act(acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f)));
       }
     }

@@ -47,6 +47,7 @@
 #ifndef CT_BIAS
 #define CT_BIAS 1
 #endif
+#include "ct_layout.cuh"
 #ifndef CT_P
 #define CT_P ((CT_H + 2 * CT_PAD_H - CT_DIL_H * (CT_R - 1) - 1) / CT_STRIDE_H + 1)
 #endif

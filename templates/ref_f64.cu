@@ -41,12 +41,14 @@ struct Figures {
   double y, abs_sum, sq_sum;
 };
 
-// The reference figures of output idx = ((n*K + k)*P + p)*Q + q.
+// The reference figures of output idx = ((n*K + k)*P + p)*Q + q (NHWC,
+// CT_LAYOUT 1: ((n*P + p)*Q + q)*K + k).
 __device__ __forceinline__ Figures reference_at(const float *x, const float *w,
                                                 const float *b, i64 idx) {
-  const i64 q = idx % Q;
-  const i64 p = (idx / Q) % P;
-  const i64 k = (idx / (Q * P)) % K;
+  constexpr bool nhwc = CT_LAYOUT == 1;
+  const i64 k = nhwc ? idx % K : (idx / (Q * P)) % K;
+  const i64 q = nhwc ? (idx / K) % Q : idx % Q;
+  const i64 p = nhwc ? (idx / (K * Q)) % P : (idx / Q) % P;
   const i64 n = idx / (Q * P * K);
 
   double acc = 0.0, asum = 0.0, ssum = 0.0;
@@ -57,8 +59,10 @@ __device__ __forceinline__ Figures reference_at(const float *x, const float *w,
       for (i64 s = 0; s < S; ++s) {
         const i64 col = q * CT_STRIDE_W - CT_PAD_W + s * CT_DIL_W;
         if (col < 0 || col >= W) continue; // zero padding
-        const double xv = (double)x[((n * C + c) * H + h) * W + col];
-        const double wv = (double)w[((k * C + c) * R + r) * S + s];
+        const double xv = (double)x[nhwc ? ((n * H + h) * W + col) * C + c
+                                         : ((n * C + c) * H + h) * W + col];
+        const double wv = (double)w[nhwc ? ((k * R + r) * S + s) * C + c
+                                         : ((k * C + c) * R + r) * S + s];
         const double prod = __dmul_rn(xv, wv);
         acc = __dadd_rn(acc, prod);
         asum = __dadd_rn(asum, fabs(prod));

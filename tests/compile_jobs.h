@@ -75,4 +75,15 @@ static int add_variant_job(job *jobs, size_t *n, const ct_problem *p,
   return 0;
 }
 
+/* Appends the job of p's float64 reference (named after tag) at jobs[*n];
+** -1 when its source cannot be made. */
+static inline int add_reference_job(job *jobs, size_t *n, const ct_problem *p, const char *tag) {
+  job *j = &jobs[*n];
+  memset(j, 0, sizeof *j);
+  snprintf(j->name, sizeof j->name, "%sreference", tag);
+  if (ct_gen_reference_source(p, &j->src) != CT_OK) return -1;
+  (*n)++;
+  return 0;
+}
+
 #endif /* CT_COMPILE_JOBS_H */

@@ -1,10 +1,10 @@
 /*
 ** test_gpu_shapes.c — every shape runs correctly through ct_forward, tuned
-** or not: 47 conv2d shapes (N = 1, C = 1 and 5, K = 1, odd H and W, H or W
+** or not: 49 conv2d shapes (N = 1, C = 1 and 5, K = 1, odd H and W, H or W
 ** of 1, stride larger than the kernel, dilation 2 and 3, padding larger than
 ** half the kernel, 1x1 kernels, even kernels, asymmetric pairs, bias or
 ** not, the stems of AlexNet, ResNet and ViT, three with a fused ReLU, one
-** of them a tuned problem's shape), at tf32 and fp32, each
+** of them a tuned problem's shape, and two NHWC), at tf32 and fp32, each
 ** checked against the float64 reference under its precision contract, through
 ** two contexts:
 **   - no database: every shape takes the default variant;
@@ -70,6 +70,8 @@ static const char *shapes[] = {
     "n=2,c=5,h=17,w=15,k=16,r=5,s=5,pad=2,act=relu",
     "n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,act=relu",
     "n=1,c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3,bias=0,act=relu",
+    "n=2,c=5,h=17,w=15,k=16,r=5,s=5,pad=2,layout=nhwc",
+    "n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,act=relu,layout=nhwc",
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 

@@ -124,6 +124,8 @@ check "--level1 51 refused" "! '$ct' kernelbench --level1 51 --db '$tmp/none.db'
 check "--problem with --level1 refused" "! '$ct' kernelbench --problem '$spec87' --level1 87 2>/dev/null"
 "$ct" kernelbench --problem "$spec87,act=relu" --db "$tmp/none.db" > "$tmp/relu.out" 2>&1
 check "--problem with act=relu refused, saying why" "[ $? -eq 2 ] && grep -q 'plain nn.Conv2d' '$tmp/relu.out'"
+"$ct" kernelbench --problem "$spec87,layout=nhwc" --db "$tmp/none.db" > "$tmp/nhwc.out" 2>&1
+check "--problem with layout=nhwc refused, saying why" "[ $? -eq 2 ] && grep -q 'layout=nhwc' '$tmp/nhwc.out'"
 check "--out over the database refused" "! '$ct' kernelbench --level1 87 --db '$tmp/t.db' --out '$tmp/t.db' 2>/dev/null"
 printf 'not python\n' > "$tmp/other.txt"
 check "--out over another kind of file refused without --force" "! '$ct' kernelbench --db '$tmp/none.db' --out '$tmp/other.txt' 2>/dev/null && '$ct' kernelbench --db '$tmp/none.db' --out '$tmp/other.txt' --force"

@@ -86,12 +86,7 @@ static void test_headline_search_space(void) {
   int ok = 1;
   for (size_t i = 0; i < n_all && ok; i++) ok = add_variant_job(jobs, &n, &p, &all[i], "") == 0;
   free(all);
-  if (ok) {
-    memset(&jobs[n], 0, sizeof jobs[n]);
-    snprintf(jobs[n].name, sizeof jobs[n].name, "reference ct_ref_f64");
-    ok = ct_gen_reference_source(&p, &jobs[n].src) == CT_OK;
-    if (ok) n++;
-  }
+  ok = ok && add_reference_job(jobs, &n, &p, "") == 0;
   if (!ok) jobs_free(jobs, n);
   ASSERT_TRUE(ok);
   fprintf(stderr, "  headline problem, %zu variants + reference, %s:\n", n - 1, ARCH);
@@ -161,12 +156,7 @@ static void test_odd_problems(void) {
     ok = ok && add_variant_job(jobs, &n, &p, &v[nv / 2], tag) == 0;
     ok = ok && add_variant_job(jobs, &n, &p, &v[nv - 1], tag) == 0;
     free(v);
-    if (ok) {
-      memset(&jobs[n], 0, sizeof jobs[n]);
-      snprintf(jobs[n].name, sizeof jobs[n].name, "%sreference", tag);
-      ok = ct_gen_reference_source(&p, &jobs[n].src) == CT_OK;
-      if (ok) n++;
-    }
+    ok = ok && add_reference_job(jobs, &n, &p, tag) == 0;
   }
   if (!ok) jobs_free(jobs, n);
   ASSERT_TRUE(ok);
@@ -370,13 +360,8 @@ static void test_relu_every_family(void) {
       if (r == n_reached) reached[n_reached++] = v[j].family;
     }
     free(v);
-    if (ok) {
-      memset(&jobs[n], 0, sizeof jobs[n]);
-      snprintf(jobs[n].name, sizeof jobs[n].name, "%sreference", tag);
-      ok = ct_gen_reference_source(&p, &jobs[n].src) == CT_OK &&
-           strstr(jobs[n].src, "\n#define CT_ACT 1\n") != NULL;
-      n++;
-    }
+    ok = ok && add_reference_job(jobs, &n, &p, tag) == 0 &&
+         strstr(jobs[n - 1].src, "\n#define CT_ACT 1\n") != NULL;
   }
   if (!ok) jobs_free(jobs, n);
   ASSERT_TRUE(ok);
@@ -389,6 +374,64 @@ static void test_relu_every_family(void) {
   ASSERT_EQ_INT(failures, 0);
 }
 
+/* layout=nhwc: only families that run it are offered (direct, gm, gm3),
+** their sources and the reference's carry the layout's define, and they
+** compile: the first, middle and last variant of each problem, and the
+** first of each family, at both precisions. */
+static void test_nhwc(void) {
+  static const char *const specs[] = {
+    "layout=nhwc,n=2,c=5,h=17,w=15,k=16,r=5,s=3,stride=2x1,pad=2x1,dil=1x2,prec=tf32",
+    "layout=nhwc,act=relu,n=1,c=64,h=14,w=14,k=32,r=3,s=3,pad=1,bias=0,prec=fp32",
+    "layout=nhwc,n=1,c=2,h=3,w=420,k=17,r=2,s=400,pad=0x3,prec=fp32",
+  };
+  const size_t n_specs = sizeof specs / sizeof specs[0];
+  ct_gen_limits lim;
+  ASSERT_EQ_INT(ct_gen_limits_for_arch(ARCH, &lim), CT_OK);
+  job *jobs = calloc(9 * n_specs, sizeof *jobs);
+  ASSERT_TRUE(jobs != NULL);
+  size_t n = 0;
+  int ok = 1;
+  for (size_t i = 0; i < n_specs && ok; i++) {
+    ct_problem p;
+    char tag[96];
+    ok = parse_spec(specs[i], &p, tag, sizeof tag) == 0 && p.layout == CT_LAYOUT_NHWC;
+    ct_gen_variant *v = NULL;
+    size_t nv = 0;
+    ok = ok && ct_gen_enumerate(&p, &lim, &v, &nv) == CT_OK && nv >= 1;
+    size_t pick[8], n_pick = 0;
+    pick[n_pick++] = nv / 2;
+    pick[n_pick++] = nv - 1;
+    for (size_t j = 0; j < nv && ok; j++) {
+      ok = v[j].family->nhwc;
+      if (j == 0 || v[j].family != v[j - 1].family) {
+        ok = ok && n_pick < 8;
+        if (ok) pick[n_pick++] = j;
+      }
+    }
+    for (size_t j = 0; j < n_pick && ok; j++)
+      ok = add_variant_job(jobs, &n, &p, &v[pick[j]], tag) == 0 &&
+           strstr(jobs[n - 1].src, "\n#define CT_LAYOUT 1\n") != NULL;
+    free(v);
+    ok = ok && add_reference_job(jobs, &n, &p, tag) == 0 &&
+         strstr(jobs[n - 1].src, "\n#define CT_LAYOUT 1\n") != NULL;
+  }
+  if (!ok) jobs_free(jobs, n);
+  ASSERT_TRUE(ok);
+  int failures = compile_report_free(jobs, n);
+  ASSERT_EQ_INT(failures, 0);
+  /* A family that does not run NHWC cannot be named for it (the same
+  ** variant of the NCHW problem can). */
+  ct_problem p;
+  ct_gen_variant v;
+  const char *tc = "tc:TP=4,BN=64,WARPS=4,WN=2,STAGES=2,PERSIST=1";
+  ASSERT_EQ_INT(ct_problem_parse("n=1,c=64,h=14,w=14,k=64,r=3,s=3,pad=1", &p, NULL, 0), CT_OK);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, tc, &v), CT_OK);
+  p.layout = CT_LAYOUT_NHWC;
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, tc, &v), CT_ERR_UNSUPPORTED);
+  ASSERT_EQ_INT(ct_gen_default_variant(&p, &lim, &v), CT_OK);
+  ASSERT_TRUE(v.family->nhwc);
+}
+
 int main(void) {
   RUN_TEST(test_options_and_version);
   RUN_TEST(test_broken_source);
@@ -398,5 +441,6 @@ int main(void) {
   RUN_TEST(test_cluster_split_points);
   RUN_TEST(test_pruned_points);
   RUN_TEST(test_relu_every_family);
+  RUN_TEST(test_nhwc);
   TEST_EXIT();
 }

@@ -93,6 +93,10 @@ static void test_round_trips(void) {
       "n=1,c=1,h=1,w=1,k=1,r=1,s=1,stride=1,pad=0,dil=1,bias=1,prec=tf32"));
   ASSERT_TRUE(round_trips(
       "n=2,c=3,h=7,w=9,k=4,r=3,s=2,stride=2x3,pad=1x0,dil=1x2,bias=0,prec=fp32,act=relu"));
+  ASSERT_TRUE(round_trips(
+      "n=2,c=3,h=7,w=9,k=4,r=3,s=2,stride=1,pad=0,dil=1,bias=1,prec=tf32,layout=nhwc"));
+  ASSERT_TRUE(round_trips(
+      "n=1,c=8,h=5,w=5,k=4,r=1,s=1,stride=1,pad=0,dil=1,bias=0,prec=fp32,act=relu,layout=nhwc"));
   /* asymmetric fields land on the right axis */
   ct_problem p;
   ASSERT_EQ_INT(ct_problem_parse("n=1,c=2,h=30,w=40,k=5,r=3,s=5,stride=2x3,"
@@ -129,23 +133,33 @@ static void test_defaults_and_order(void) {
   ASSERT_EQ_INT(p.bias, 1);
   ASSERT_EQ_INT(p.precision, CT_PREC_TF32);
   ASSERT_EQ_INT(p.act, CT_ACT_NONE);
+  ASSERT_EQ_INT(p.layout, CT_LAYOUT_NCHW);
   ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_OK);
   ASSERT_EQ_STR(buf, "n=1,c=1,h=5,w=5,k=1,r=3,s=3,stride=1,pad=0,dil=1,"
                      "bias=1,prec=tf32");
-  /* act=none is the default and the canonical form leaves it out; relu
-  ** comes last wherever it was written */
-  ASSERT_EQ_INT(ct_problem_parse("n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=none", &p, NULL, 0),
-                CT_OK);
-  ASSERT_EQ_INT(p.act, CT_ACT_NONE);
-  ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_OK);
-  ASSERT_EQ_STR(buf, "n=1,c=1,h=5,w=5,k=1,r=3,s=3,stride=1,pad=0,dil=1,"
-                     "bias=1,prec=tf32");
-  ASSERT_EQ_INT(ct_problem_parse("act=relu,n=1,c=1,h=5,w=5,k=1,r=3,s=3", &p, NULL, 0),
-                CT_OK);
-  ASSERT_EQ_INT(p.act, CT_ACT_RELU);
-  ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_OK);
-  ASSERT_EQ_STR(buf, "n=1,c=1,h=5,w=5,k=1,r=3,s=3,stride=1,pad=0,dil=1,"
-                     "bias=1,prec=tf32,act=relu");
+  /* act=none and layout=nchw are the defaults, which the canonical form
+  ** leaves out; act=relu and layout=nhwc come last, in that order, wherever
+  ** they were written. */
+#define BASE "n=1,c=1,h=5,w=5,k=1,r=3,s=3,stride=1,pad=0,dil=1,bias=1,prec=tf32"
+  static const struct {
+    const char *spec, *canonical;
+    ct_activation act;
+    ct_layout layout;
+  } forms[] = {
+      {"layout=nchw,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE, CT_ACT_NONE, CT_LAYOUT_NCHW},
+      {"n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=none", BASE, CT_ACT_NONE, CT_LAYOUT_NCHW},
+      {"act=relu,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE ",act=relu", CT_ACT_RELU, CT_LAYOUT_NCHW},
+      {"layout=nhwc,act=relu,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE ",act=relu,layout=nhwc",
+       CT_ACT_RELU, CT_LAYOUT_NHWC},
+  };
+#undef BASE
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+    ASSERT_EQ_INT(ct_problem_parse(forms[i].spec, &p, NULL, 0), CT_OK);
+    ASSERT_EQ_INT(p.act, forms[i].act);
+    ASSERT_EQ_INT(p.layout, forms[i].layout);
+    ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_OK);
+    ASSERT_EQ_STR(buf, forms[i].canonical);
+  }
   ASSERT_EQ_INT(ct_problem_parse("prec=tf32,bias=1,dil=1x1,pad=2x2,stride=4,"
                                  "s=11,r=11,k=96,w=224,h=224,c=3,n=256",
                                  &p, NULL, 0),
@@ -195,6 +209,9 @@ static void test_parse_errors(void) {
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=", E, "act: ''"));
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=relu,act=none", E,
                          "duplicate key 'act'"));
+  ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,layout=chwn", E,
+                         "layout: 'chwn' must be nchw or nhwc"));
+  ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,layout=NHWC", E, "layout"));
   /* parses, then fails validation */
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,pad=-1", CT_ERR_INVALID_PROBLEM,
                          "pad_h = -1 must be >= 0"));
@@ -329,6 +346,7 @@ static void test_validation(void) {
   FIELD_BAD(precision, (ct_precision)5, "precision = 5 is unknown");
   FIELD_BAD(act, (ct_activation)2, "act = 2 is unknown");
   FIELD_BAD(act, (ct_activation)-1, "act = -1 is unknown");
+  FIELD_BAD(layout, (ct_layout)2, "layout = 2 is unknown");
 #undef FIELD_BAD
   p = d;
   p.w = 6; /* (6+4-10-1) = -1: floor(-1/4)+1 = 0 */
@@ -467,10 +485,13 @@ static void test_precision_names(void) {
   ASSERT_EQ_INT(ct_precision_parse("tf32", NULL), CT_ERR_INVALID_ARG);
 }
 
-static void test_activation_names(void) {
+static void test_activation_and_layout_names(void) {
   ASSERT_EQ_STR(ct_activation_name(CT_ACT_NONE), "none");
   ASSERT_EQ_STR(ct_activation_name(CT_ACT_RELU), "relu");
   ASSERT_TRUE(ct_activation_name((ct_activation)2) == NULL);
+  ASSERT_EQ_STR(ct_layout_name(CT_LAYOUT_NCHW), "nchw");
+  ASSERT_EQ_STR(ct_layout_name(CT_LAYOUT_NHWC), "nhwc");
+  ASSERT_TRUE(ct_layout_name((ct_layout)2) == NULL);
   /* an unknown activation does not format */
   ct_problem p;
   char buf[CT_PROBLEM_SPEC_MAX];
@@ -478,6 +499,9 @@ static void test_activation_names(void) {
   p.act = (ct_activation)7;
   ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_ERR_INVALID_ARG);
   ASSERT_EQ_STR(buf, "");
+  p.act = CT_ACT_NONE;
+  p.layout = (ct_layout)3;
+  ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_ERR_INVALID_ARG);
 }
 
 static void test_path_names(void) {
@@ -500,7 +524,7 @@ int main(void) {
   RUN_TEST(test_overflow);
   RUN_TEST(test_status_strings);
   RUN_TEST(test_precision_names);
-  RUN_TEST(test_activation_names);
+  RUN_TEST(test_activation_and_layout_names);
   RUN_TEST(test_path_names);
   TEST_EXIT();
 }

@@ -468,6 +468,47 @@ static void contract_both_ways(const char *spec, uint64_t seed, measured *m) {
   ASSERT_TRUE(ok);
 }
 
+/* NHWC / KRSC in, NPQK out: the same sums as NCHW, bit for bit, at the
+** transposed places (stride, padding, dilation, bias and a ReLU too). */
+static void test_ref_nhwc(void) {
+  inputs in;
+  inputs_make(&in, "n=2,c=3,h=7,w=6,k=5,r=3,s=2,stride=2x1,pad=1,dil=1x2,act=relu", 11);
+  const ct_problem *p = &in.p;
+  const int64_t N = p->n, C = p->c, H = p->h, W = p->w, K = p->k, R = p->r, S = p->s;
+  int64_t P, Q;
+  ct_problem_output(p, &P, &Q);
+  float *x = malloc(sizeof(float) * in.nx), *w = malloc(sizeof(float) * in.nw);
+  double *y = malloc(sizeof(double) * in.ny), *as = malloc(sizeof(double) * in.ny);
+  ASSERT_TRUE(x && w && y && as);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t h = 0; h < H; h++)
+        for (int64_t v = 0; v < W; v++)
+          x[((n * H + h) * W + v) * C + c] = in.x[((n * C + c) * H + h) * W + v];
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t r = 0; r < R; r++)
+        for (int64_t s = 0; s < S; s++)
+          w[((k * R + r) * S + s) * C + c] = in.w[((k * C + c) * R + r) * S + s];
+  ct_problem q = *p;
+  q.layout = CT_LAYOUT_NHWC;
+  ASSERT_EQ_INT(ct_tune_reference_cpu(&q, x, w, in.b, y, as, NULL), CT_OK);
+  int64_t differ = 0;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t op = 0; op < P; op++)
+        for (int64_t oq = 0; oq < Q; oq++) {
+          const int64_t a = ((n * P + op) * Q + oq) * K + k, b = ((n * K + k) * P + op) * Q + oq;
+          differ += y[a] != in.ref[b] || as[a] != in.abs_sum[b];
+        }
+  ASSERT_EQ_INT(differ, 0);
+  free(x);
+  free(w);
+  free(y);
+  free(as);
+  inputs_free(&in);
+}
+
 /* With act=relu, the contract passes an output that applied the ReLU and
 ** fails one that left it out (the negative outputs are far from 0). */
 static void test_contract_relu(void) {
@@ -770,6 +811,7 @@ int main(void) {
   RUN_TEST(test_ref_stride1);
   RUN_TEST(test_ref_bias);
   RUN_TEST(test_ref_relu);
+  RUN_TEST(test_ref_nhwc);
   RUN_TEST(test_ref_stride2);
   RUN_TEST(test_ref_pad1);
   RUN_TEST(test_ref_dilation2);

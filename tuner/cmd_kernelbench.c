@@ -38,11 +38,11 @@ const char ct_cli_usage_kernelbench[] =
     "\n"
     "--level1 N: KernelBench level 1 problem N (50, 55, 56, 62, 63, 80, 87),\n"
     "with that reference's constructor; default 50.  --problem SPEC: any\n"
-    "problem without act, with nn.Conv2d's constructor.  The variants are\n"
-    "the database's winners for the problem on one device (the one of the\n"
-    "newest winner, at either precision); where that device has none, the\n"
-    "default variant for its architecture, or with nothing tuned for --arch\n"
-    "(default sm_90a).\n"
+    "problem without act or layout, with nn.Conv2d's constructor.  The\n"
+    "variants are the database's winners for the problem on one device (the\n"
+    "one of the newest winner, at either precision); where that device has\n"
+    "none, the default variant for its architecture, or with nothing tuned\n"
+    "for --arch (default sm_90a).\n"
     "The file's header says which variants it holds and where they came\n"
     "from: device, tuning time, measured time.\n";
 
@@ -663,10 +663,10 @@ int ct_cli_kernelbench(const ct_cli *c) {
       fprintf(stderr, "convtune kernelbench: --problem: %s\n", err);
       return CT_CLI_EXIT_USAGE;
     }
-    if (p.act != CT_ACT_NONE) {
-      fprintf(stderr, "convtune kernelbench: --problem: act=%s: an entry is a plain "
-                      "nn.Conv2d, so its kernels must not fuse an activation; leave act out\n",
-              ct_activation_name(p.act));
+    if (p.act != CT_ACT_NONE || p.layout != CT_LAYOUT_NCHW) {
+      fprintf(stderr, "convtune kernelbench: --problem: %s: an entry is a plain "
+                      "nn.Conv2d on contiguous (NCHW) tensors; leave act and layout out\n",
+              p.act != CT_ACT_NONE ? "act=relu" : "layout=nhwc");
       return CT_CLI_EXIT_USAGE;
     }
     snprintf(sig, sizeof sig,

@@ -27,22 +27,28 @@ ct_status ct_tune_reference_cpu(const ct_problem *p, const float *x,
   int64_t P, Q;
   ct_problem_output(p, &P, &Q);
 
-  int64_t o = 0; /* output index, NCHW */
+  /* Element strides of x (along c, h, w) and w (along c, r, s) in the
+  ** problem's layout, and the output index of (n, k, p, q). */
+  const int nhwc = p->layout == CT_LAYOUT_NHWC;
+  const int64_t xc_ = nhwc ? 1 : H * W, xh = nhwc ? W * C : W, xw = nhwc ? C : 1;
+  const int64_t wc_ = nhwc ? 1 : R * S, wr = nhwc ? S * C : S, ws = nhwc ? C : 1;
   for (int64_t n = 0; n < N; n++)
     for (int64_t k = 0; k < K; k++)
       for (int64_t op = 0; op < P; op++)
-        for (int64_t oq = 0; oq < Q; oq++, o++) {
+        for (int64_t oq = 0; oq < Q; oq++) {
+          const int64_t o = nhwc ? ((n * P + op) * Q + oq) * K + k
+                                 : ((n * K + k) * P + op) * Q + oq;
           double sum = 0.0, asum = 0.0, ssum = 0.0;
           for (int64_t c = 0; c < C; c++) {
-            const float *xc = x + (n * C + c) * H * W;
-            const float *wc = w + (k * C + c) * R * S;
+            const float *xc = x + n * C * H * W + c * xc_;
+            const float *wc = w + k * C * R * S + c * wc_;
             for (int64_t r = 0; r < R; r++) {
               int64_t ih = op * p->stride_h - p->pad_h + r * p->dil_h;
               if (ih < 0 || ih >= H) continue;
               for (int64_t s = 0; s < S; s++) {
                 int64_t iw = oq * p->stride_w - p->pad_w + s * p->dil_w;
                 if (iw < 0 || iw >= W) continue;
-                double t = (double)xc[ih * W + iw] * (double)wc[r * S + s];
+                double t = (double)xc[ih * xh + iw * xw] * (double)wc[r * wr + s * ws];
                 sum += t;
                 asum += fabs(t);
                 ssum += t * t;

@@ -34,9 +34,10 @@
 #include "ct_check.cuh" /* templates/: the scan, shared with the GPU check */
 
 /* The float64 reference of problem *p on host tensors x (N*C*H*W), w
-** (K*C*R*S) and b (K; may be NULL when p->bias is 0), NCHW / KCRS fp32.
-** Writes N*K*P*Q doubles, NCHW, into each of y (sum x*w (+b), through
-** the ReLU when p->act is CT_ACT_RELU), abs_sum
+** (K*C*R*S) and b (K; may be NULL when p->bias is 0), fp32 in the
+** problem's layout (NCHW / KCRS, or NHWC / KRSC).  Writes N*K*P*Q doubles
+** in the output's layout (NKPQ or NPQK) into each of y (sum x*w (+b),
+** through the ReLU when p->act is CT_ACT_RELU), abs_sum
 ** (sum |x*w| (+|b|)) and sq_sum (sum (x*w)^2 (+b^2)); abs_sum and sq_sum
 ** may be NULL when not wanted.  Terms that fall on zero padding contribute
 ** nothing.  Products of floats are exact in float64; the sums' own rounding

@@ -34,7 +34,7 @@ import sysconfig
 
 __all__ = [
     "CT_OK", "CT_PROBLEM_SPEC_MAX", "CT_PREC_TF32", "CT_PREC_FP32", "PRECISIONS",
-    "CT_ACT_NONE", "CT_ACT_RELU", "ACTIVATIONS",
+    "CT_ACT_NONE", "CT_ACT_RELU", "ACTIVATIONS", "CT_LAYOUT_NCHW", "CT_LAYOUT_NHWC", "LAYOUTS",
     "STATUS", "PATHS", "Problem", "ConvtuneError", "LibraryNotFound", "Library",
     "Context", "check_tensor", "load", "repo_root", "default_library_path",
     "library_candidates", "in_source_tree",
@@ -52,6 +52,9 @@ PRECISIONS = {"tf32": CT_PREC_TF32, "fp32": CT_PREC_FP32}
 CT_ACT_NONE = 0
 CT_ACT_RELU = 1
 ACTIVATIONS = {"none": CT_ACT_NONE, "relu": CT_ACT_RELU}
+CT_LAYOUT_NCHW = 0
+CT_LAYOUT_NHWC = 1
+LAYOUTS = {"nchw": CT_LAYOUT_NCHW, "nhwc": CT_LAYOUT_NHWC}
 
 # ct_status, in the header's order (never renumbered).
 (CT_ERR_INVALID_ARG, CT_ERR_INVALID_PROBLEM, CT_ERR_PARSE, CT_ERR_NOMEM,
@@ -69,8 +72,8 @@ PATHS = ["none", "tuned-cubin", "tuned-compiled", "default", "nearest"]
 
 
 class Problem(ctypes.Structure):
-    """struct ct_problem: 13 int64 fields, int bias, enum precision, enum act
-    (120 bytes with the padding to 8)."""
+    """struct ct_problem: 13 int64 fields, int bias, enums precision, act
+    and layout (120 bytes)."""
 
     _fields_ = [
         ("n", ctypes.c_int64),
@@ -89,6 +92,7 @@ class Problem(ctypes.Structure):
         ("bias", ctypes.c_int),
         ("precision", ctypes.c_int),  # ct_precision, an int-sized enum
         ("act", ctypes.c_int),  # ct_activation, likewise
+        ("layout", ctypes.c_int),  # ct_layout, likewise
     ]
 
     def spec(self):
@@ -99,6 +103,8 @@ class Problem(ctypes.Structure):
         prec = {CT_PREC_TF32: "tf32", CT_PREC_FP32: "fp32"}.get(self.precision,
                                                                str(self.precision))
         act = {CT_ACT_NONE: "", CT_ACT_RELU: ",act=relu"}.get(self.act, ",act=%d" % self.act)
+        act += {CT_LAYOUT_NCHW: "", CT_LAYOUT_NHWC: ",layout=nhwc"}.get(
+            self.layout, ",layout=%d" % self.layout)
         return ("n=%d,c=%d,h=%d,w=%d,k=%d,r=%d,s=%d,stride=%s,pad=%s,dil=%s,bias=%d,prec=%s%s"
                 % (self.n, self.c, self.h, self.w, self.k, self.r, self.s,
                    pair(self.stride_h, self.stride_w), pair(self.pad_h, self.pad_w),

@@ -119,6 +119,8 @@ def test_comments_and_blank_lines_are_ignored(tmp_path):
     ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,prec=tf32\n", 1, "prec"),
     ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,act=relu\n", 1, "act=relu"),
     ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,act=gelu\n", 1, "must be none or relu"),
+    ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,layout=nhwc\n", 1, "layout=nhwc"),
+    ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,layout=chwn\n", 1, "must be nchw or nhwc"),
     ("a,b n=1,c=1,h=8,w=8,k=1,r=3,s=3\n", 1, "bad name"),
 ])
 def test_malformed_lines_raise_with_the_line_number(tmp_path, text, line, needle):
