@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """network.py — whole networks on one GPU: torchvision models whose
 convolutions run on convtune (convtune.torch.patch, eval-mode BatchNorms
-folded into them, the ReLUs after them fused) against PyTorch eager (NCHW
-and channels_last) and
+folded into them, the ReLUs after them fused; NCHW, and NHWC on the
+channels_last model) against PyTorch eager (NCHW and channels_last) and
 torch.compile, at tf32 and at fp32, in one process on the same inputs.
 
 Each row is one forward pass of a model in eval mode under
@@ -27,7 +27,8 @@ kept in the JSON: the cost of tuning a network).
     python3 bench/network.py [--models resnet50:32,resnet50:1,vgg16_bn:8]
                              [--precision tf32,fp32] [--tune] [--budget S]
                              [--db PATH] [--lib PATH] [--trials 100]
-                             [--impls eager,eager_channels_last,torch_compile,convtune]
+                             [--impls eager,eager_channels_last,torch_compile,convtune,
+                                      convtune_channels_last]
                              [--no-compile] [--compile-mode MODE]
                              [--out DIR] [--seed 0] [--device 0]
 
@@ -50,7 +51,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DEFAULT_MODELS = "resnet50:32,resnet50:1,vgg16_bn:8"
-IMPLS = ("eager", "eager_channels_last", "torch_compile", "convtune")
+IMPLS = ("eager", "eager_channels_last", "torch_compile", "convtune", "convtune_channels_last")
 PYTORCH_IMPLS = IMPLS[:3]
 REL_FLOOR = {"tf32": 1e-4, "fp32": 1e-6}
 REL_FACTOR = 4.0
@@ -100,8 +101,8 @@ def parse_args(argv):
     args.impls.add("eager")
     if args.no_compile:
         args.impls.discard("torch_compile")
-    if args.tune and "convtune" not in args.impls:
-        p.error("--tune tunes for the convtune row, which --impls leaves out")
+    if args.tune and not args.impls & {"convtune", "convtune_channels_last"}:
+        p.error("--tune tunes for the convtune rows, which --impls leaves out")
     return args
 
 
@@ -163,20 +164,28 @@ def run_rows(name, batch, args, dev, flush, log):
     with torch.no_grad():
         ref = copy.deepcopy(model).double()(x.double())
     rows, tune_info, extra = [], {}, {}
-    if args.tune:
+    model_cl = copy.deepcopy(model).to(memory_format=torch.channels_last)
+    x_cl = x.contiguous(memory_format=torch.channels_last)
+    # The convtune rows: NCHW on the model as it is, NHWC (layout=nhwc
+    # problems) on its channels_last copy, each tuned on its own input.
+    ours = [(impl, m, inp) for impl, m, inp in (("convtune", model, x),
+                                                ("convtune_channels_last", model_cl, x_cl))
+            if impl in args.impls]
+    for impl, m, inp in ours if args.tune else ():
         for prec in args.precisions:
             set_precision(prec)
             t0 = time.time()
-            res = ct.tune(model, x, budget=args.budget, precision=prec, db=args.db, quiet=True)
+            res = ct.tune(m, inp, budget=args.budget, precision=prec, db=args.db, quiet=True)
             statuses = [r.get("status") for r in res["result"]["problems"]]
-            tune_info[prec] = {"wall_s": round(time.time() - t0, 1),
-                               "problems": len(statuses),
-                               "tuned": statuses.count("tuned"),
-                               "skipped": statuses.count("skipped")}
-            log("  tuned %s b%d %s: %s" % (name, batch, prec, tune_info[prec]))
+            key = prec if impl == "convtune" else prec + "_channels_last"
+            tune_info[key] = {"wall_s": round(time.time() - t0, 1),
+                              "problems": len(statuses),
+                              "tuned": statuses.count("tuned"),
+                              "skipped": statuses.count("skipped")}
+            log("  tuned %s b%d %s: %s" % (name, batch, key, tune_info[key]))
     impls = {"eager": (model, x)}
-    if "convtune" in args.impls:
-        patched, report = ct.patch(model)
+    for impl, m, inp in ours:
+        patched, report = ct.patch(m)
         extra = {"replaced": len(report["replaced"]),
                  "folded_bn": sum(1 for r in report["replaced"] if r["folded_bn"]),
                  "fused_relu": sum(1 for r in report["replaced"] if r["fused_relu"]),
@@ -184,10 +193,9 @@ def run_rows(name, batch, args, dev, flush, log):
         log("  patched %s: %d convolutions replaced, %d BatchNorms folded, %d ReLUs fused, "
             "%d left" % (name, extra["replaced"], extra["folded_bn"], extra["fused_relu"],
                          len(report["left"])))
-        impls["convtune"] = (patched, x)
+        impls[impl] = (patched, inp)
     if "eager_channels_last" in args.impls:
-        impls["eager_channels_last"] = (copy.deepcopy(model).to(memory_format=torch.channels_last),
-                                        x.contiguous(memory_format=torch.channels_last))
+        impls["eager_channels_last"] = (model_cl, x_cl)
     if "torch_compile" in args.impls:
         impls["torch_compile"] = (torch.compile(model, mode=args.compile_mode), x)
     for prec in args.precisions:
@@ -222,7 +230,7 @@ def run_rows(name, batch, args, dev, flush, log):
             log("  %-22s %s b%-3d %-5s %9.4f ms  rel %.2e  %s"
                 % (impl, name, batch, prec, row["mean_ms"], rel,
                    "ok" if row["passes"] else "FAILS"))
-    del impls, model, ref
+    del impls, model, model_cl, ref
     torch.cuda.empty_cache()
     return rows, extra
 
@@ -282,7 +290,8 @@ def plot(rows, path, title):
             r = next((r for r in rows if (r["model"], r["batch"], r["precision"]) == g and
                       r["impl"] == impl), None)
             vals.append(r.get("speed_vs_best_pytorch") or 0 if r else 0)
-        ax.bar([k + (i - 1.5) * width for k in range(len(groups))], vals, width, label=impl)
+        ax.bar([k + (i - (len(IMPLS) - 1) / 2) * width for k in range(len(groups))], vals,
+               width, label=impl)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(["%s b%d\n%s" % g for g in groups])

@@ -46,11 +46,18 @@ precision: "tf32" (TF32 tensor-core products, PyTorch's default for
 convolutions), "fp32" (IEEE-fp32-class accuracy) or "auto": tf32 when
 torch.backends.cudnn.allow_tf32 is set, else fp32, read each time the op runs.
 
+Layouts: a contiguous x runs NCHW, a channels_last x NHWC (layout=nhwc in
+the spec; the output is channels_last too); a weight in the other memory
+format is copied into x's for each call (patch() and
+model.to(memory_format=torch.channels_last) give weights in the model's).
+A tensor that is both (C = 1, or H = W = 1) reads as NCHW.
+
 Unsupported cases raise UnsupportedError naming the reason; nothing falls
 back silently to another implementation: groups != 1, tensors not float32,
-on the CPU or on another device than x, not contiguous (channels_last
-included), padding_mode other than "zeros", padding="same" that would need
-asymmetric padding, sizes beyond the library's 32-bit indexing.
+on the CPU or on another device than x, neither contiguous nor
+channels_last (a strided view), padding_mode other than "zeros",
+padding="same" that would need asymmetric padding, sizes beyond the
+library's 32-bit indexing.
 
 Gradients: the forward pass is libconvtune's; the backward pass is PyTorch's
 own convolution_backward, so modules train as usual.
@@ -204,10 +211,29 @@ def _out_size(size, k, stride, pad, dil):
     return (size + 2 * pad - dil * (k - 1) - 1) // stride + 1
 
 
+def _layout(t):
+    """"nchw" for a contiguous 4-D tensor, "nhwc" for a channels_last one (a
+    tensor that is both reads as NCHW), None for a strided view."""
+    if t.is_contiguous():
+        return "nchw"
+    if t.is_contiguous(memory_format=torch.channels_last):
+        return "nhwc"
+    return None
+
+
+def _weight_in(weight, layout):
+    """weight in the memory format of x's layout: itself, or a copy."""
+    if _layout(weight) == layout:
+        return weight
+    return weight.contiguous(memory_format=torch.channels_last if layout == "nhwc"
+                             else torch.contiguous_format)
+
+
 def _check_tensors(x, weight, bias, fake):
     """Raises UnsupportedError (or ValueError for malformed arguments) unless
-    the tensors are what the library runs: float32, dense NCHW / KCRS, on
-    x's CUDA device (meta also allowed when fake)."""
+    the tensors are what the library runs: float32, x and weight dense NCHW
+    or channels_last (_layout), bias dense, on x's CUDA device (meta also
+    allowed when fake).  Returns x's layout."""
     tensors = [("x", x), ("weight", weight)] + ([("bias", bias)] if bias is not None else [])
     for name, t in tensors:
         if t.dtype != torch.float32:
@@ -225,10 +251,10 @@ def _check_tensors(x, weight, bias, fake):
         raise ValueError("x has %s channels but weight expects %s (groups=1)"
                          % (x.shape[1], weight.shape[1]))
     for name, t in tensors:
-        if not t.is_contiguous():
+        if (_layout(t) if t.dim() == 4 else ("nchw" if t.is_contiguous() else None)) is None:
             raise UnsupportedError(
-                "%s is not contiguous (channels_last or a strided view): convtune runs "
-                "dense NCHW / KCRS tensors; call .contiguous() first" % name)
+                "%s is neither contiguous nor channels_last (a strided view): convtune runs "
+                "dense NCHW or NHWC tensors; call .contiguous() first" % name)
     kinds = ("cuda", "meta") if fake else ("cuda",)
     for name, t in tensors:
         if t.device.type not in kinds:
@@ -236,6 +262,7 @@ def _check_tensors(x, weight, bias, fake):
                                    % (name, t.device))
         if t.device != x.device:
             raise UnsupportedError("%s is on %s but x is on %s" % (name, t.device, x.device))
+    return _layout(x)
 
 
 def _output_shape(x, weight, stride, padding, dilation):
@@ -257,19 +284,21 @@ def _check_params(stride, padding, dilation):
                          % (stride, dilation, padding))
 
 
-_problems = {}  # (shapes, parameters, precision, act) -> validated _lib.Problem
+_problems = {}  # (shapes, parameters, precision, act, layout) -> validated _lib.Problem
 
 
-def _problem(x, weight, bias, stride, padding, dilation, precision, act="none"):
+def _problem(x, weight, bias, stride, padding, dilation, precision, act="none",
+             layout="nchw"):
     key = (tuple(x.shape), tuple(weight.shape), bias is not None, tuple(stride),
-           tuple(padding), tuple(dilation), precision, act)
+           tuple(padding), tuple(dilation), precision, act, layout)
     p = _problems.get(key)
     if p is None:
         n, c, h, w = x.shape
         k, _, r, s = weight.shape
         p = _lib.Problem(n, c, h, w, k, r, s, stride[0], stride[1], padding[0], padding[1],
                          dilation[0], dilation[1], 1 if bias is not None else 0,
-                         _lib.PRECISIONS[precision], _lib.ACTIVATIONS[act])
+                         _lib.PRECISIONS[precision], _lib.ACTIVATIONS[act],
+                         _lib.LAYOUTS[layout])
         try:
             library().validate(p)
         except _lib.ConvtuneError as e:
@@ -286,13 +315,16 @@ def _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act="none
     _check_precision(precision)
     _check_act(act)
     _check_params(stride, padding, dilation)
-    _check_tensors(x, weight, bias, fake=False)
+    layout = _check_tensors(x, weight, bias, fake=False)
     shape = _output_shape(x, weight, stride, padding, dilation)
-    y = torch.empty(shape, dtype=torch.float32, device=x.device)
+    y = torch.empty(shape, dtype=torch.float32, device=x.device,
+                    memory_format=torch.channels_last if layout == "nhwc"
+                    else torch.contiguous_format)
     if y.numel() == 0:  # a batch of 0: nothing to run
         return y
+    weight = _weight_in(weight, layout)
     p = _problem(x, weight, bias, stride, padding, dilation, _resolve_precision(precision),
-                 act)
+                 act, layout)
     stream = torch.cuda.current_stream(x.device).cuda_stream
     context(x.device).forward(p, x.data_ptr(), weight.data_ptr(),
                               bias.data_ptr() if bias is not None else None,
@@ -334,8 +366,10 @@ def _conv2d_fake(x, weight, bias, stride, padding, dilation, precision, act="non
     _check_precision(precision)
     _check_act(act)
     _check_params(stride, padding, dilation)
-    _check_tensors(x, weight, bias, fake=True)
-    return x.new_empty(_output_shape(x, weight, stride, padding, dilation))
+    layout = _check_tensors(x, weight, bias, fake=True)
+    return torch.empty(_output_shape(x, weight, stride, padding, dilation), dtype=torch.float32,
+                       device=x.device, memory_format=torch.channels_last
+                       if layout == "nhwc" else torch.contiguous_format)
 
 
 def _setup_context(ctx, inputs, output):
@@ -412,9 +446,9 @@ def explain(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
     if x.dim() == 3:
         x = x.unsqueeze(0)
     _check_params(stride, padding, dilation)
-    _check_tensors(x, weight, bias, fake=False)
+    layout = _check_tensors(x, weight, bias, fake=False)
     prec = _resolve_precision(precision)
-    p = _problem(x, weight, bias, stride, padding, dilation, prec, _check_act(act))
+    p = _problem(x, weight, bias, stride, padding, dilation, prec, _check_act(act), layout)
     ctx = context(x.device)
     ctx.prepare(p)
     path, variant = ctx.forward_path(p)
@@ -451,13 +485,15 @@ class Conv2d(nn.Conv2d):
     @classmethod
     def from_module(cls, module, precision="auto", act="none"):
         """A Conv2d with the configuration and a copy of the parameters of
-        the nn.Conv2d `module` (UnsupportedError where it cannot be one),
-        then `act`."""
+        the nn.Conv2d `module` (UnsupportedError where it cannot be one; a
+        channels_last weight stays channels_last), then `act`."""
         new = cls(module.in_channels, module.out_channels, module.kernel_size,
                   module.stride, module.padding, module.dilation, module.groups,
                   module.bias is not None, module.padding_mode, device=module.weight.device,
                   dtype=module.weight.dtype, precision=precision, act=act)
         new.load_state_dict(module.state_dict())
+        if _layout(module.weight) == "nhwc":  # a channels_last model keeps its format
+            new.weight.data = new.weight.data.contiguous(memory_format=torch.channels_last)
         new.train(module.training)
         return new
 
@@ -508,15 +544,16 @@ def _collected_problem(module, x, precision, act="none"):
         x = x.unsqueeze(0)
     if x.dim() != 4:
         return None, 0, "input of shape %s: not (N, C, H, W) or (C, H, W)" % (tuple(x.shape),)
-    if not x.is_contiguous():
-        return None, 0, ("its input is not contiguous (channels_last or a strided view): "
-                         "convtune runs dense NCHW tensors")
+    layout = _layout(x)
+    if layout is None:
+        return None, 0, ("its input is neither contiguous nor channels_last (a strided view): "
+                         "convtune runs dense NCHW or NHWC tensors")
     try:
         stride, padding, dilation = _arguments(x, weight, module.stride, module.padding,
                                                module.dilation, 1, precision)
         _check_params(stride, padding, dilation)
         n, k, P, Q = _output_shape(x, weight, stride, padding, dilation)
-        p = _problem(x, weight, bias, stride, padding, dilation, precision, act)
+        p = _problem(x, weight, bias, stride, padding, dilation, precision, act, layout)
     except ValueError as e:  # UnsupportedError too
         return None, 0, str(e)
     c, r, s_ = weight.shape[1:]

@@ -37,9 +37,10 @@ def test_fake_shapes_match_f_conv2d(kw):
     (lambda x, w: ct.conv2d(x.double(), w.double()), "float64"),
     (lambda x, w: ct.conv2d(x.half(), w), "float16"),
     (lambda x, w: ct.conv2d(x, w), "on cpu"),
-    (lambda x, w: ct.conv2d(x.to(memory_format=torch.channels_last), w), "not contiguous"),
-    (lambda x, w: ct.conv2d(x[:, :, ::2], w), "not contiguous"),
-    (lambda x, w: ct.conv2d(x, w.transpose(2, 3)), "not contiguous"),
+    (lambda x, w: ct.conv2d(x.to(memory_format=torch.channels_last), w), "on cpu"),
+    (lambda x, w: ct.conv2d(x[:, :, ::2], w), "x is neither contiguous nor channels_last"),
+    (lambda x, w: ct.conv2d(x, w.transpose(2, 3)),
+     "weight is neither contiguous nor channels_last"),
     (lambda x, w: ct.conv2d(x, w[:, :, :2, :2].contiguous(), padding="same"),
      "asymmetric"),
 ])
@@ -175,3 +176,26 @@ def test_eager_inference_skips_the_op_dispatch_only_when_nothing_needs_it():
 
 def _assert(cond):
     assert cond
+
+
+def test_channels_last_runs_nhwc():
+    x = meta(2, 8, 20, 22).to(memory_format=torch.channels_last)
+    for w in (meta(4, 8, 3, 3), meta(4, 8, 3, 3).to(memory_format=torch.channels_last)):
+        y = ct.conv2d(x, w, meta(4), padding=1)
+        assert y.shape == (2, 4, 20, 22)
+        assert y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()
+    # NCHW in, NCHW out, whatever the weight's memory format.
+    y = ct.conv2d(meta(2, 8, 20, 22), meta(4, 8, 3, 3).to(memory_format=torch.channels_last))
+    assert y.is_contiguous()
+    assert ct._weight_in(torch.randn(4, 8, 3, 3), "nhwc").is_contiguous(
+        memory_format=torch.channels_last)
+    w = torch.randn(4, 8, 3, 3)
+    assert ct._weight_in(w, "nchw") is w
+
+
+def test_from_module_keeps_a_channels_last_weight():
+    conv = nn.Conv2d(8, 4, 3).to(memory_format=torch.channels_last)
+    new = ct.Conv2d.from_module(conv)
+    assert new.weight.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(new.weight, conv.weight)
+    assert ct.Conv2d.from_module(nn.Conv2d(8, 4, 3)).weight.is_contiguous()

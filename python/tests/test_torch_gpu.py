@@ -102,6 +102,18 @@ def test_fused_relu_matches_float64(case, precision):
                       act="relu")["spec"].endswith(",act=relu")
 
 
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+def test_channels_last_runs_nhwc(precision):
+    x, w, b = make((2, 8, 19, 17), (12, 8, 3, 3), True)
+    x = x.to(memory_format=torch.channels_last)
+    for weight in (w, w.to(memory_format=torch.channels_last)):
+        y = ct.conv2d(x, weight, b, 2, 1, precision=precision, act="relu")
+        torch.cuda.synchronize()
+        assert y.is_contiguous(memory_format=torch.channels_last)
+        check_close(y, x, w, b, 2, 1, 1, precision, act="relu")
+    assert ct.explain(x, w, b, 2, 1, precision=precision)["spec"].endswith(",layout=nhwc")
+
+
 def test_fused_relu_gradients_match():
     x, w, b = make((2, 3, 20, 18), (8, 3, 3, 3), True)
     x = (x - 0.5).requires_grad_(True)

@@ -363,12 +363,14 @@ def test_collect_keyword_and_channels_last_inputs(lib):
 
         def forward(self, x):
             y = self.a(input=x)
-            return self.b(y.contiguous(memory_format=torch.channels_last))
+            z = self.b(y.contiguous(memory_format=torch.channels_last))
+            return self.b(z[:, :, ::2])
 
     got = ct.collect(Kw(), torch.randn(2, 3, 9, 9), fold_bn=False, fuse_relu=False)
-    assert [p["name"] for p in got["problems"]] == ["a"]
-    assert [(s["name"], "not contiguous" in s["reason"]) for s in got["skipped"]] == \
-        [("b", True)]
+    assert [(p["name"], p["spec"].endswith(",layout=nhwc")) for p in got["problems"]] == \
+        [("a", False), ("b", True)]
+    assert [(s["name"], "neither contiguous nor channels_last" in s["reason"])
+            for s in got["skipped"]] == [("b", True)]
 
 
 def test_tune_argument_errors(monkeypatch, lib):
