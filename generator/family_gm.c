@@ -23,6 +23,10 @@
 ** then at a 1024-byte boundary the packed weights ([KP][R][S][CP]); NP >= N
 ** and KP >= K make each at least CT_GM_MIN_MAP_BYTES (see ct_gm.cuh).  gm3
 ** has two copies of each, hi then lo ([2 NP][H][W][CP], [2 KP][R][S][CP]).
+** Layouts: an NHWC problem (x NHWC, w KRSC) is copied along its channels
+** instead of transposed; for gm, when C % 4 = 0 and x and w are big enough,
+** not copied at all: the maps read the caller's x and w, TFLOAT32, and the
+** call is gm_conv alone, without workspace (gm_reads_caller).
 **
 ** A point is declined (valid() == 0), never offered wrong, when: the device
 ** is not cc 9.0 with the target "sm_90a"; a stride exceeds 8 (the im2col
@@ -184,6 +188,22 @@ static int gm3_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v
   return gm_worth_parts(p, lim, v, &ct_gen_family_gm3, 2);
 }
 
+/* 1 when gm (tf32, parts 1) needs no layout pass for p: an NHWC problem
+** whose channels fill 16-byte rows (C % 4 = 0), so that the maps can read
+** the caller's x and w as they are (TFLOAT32: rounded to nearest as they
+** load), both at least CT_GM_MIN_MAP_BYTES (smaller tensors' maps may get a
+** wrong out-of-bounds fill, and the GEMM's discarded rows and columns rely
+** on zeros past the last image and output channel).  Then the call is one
+** kernel with no workspace; its maps need x and w 16-byte aligned, which
+** the runtime checks. */
+static int gm_reads_caller(const ct_problem *p, int parts) {
+  if (parts != 1 || p->layout != CT_LAYOUT_NHWC || p->c % 4 != 0) return 0;
+  const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4;
+  const int64_t xf[4] = {p->n, p->h, p->w, p->c}, wf[4] = {p->k, p->r, p->s, p->c};
+  const int64_t nx = ct_gen_checked_product(xf, 4), nw = ct_gen_checked_product(wf, 4);
+  return nx >= min_floats && nw >= min_floats;
+}
+
 static void gm_launch(ct_gen_launch *l, const char *name, int64_t gx, int64_t gy,
                       unsigned threads, unsigned smem) {
   snprintf(l->name, sizeof l->name, "%s", name);
@@ -203,12 +223,19 @@ static void gm_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const unsigned threads = (unsigned)CT_GM_THREADS(bm);
   const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, parts);
-  out->n_kernels = 3;
-  gm_launch(&out->kernels[0], "gm_nhwc", sh.nhwc_blocks,
-            (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH, CT_GM_PREP_THREADS, 0);
-  gm_launch(&out->kernels[1], "gm_pack", sh.pack_blocks, 1, CT_GM_PACK_THREADS, 0);
-  gm_launch(&out->kernels[2], "gm_conv", sh.grid, 1, threads, smem);
-  out->workspace_bytes = (size_t)sh.ws_bytes;
+  const int caller = gm_reads_caller(p, parts);
+  if (caller) {
+    out->n_kernels = 1;
+    gm_launch(&out->kernels[0], "gm_conv", sh.grid, 1, threads, smem);
+    out->workspace_bytes = 0;
+  } else {
+    out->n_kernels = 3;
+    gm_launch(&out->kernels[0], "gm_nhwc", sh.nhwc_blocks,
+              (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH, CT_GM_PREP_THREADS, 0);
+    gm_launch(&out->kernels[1], "gm_pack", sh.pack_blocks, 1, CT_GM_PACK_THREADS, 0);
+    gm_launch(&out->kernels[2], "gm_conv", sh.grid, 1, threads, smem);
+    out->workspace_bytes = (size_t)sh.ws_bytes;
+  }
 
   int64_t *a = out->kargs;
   a[CT_GM_A_N] = p->n;
@@ -236,17 +263,19 @@ static void gm_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   a[CT_GM_A_WOFF] = sh.w_off;
 
   /* Map 0: im2col over the NHWC copy, dims {CP, W, H, NP} (gm3: 2 NP,
-  ** the lo copy after the hi one). */
+  ** the lo copy after the hi one), or over the caller's NHWC x, dims
+  ** {C, W, H, N}, rounded to TF32 as it loads. */
   out->n_maps = 2;
   ct_gen_map *mx = &out->maps[0];
   mx->kind = CT_GEN_MAP_IM2COL;
-  mx->buffer = CT_GEN_BUF_WS;
+  mx->buffer = caller ? CT_GEN_BUF_X : CT_GEN_BUF_WS;
+  mx->tf32 = caller;
   mx->rank = 4;
   mx->offset = 0;
   mx->dims[0] = (uint64_t)sh.cp;
   mx->dims[1] = (uint64_t)p->w;
   mx->dims[2] = (uint64_t)p->h;
-  mx->dims[3] = (uint64_t)(parts * sh.np);
+  mx->dims[3] = (uint64_t)(caller ? p->n : parts * sh.np);
   mx->strides[0] = (uint64_t)(sh.cp * 4);
   mx->strides[1] = (uint64_t)(p->w * sh.cp * 4);
   mx->strides[2] = (uint64_t)(p->h * p->w * sh.cp * 4);
@@ -264,16 +293,18 @@ static void gm_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   mx->l2_promote = 0;
 
   /* Map 1: tiled over the packed weights, dims {CP, S, R, KP} (gm3: 2 KP),
+  ** or over the caller's KRSC w, dims {C, S, R, K}, rounded as it loads;
   ** box {BK, 1, 1, BN}. */
   ct_gen_map *mw = &out->maps[1];
   mw->kind = CT_GEN_MAP_TILED;
-  mw->buffer = CT_GEN_BUF_WS;
+  mw->buffer = caller ? CT_GEN_BUF_W : CT_GEN_BUF_WS;
+  mw->tf32 = caller;
   mw->rank = 4;
-  mw->offset = (uint64_t)(sh.w_off * 4);
+  mw->offset = caller ? 0 : (uint64_t)(sh.w_off * 4);
   mw->dims[0] = (uint64_t)sh.cp;
   mw->dims[1] = (uint64_t)p->s;
   mw->dims[2] = (uint64_t)p->r;
-  mw->dims[3] = (uint64_t)(parts * sh.kp);
+  mw->dims[3] = (uint64_t)(caller ? p->k : parts * sh.kp);
   mw->strides[0] = (uint64_t)(sh.cp * 4);
   mw->strides[1] = (uint64_t)(p->s * sh.cp * 4);
   mw->strides[2] = (uint64_t)(p->r * p->s * sh.cp * 4);

@@ -48,7 +48,9 @@ ct_status ct_rt_kernel_load(const ct_gen_variant *v, const void *cubin,
 ** CT_RT_MAP_SLOTS address sets: a call with addresses seen before encodes
 ** nothing and takes no lock (the pool hands a stream the same workspace
 ** again, so a warm call hits); a miss encodes under k's cache lock.
-** Returns CT_OK or CT_ERR_CUDA with *cr set. */
+** Returns CT_OK, CT_ERR_INVALID_ARG (nothing launched, *cr CUDA_SUCCESS)
+** when a map reads a buffer whose address is not 16-byte aligned, or
+** CT_ERR_CUDA with *cr set. */
 ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
                               CUdeviceptr w, CUdeviceptr b, CUdeviceptr y,
                               CUstream stream, CUresult *cr);

@@ -248,6 +248,15 @@ ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
   if (k->maps != NULL) {
     memset(maps, 0, sizeof maps);
     const CUdeviceptr bufs[4] = {ws, x, w, y};
+    /* A map over the caller's tensors needs a 16-byte aligned address. */
+    for (int i = 0; i < k->variant.n_maps; i++) {
+      const ct_gen_map *m = &k->variant.maps[i];
+      if ((unsigned)m->buffer < 4 && ((bufs[m->buffer] + m->offset) & 15) != 0) {
+        if (ws) ct_drv.cuMemFreeAsync(ws, stream);
+        *cr = CUDA_SUCCESS;
+        return CT_ERR_INVALID_ARG;
+      }
+    }
     if (k->variant.n_maps > 0) r = rt_maps_for(k, bufs, maps);
     args[5] = (void *)k->variant.kargs;
     args[6] = &maps[0];
@@ -832,6 +841,11 @@ ct_status ct_forward(ct_context *ctx, const ct_problem *p, const float *x,
                            (CUdeviceptr)ub, (CUdeviceptr)uy,
                            (CUstream)stream, &cr);
   ct_drv.cuCtxPopCurrent(&popped);
+  if (rc == CT_ERR_INVALID_ARG)
+    return ctx_fail(ctx, rc, cr,
+                    "ct_forward: this problem's kernel reads x and w through TMA "
+                    "tensor maps, which need 16-byte aligned addresses; x or w is "
+                    "only 4-byte aligned (copy it into a fresh allocation)");
   if (rc != CT_OK) return ctx_fail(ctx, rc, cr, "kernel launch failed");
   return CT_OK;
 }

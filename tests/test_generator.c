@@ -450,6 +450,53 @@ static void test_gm3_layout(void) {
   free(src);
 }
 
+/* NHWC on the general families: gm with C % 4 = 0 and x and w of at least
+** 128 KiB reads the caller's tensors (one kernel, no workspace, TFLOAT32
+** maps over x and w with their own dims); with C % 4 != 0, a smaller x or
+** at fp32 (gm3's hi and lo copies) the layout pass stays, over the
+** workspace, and the source carries the layout either way. */
+static void test_gm_nhwc_plans(void) {
+  ct_gen_limits lim = h200();
+  const char *gm = "gm:BM=128,BN=64,BK=32,STAGES=6";
+  ct_problem p;
+  ct_gen_variant v;
+  ASSERT_EQ_INT(parse("n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc", CT_PREC_TF32, &p), 0);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, gm, &v), CT_OK);
+  ASSERT_EQ_INT(v.n_kernels, 1);
+  ASSERT_EQ_STR(v.kernels[0].name, "gm_conv");
+  ASSERT_EQ_INT((long long)v.workspace_bytes, 0);
+  ASSERT_EQ_INT(v.maps[0].buffer, CT_GEN_BUF_X);
+  ASSERT_EQ_INT(v.maps[1].buffer, CT_GEN_BUF_W);
+  ASSERT_TRUE(v.maps[0].tf32 && v.maps[1].tf32);
+  ASSERT_EQ_INT((long long)v.maps[0].dims[0], 64);
+  ASSERT_EQ_INT((long long)v.maps[0].dims[3], 4);
+  ASSERT_EQ_INT((long long)v.maps[1].dims[3], 70);
+  ASSERT_EQ_INT((long long)v.maps[1].offset, 0);
+  ASSERT_EQ_INT((long long)v.maps[0].strides[2], 15 * 13 * 64 * 4);
+  char *src = NULL;
+  ASSERT_EQ_INT(ct_gen_source(&p, &v, &src), CT_OK);
+  ASSERT_TRUE(strstr(src, "#define CT_LAYOUT 1\n") != NULL);
+  free(src);
+  /* The pass stays: x below 128 KiB, C % 4 != 0, NCHW, or gm3. */
+  static const char *const passes[] = {
+      "n=2,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc",
+      "n=4,c=66,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc",
+      "n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1",
+  };
+  for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
+    ASSERT_EQ_INT(parse(passes[i], CT_PREC_TF32, &p), 0);
+    ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, gm, &v), CT_OK);
+    ASSERT_EQ_INT(v.n_kernels, 3);
+    ASSERT_EQ_INT(v.maps[0].buffer, CT_GEN_BUF_WS);
+    ASSERT_TRUE(!v.maps[0].tf32 && !v.maps[1].tf32);
+  }
+  ASSERT_EQ_INT(parse("n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc", CT_PREC_FP32, &p), 0);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, "gm3:BM=128,BN=64,BK=32,STAGES=4,KC=8", &v),
+                CT_OK);
+  ASSERT_EQ_INT(v.n_kernels, 3);
+  ASSERT_EQ_INT(v.maps[0].buffer, CT_GEN_BUF_WS);
+}
+
 static void test_unknown_args_family_refused(void) {
   for (size_t i = 0; ct_gen_families[i] != NULL; i++) {
     ASSERT_TRUE(ct_gen_families[i]->args == CT_GEN_ARGS_POINTERS ||
@@ -724,5 +771,6 @@ int main(void) {
   RUN_TEST(test_hash);
   RUN_TEST(test_gm_shape_generic);
   RUN_TEST(test_gm3_layout);
+  RUN_TEST(test_gm_nhwc_plans);
   TEST_EXIT();
 }

@@ -10,7 +10,9 @@
 ** parameter the family offers there (each in order, kept when it brings a
 ** value not seen yet): x, w, b and y each one float past an allocation's
 ** start, every output checked against the float64 reference under the
-** precision contract.
+** precision contract.  A variant whose tensor maps read the caller's x
+** and w (gm on an NHWC problem with C % 4 = 0) must refuse such tensors
+** instead (CT_ERR_INVALID_ARG, nothing launched), and only those.
 */
 #include "compile_jobs.h"
 #include "ct_drv.h"
@@ -26,7 +28,15 @@ static const char *shapes[] = {
     "n=2,c=3,h=45,w=220,k=90,r=11,s=11,stride=4,pad=2",
     "n=1,c=4,h=20,w=64,k=20,r=3,s=3,stride=1,pad=1",
     "n=1,c=3,h=40,w=224,k=70,r=11,s=11,stride=4,pad=2,bias=0",
+    "n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc",
 };
+
+/* 1 when a map of v reads the caller's tensors (not the workspace). */
+static int maps_caller(const ct_gen_variant *v) {
+  for (int i = 0; i < v->n_maps; i++)
+    if (v->maps[i].buffer != CT_GEN_BUF_WS) return 1;
+  return 0;
+}
 
 /* *p = a new allocation of n + 1 floats holding the n floats of d (device;
 ** 0: left unwritten) one float in: 4 bytes past the allocation's start,
@@ -49,10 +59,12 @@ static ct_status run_shifted(const ct_rt_kernel *k, ct_tune_data *d, CUdeviceptr
                              CUdeviceptr w, CUdeviceptr b, CUdeviceptr y,
                              ct_tune_check *chk, char *err, size_t len) {
   CUresult cr = ct_drv.cuMemsetD32Async(y + 4, 0x7fc00000u, d->ny, g.stream);
+  ct_status rc = CT_OK;
   if (cr == CUDA_SUCCESS &&
-      ct_rt_kernel_launch(k, x + 4, w + 4, d->nb ? b + 4 : 0, y + 4, g.stream, &cr) != CT_OK) {
-    snprintf(err, len, "launch: CUresult %d", (int)cr);
-    return CT_ERR_CUDA;
+      (rc = ct_rt_kernel_launch(k, x + 4, w + 4, d->nb ? b + 4 : 0, y + 4, g.stream, &cr)) !=
+          CT_OK) {
+    snprintf(err, len, "launch: status %d, CUresult %d", (int)rc, (int)cr);
+    return rc;
   }
   if (cr == CUDA_SUCCESS) cr = ct_drv.cuStreamSynchronize(g.stream);
   if (cr != CUDA_SUCCESS) {
@@ -63,7 +75,7 @@ static ct_status run_shifted(const ct_rt_kernel *k, ct_tune_data *d, CUdeviceptr
 }
 
 static void test_shifted_tensors(void) {
-  int checked = 0, bad = 0;
+  int checked = 0, bad = 0, refused = 0;
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
     for (int prec = CT_PREC_TF32; prec <= CT_PREC_FP32; prec++) {
       ct_problem p;
@@ -127,6 +139,16 @@ static void test_shifted_tensors(void) {
             ct_rt_kernel_unload(&k);
           }
         }
+        if (maps_caller(&sel[i])) { /* must refuse, and nothing else */
+          refused += rc == CT_ERR_INVALID_ARG;
+          if (rc != CT_ERR_INVALID_ARG) {
+            bad++;
+            fprintf(stderr, "FAIL %s %s %s: ran on 4-byte aligned tensors its maps cannot "
+                    "read (%s)\n", shapes[si], ct_precision_name(p.precision), j->name,
+                    rc != CT_OK ? err : "no error");
+          }
+          continue;
+        }
         if (rc != CT_OK || !chk.passes) {
           bad++;
           fprintf(stderr, "FAIL %s %s %s: %s\n", shapes[si], ct_precision_name(p.precision),
@@ -144,8 +166,10 @@ static void test_shifted_tensors(void) {
       free(sel);
     }
   }
-  printf("%d variant runs on shifted tensors, %d failed\n", checked, bad);
+  printf("%d variant runs on shifted tensors, %d failed, %d refused (maps over x and w)\n",
+         checked, bad, refused);
   ASSERT_EQ_INT(bad, 0);
+  ASSERT_TRUE(refused > 0);
 }
 
 int main(void) {

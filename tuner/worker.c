@@ -124,7 +124,9 @@ static ct_status run_kernel(void *arg, const ct_tune_data *d, CUstream s,
   const ct_rt_kernel *k = arg;
   CUresult cr;
   ct_status rc = ct_rt_kernel_launch(k, d->x, d->w, d->b, d->y, s, &cr);
-  if (rc != CT_OK) {
+  if (rc == CT_ERR_INVALID_ARG) {
+    snprintf(err, len, "launch refused: a tensor map's buffer is not 16-byte aligned");
+  } else if (rc != CT_OK) {
     char buf[256];
     snprintf(err, len, "launch failed: %s", ct_drv_error(cr, buf, sizeof buf));
   }
