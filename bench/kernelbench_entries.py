@@ -12,16 +12,16 @@ source string with exec (as the harness does), and checks
     then False (the entry picks its tf32 or fp32 kernels by that flag);
   - a CPU input, a float64 input and a wrong shape raise ValueError;
 then times ModelNew, Model and torch.compile(Model) with the KernelBench
-protocol (bench.py's time_call) at both settings.  After each problem it
-rewrites <out>/entries-<gpu>.json, that problem's rows replacing an earlier
-run's, so that runs in parts (--only) add up: an entry builds its kernels
-with nvcc at its first call of each precision, and a problem takes one to
-two minutes.  Prints a table of every problem in the file, exits 1 when an
-entry of this run fails a check.
+protocol (bench.py's time_call) at both settings.  First it builds every
+entry's kernels (load_inline's nvcc, most of an entry's time) in parallel
+processes (--jobs).  After each problem it rewrites
+<out>/entries-<gpu>.json, that problem's rows replacing an earlier run's,
+so that runs in parts (--only) add up.  Prints a table of every problem in
+the file, exits 1 when an entry of this run fails a check.
 
     python3 bench/kernelbench_entries.py [--convtune build/tuner/convtune]
         [--db PATH] [--out bench/kernelbench] [--only 50,87] [--trials 100]
-        [--no-compile]
+        [--no-compile] [--jobs N]
 """
 
 import argparse
@@ -147,6 +147,43 @@ def log(msg):
     print(msg, flush=True)
 
 
+# A build in its own process: the entry's source run as KernelBench runs it,
+# then its _extension for one precision.
+_BUILD = ("import sys; ns = {'__name__': 'prebuild'}; "
+          "exec(compile(open(sys.argv[1]).read(), sys.argv[1], 'exec'), ns); "
+          "ns['_extension'](sys.argv[2])")
+
+
+def prebuild(paths, jobs):
+    """Builds the kernels of every entry in paths, each distinct build once,
+    in `jobs` child processes at a time, before anything is checked: nvcc takes
+    most of an entry's time and one core, and torch caches each build under
+    its name, so the checks below load them.  A build that fails here is
+    reported and tried again, alone, at the entry's first call."""
+    import concurrent.futures
+    tasks, names = [], set()
+    for path in paths:
+        with open(path) as f:
+            sources = load(f.read(), "prebuild_scan")["_SOURCES"]
+        for precision, (_, _, digest, _) in sources.items():
+            if (path, digest) not in names:
+                names.add((path, digest))
+                tasks.append((path, precision))
+    def build(task):
+        return subprocess.run([sys.executable, "-c", _BUILD, task[0], task[1]],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
+        for (path, precision), run in zip(tasks, ex.map(build, tasks)):
+            if run.returncode != 0:
+                last = (run.stdout.strip().splitlines() or ["no output"])[-1]
+                log("prebuild %s %s: FAILED (exit %d: %s); built again at its first call"
+                    % (os.path.basename(path), precision, run.returncode, last))
+    log("prebuilt %d kernel builds in %.0f s, %d at a time" % (len(tasks), time.time() - t0,
+                                                               jobs))
+
+
 def write_results(path, rows):
     doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
@@ -185,6 +222,9 @@ def main(argv=None):
     ap.add_argument("--only", help="comma list of problem numbers")
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--no-compile", action="store_true", help="leave out torch.compile")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="entries' kernel builds at a time before the checks (default: "
+                         "every core); 0 builds each at its first call")
     a = ap.parse_args(argv)
     if not torch.cuda.is_available():
         raise SystemExit("kernelbench_entries: needs a CUDA GPU")
@@ -196,10 +236,13 @@ def main(argv=None):
         with open(out) as f:
             results = json.load(f).get("rows", [])
     failed = 0
+    paths = {n: os.path.join(a.out, "l1_p%d.py" % n) for n in todo}
+    sources = {n: write_entry(a.convtune, a.db, n, paths[n]) for n in todo}
+    if a.jobs > 0:
+        prebuild([paths[n] for n in todo], a.jobs)
     for n in todo:
         t0 = time.time()
-        path = os.path.join(a.out, "l1_p%d.py" % n)
-        source = write_entry(a.convtune, a.db, n, path)
+        source = sources[n]
         with open(reference_file(n)) as f:
             ref_source = f.read()
         fails, notes, model, model_new, ref = check_entry(n, source, ref_source)
