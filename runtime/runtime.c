@@ -234,6 +234,16 @@ ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
                               CUstream stream, CUresult *cr) {
   CUdeviceptr ws = 0;
   CUresult r = CUDA_SUCCESS;
+  /* A map over the caller's tensors needs a 16-byte aligned address. */
+  const CUdeviceptr caller[4] = {0, x, w, y};
+  for (int i = 0; i < k->variant.n_maps; i++) {
+    const ct_gen_map *m = &k->variant.maps[i];
+    if (m->buffer != CT_GEN_BUF_WS && (unsigned)m->buffer < 4 &&
+        ((caller[m->buffer] + m->offset) & 15) != 0) {
+      *cr = CUDA_SUCCESS;
+      return CT_ERR_INVALID_ARG;
+    }
+  }
   if (k->variant.workspace_bytes > 0) {
     r = ct_drv.cuMemAllocFromPoolAsync(&ws, k->variant.workspace_bytes, k->pool, stream);
     if (r != CUDA_SUCCESS) {
@@ -248,15 +258,6 @@ ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
   if (k->maps != NULL) {
     memset(maps, 0, sizeof maps);
     const CUdeviceptr bufs[4] = {ws, x, w, y};
-    /* A map over the caller's tensors needs a 16-byte aligned address. */
-    for (int i = 0; i < k->variant.n_maps; i++) {
-      const ct_gen_map *m = &k->variant.maps[i];
-      if ((unsigned)m->buffer < 4 && ((bufs[m->buffer] + m->offset) & 15) != 0) {
-        if (ws) ct_drv.cuMemFreeAsync(ws, stream);
-        *cr = CUDA_SUCCESS;
-        return CT_ERR_INVALID_ARG;
-      }
-    }
     if (k->variant.n_maps > 0) r = rt_maps_for(k, bufs, maps);
     args[5] = (void *)k->variant.kargs;
     args[6] = &maps[0];
@@ -570,8 +571,9 @@ ct_status ct_database_status(ct_context *ctx, char *msg, size_t len) {
 /* ---------------------------------------------------------------------- */
 /* The table                                                               */
 
-/* The fields of *p as int64s: what the table hashes and compares (a field
-** by field comparison, not memcmp: the struct ends in padding). */
+/* The fields of *p as int64s: what the table hashes and compares, field by
+** field, so that neither depends on the struct's bytes between or after
+** its fields. */
 enum { PROBLEM_FIELDS = 17 };
 static void problem_fields(const ct_problem *p, int64_t f[PROBLEM_FIELDS]) {
   const int64_t v[PROBLEM_FIELDS] = {
@@ -845,7 +847,7 @@ ct_status ct_forward(ct_context *ctx, const ct_problem *p, const float *x,
     return ctx_fail(ctx, rc, cr,
                     "ct_forward: this problem's kernel reads x and w through TMA "
                     "tensor maps, which need 16-byte aligned addresses; x or w is "
-                    "only 4-byte aligned (copy it into a fresh allocation)");
+                    "not 16-byte aligned (copy it into a fresh allocation)");
   if (rc != CT_OK) return ctx_fail(ctx, rc, cr, "kernel launch failed");
   return CT_OK;
 }
