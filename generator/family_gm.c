@@ -34,7 +34,8 @@
 ** (S-1) dil_w - pad_w exceeds 128 (the corners of a rank-4 im2col map lie
 ** in [-128, 127]); (R-1) dil_h or (S-1) dil_w exceeds 255 (the tap offsets
 ** are 8 bits); M = N P Q, the tile count, a CTA's k-tiles or a launch's
-** grid leaves 31 bits, or gm_nhwc's grid.y (its channel blocks) 65535;
+** grid leaves 31 bits, or (when the layout passes run) gm_nhwc's grid.y
+** (its channel blocks) 65535;
 ** the images or output channels of the workspace tensors (both copies for
 ** gm3: the TMA coordinates are s32) leave 31 bits, H or W exceeds 2^32 or
 ** a stride 2^40 bytes (the maps' limits); the block does not fit the
@@ -110,6 +111,22 @@ static int gm_fits(const ct_gen_limits *lim, int64_t bm, int64_t bn, int64_t bk,
   return ct_gen_budget_fits(lim, &bud);
 }
 
+/* 1 when gm (tf32, parts 1) needs no layout pass for p: an NHWC problem
+** whose channels fill 16-byte rows (C % 4 = 0), so that the maps can read
+** the caller's x and w as they are (TFLOAT32: rounded to nearest as they
+** load), both at least CT_GM_MIN_MAP_BYTES (smaller tensors' maps may get a
+** wrong out-of-bounds fill, and the GEMM's discarded rows and columns rely
+** on zeros past the last image and output channel).  Then the call is one
+** kernel with no workspace; its maps need x and w 16-byte aligned, which
+** the runtime checks. */
+static int gm_reads_caller(const ct_problem *p, int parts) {
+  if (parts != 1 || p->layout != CT_LAYOUT_NHWC || p->c % 4 != 0) return 0;
+  const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4;
+  const int64_t xf[4] = {p->n, p->h, p->w, p->c}, wf[4] = {p->k, p->r, p->s, p->c};
+  const int64_t nx = ct_gen_checked_product(xf, 4), nw = ct_gen_checked_product(wf, 4);
+  return nx >= min_floats && nw >= min_floats;
+}
+
 /* The hard limits of gm (parts 1) and gm3 (parts 2). */
 static int gm_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                           int parts) {
@@ -136,9 +153,13 @@ static int gm_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   ** one CTA's k-tiles (unsigned) stay in range. */
   const int64_t ktiles = p->r * p->s * sh.ncb, tiles = sh.tiles_m * sh.tiles_n;
   if (ktiles > lim31 || sh.m > lim31 - 256 || tiles > lim31 / 2 ||
-      (tiles + sh.grid - 1) / sh.grid > lim31 / ktiles || sh.nhwc_blocks > lim31 ||
-      sh.pack_blocks > lim31 || p->k * sh.P * sh.Q > lim31 || p->h * p->w > lim31 ||
-      sh.cp > lim31 || (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH > 65535)
+      (tiles + sh.grid - 1) / sh.grid > lim31 / ktiles || p->k * sh.P * sh.Q > lim31 ||
+      p->h * p->w > lim31 || sh.cp > lim31)
+    return 0;
+  /* The layout passes' grids (none when the maps read the caller's x, w). */
+  if (!gm_reads_caller(p, parts) &&
+      (sh.nhwc_blocks > lim31 || sh.pack_blocks > lim31 ||
+       (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH > 65535))
     return 0;
   /* The maps: every dimension <= 2^32, every stride < 2^40 bytes; the
   ** copies' coordinates (image, output channel) are s32. */
@@ -186,22 +207,6 @@ static int gm_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v)
 
 static int gm3_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
   return gm_worth_parts(p, lim, v, &ct_gen_family_gm3, 2);
-}
-
-/* 1 when gm (tf32, parts 1) needs no layout pass for p: an NHWC problem
-** whose channels fill 16-byte rows (C % 4 = 0), so that the maps can read
-** the caller's x and w as they are (TFLOAT32: rounded to nearest as they
-** load), both at least CT_GM_MIN_MAP_BYTES (smaller tensors' maps may get a
-** wrong out-of-bounds fill, and the GEMM's discarded rows and columns rely
-** on zeros past the last image and output channel).  Then the call is one
-** kernel with no workspace; its maps need x and w 16-byte aligned, which
-** the runtime checks. */
-static int gm_reads_caller(const ct_problem *p, int parts) {
-  if (parts != 1 || p->layout != CT_LAYOUT_NHWC || p->c % 4 != 0) return 0;
-  const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4;
-  const int64_t xf[4] = {p->n, p->h, p->w, p->c}, wf[4] = {p->k, p->r, p->s, p->c};
-  const int64_t nx = ct_gen_checked_product(xf, 4), nw = ct_gen_checked_product(wf, 4);
-  return nx >= min_floats && nw >= min_floats;
 }
 
 static void gm_launch(ct_gen_launch *l, const char *name, int64_t gx, int64_t gy,
