@@ -344,15 +344,17 @@ _PLAIN = (torch.Tensor, nn.Parameter)
 
 def _needs_op(x, weight, bias):
     """Whether a call must go through the registered op rather than straight
-    to its implementation: when torch.compile traces it, when autograd must
-    record it, when a tensor is a subclass or functorch-wrapped (fake,
-    functional, batched...), when a dispatch or function mode is active, and
-    while the profiler records (so that convtune::conv2d shows in it).
+    to its implementation: when torch.compile or torch.jit.trace traces it,
+    when autograd must record it, when a tensor is a subclass or
+    functorch-wrapped (fake, functional, batched...), when a dispatch or
+    function mode is active, and while the profiler records (so that
+    convtune::conv2d shows in it).
     Otherwise the op's dispatch costs more than the rest of the call (about
     15-20 us a call on a CPU core), so eager inference calls the
     implementation directly, with the same checks and the same result."""
     tensors = (x, weight) if bias is None else (x, weight, bias)
     return (torch.compiler.is_compiling()
+            or torch._C._get_tracing_state() is not None
             or (torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
             or any(type(t) not in _PLAIN or torch._C._functorch.is_functorch_wrapped_tensor(t)
                    for t in tensors)

@@ -168,9 +168,13 @@ def test_eager_inference_skips_the_op_dispatch_only_when_nothing_needs_it():
         assert ct._needs_op(fx, w, b)
         torch.func.vmap(lambda a: (_assert(ct._needs_op(a, w, b)), a)[1])(
             torch.randn(3, 2, 3, 8, 8))
-        # torch.compile traces the op
+        # torch.compile and torch.jit.trace trace the op
         traced = torch.compile(lambda t: t + ct._needs_op(t, w, b), backend="eager")
         assert traced(x).eq(x + 1).all()
+        seen = []
+        torch.jit.trace(lambda t: (seen.append(ct._needs_op(t, w, b)), t + 1)[1], x,
+                        check_trace=False)
+        assert seen and all(seen)
         assert not ct._needs_op(x, w, b)
 
 
