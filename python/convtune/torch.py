@@ -35,8 +35,8 @@ extension is compiled against PyTorch).
     tune(model, *example_inputs, budget=None, ...)
         collect(), then `convtune tune --problems` on them, with its
         progress; returns its result.
-    patch(model, fold_bn=True, fuse_relu=True, precision="auto",
-          inplace=False)
+    patch(model, fold_bn=True, fuse_relu=True, channels_last=False,
+          precision="auto", inplace=False)
         the model for inference with its nn.Conv2d modules replaced by
         Conv2d (eval-mode BatchNorms folded into the convolution before
         them, ReLUs after them fused into its kernel), and a report of what
@@ -563,7 +563,7 @@ def _collected_problem(module, x, precision, act="none"):
 
 
 def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=True,
-            **example_kwargs):
+            channels_last=False, **example_kwargs):
     """The conv2d problems one forward pass of `model` runs.
 
     Runs model(*example_inputs, **example_kwargs) once under torch.no_grad()
@@ -574,8 +574,9 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=Tr
     CUDA only).
     precision: "tf32", "fp32" or "auto" (tf32 when
     torch.backends.cudnn.allow_tf32 is set, read now).
-    fold_bn, fuse_relu: the problems of the model as patch() runs it with
-    the same flags, each BatchNorm it would fold folded into its
+    fold_bn, fuse_relu, channels_last: the problems of the model as patch()
+    runs it with the same flags (channels_last: layout=nhwc), each BatchNorm
+    it would fold folded into its
     convolution (a folded convolution has a bias: bias=1 in its spec) and
     each ReLU it would fuse fused (act=relu in its spec); a copy is
     transformed, the model is left as it is.  ValueError when torch.fx
@@ -599,6 +600,8 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=Tr
     relu = {}
     if (fold_bn or fuse_relu) and not isinstance(model, nn.Conv2d):  # a lone conv: nothing
         model, _, relu = _fuse(copy.deepcopy(model), fold_bn, fuse_relu)
+    if channels_last:
+        model = _to_channels_last(copy.deepcopy(model))
     names = {m: (n or "(model)") for n, m in model.named_modules()}
     found, skipped = {}, {}
 
@@ -671,14 +674,14 @@ def _find_cli(cli):
 
 
 def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=None,
-         weighted=False, fresh=False, fold_bn=True, fuse_relu=True, cli=None,
-         problems_file=None, quiet=False, args=(), **example_kwargs):
+         weighted=False, fresh=False, fold_bn=True, fuse_relu=True, channels_last=False,
+         cli=None, problems_file=None, quiet=False, args=(), **example_kwargs):
     """Tunes the conv2d problems of one forward pass of `model` on a GPU.
 
     collect(model, *example_inputs, precision=..., fold_bn=..., fuse_relu=...,
-    **example_kwargs) (fold_bn and fuse_relu as patch() will be given them:
-    a folded convolution's problem has a bias, a fused one act=relu), then
-    `convtune tune --problems FILE
+    channels_last=..., **example_kwargs) (the flags patch() will be given:
+    a folded convolution's problem has a bias, a fused one act=relu, a
+    channels_last model's layout=nhwc), then `convtune tune --problems FILE
     --json` with:
       budget    seconds per problem (--budget; None: the tuner's full
                 search);
@@ -715,7 +718,7 @@ def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=
         device = next((t.device.index for t in example_inputs
                        if isinstance(t, torch.Tensor) and t.is_cuda), None)
     collected = collect(model, *example_inputs, precision=precision, fold_bn=fold_bn,
-                        fuse_relu=fuse_relu, **example_kwargs)
+                        fuse_relu=fuse_relu, channels_last=channels_last, **example_kwargs)
     if not collected["problems"]:
         return {"collected": collected, "result": {"problems": []}}
     command = [_find_cli(cli), "tune", "--json", "--precision", collected["precision"]]
@@ -777,6 +780,25 @@ def _unsupported_module(module):
     if module.training:
         return "training mode: patch serves inference (call model.eval() first)"
     return _conv_config_reason(module)
+
+
+def _inputs_channels_last(module, args, kwargs):
+    """A forward pre-hook: the call's 4-D tensor arguments in channels_last
+    (the same values; a copy only where they are not already)."""
+    def cl(t):
+        if isinstance(t, torch.Tensor) and t.dim() == 4:
+            return t.contiguous(memory_format=torch.channels_last)
+        return t
+    return tuple(cl(a) for a in args), {k: cl(v) for k, v in kwargs.items()}
+
+
+def _to_channels_last(model):
+    """model with its parameters in channels_last and its 4-D inputs made
+    channels_last as it is called, so that its convolutions run NHWC
+    (layout=nhwc) for NCHW callers too."""
+    model = model.to(memory_format=torch.channels_last)
+    model.register_forward_pre_hook(_inputs_channels_last, with_kwargs=True)
+    return model
 
 
 _RELU_FUNCTIONS = (torch.relu, torch.relu_, F.relu, F.relu_)
@@ -886,7 +908,8 @@ def _fuse(model, fold_bn, fuse_relu):
     return gm, folded, relu
 
 
-def patch(model, *, fold_bn=True, fuse_relu=True, precision="auto", inplace=False):
+def patch(model, *, fold_bn=True, fuse_relu=True, channels_last=False, precision="auto",
+          inplace=False):
     """The model for inference on convtune's convolutions.
 
     Every nn.Conv2d that convtune can run is replaced by a Conv2d with its
@@ -912,6 +935,12 @@ def patch(model, *, fold_bn=True, fuse_relu=True, precision="auto", inplace=Fals
     Without either the modules are replaced where they stand.  Tune with
     the same fold_bn and fuse_relu (tune() and collect() take them): a
     folded convolution's problem has a bias, a fused one act=relu.
+
+    channels_last: the patched model's parameters in channels_last and a
+    forward pre-hook giving its 4-D inputs that format, so that every
+    convolution runs NHWC (layout=nhwc, where gm reads x and w without a
+    layout pass) even for NCHW callers; its outputs keep the format the
+    model's last ops give them (the same values).  Tune with it too.
 
     inplace: patch `model` itself, without fold_bn and fuse_relu only (they
     make a new GraphModule; ValueError); else a deep copy is patched and the
@@ -955,4 +984,6 @@ def patch(model, *, fold_bn=True, fuse_relu=True, precision="auto", inplace=Fals
             setattr(model.get_submodule(parent) if parent else model, leaf, new)
         report["replaced"].append({"name": name, "folded_bn": folded.get(name),
                                    "fused_relu": relu.get(name)})
+    if channels_last:
+        model = _to_channels_last(model)
     return model, report

@@ -465,3 +465,25 @@ def test_collect_fuses_as_patch_does(lib):
     assert got["problems"][-1]["modules"] == ["c4", "c5"]
     plain = ct.collect(net, torch.randn(2, 3, 10, 12), precision="fp32", fuse_relu=False)
     assert not any("act=" in p["spec"] for p in plain["problems"])
+
+
+def test_channels_last_patch_and_collect_run_nhwc(monkeypatch, lib):
+    net = _randomize_bn(_Relus()).eval()
+    x = torch.randn(2, 3, 10, 12)
+    got = ct.collect(net, x, precision="tf32", channels_last=True)
+    assert got["problems"] and all(p["spec"].endswith(",layout=nhwc") for p in got["problems"])
+    patched, _ = ct.patch(net, channels_last=True)
+    assert all(m.weight.is_contiguous(memory_format=torch.channels_last)
+               for m in patched.modules() if isinstance(m, ct.Conv2d))
+    seen = []
+
+    def cpu_conv2d(x, weight, *args, **kwargs):
+        seen.append(x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous())
+        return _cpu_conv2d(x, weight, *args, **kwargs)
+
+    monkeypatch.setattr(ct, "conv2d", cpu_conv2d)
+    with torch.no_grad():
+        assert torch.allclose(patched(x), net(x), rtol=1e-4, atol=1e-5)
+    assert len(seen) == 5 and all(seen)
+    # The model passed in is left as it was.
+    assert not net._forward_pre_hooks and net.c1.weight.is_contiguous()
