@@ -6,6 +6,7 @@ and the unsupported cases on CUDA tensors.  Skipped without torch or CUDA.
     CONVTUNE_LIB=build/runtime/libconvtune.so python3 -m pytest python/tests
 """
 
+import copy
 import math
 
 import pytest
@@ -272,13 +273,16 @@ def test_patch_folded_model_matches_the_original():
     patched, report = ct.patch(net, precision="fp32")
     assert [r["folded_bn"] for r in report["replaced"]] == ["1", "4"] and not report["left"]
     assert [r["fused_relu"] for r in report["replaced"]] == ["2", None]
+    # The same model run NHWC (layout=nhwc) for this NCHW input.
+    nhwc, _ = ct.patch(net, precision="fp32", channels_last=True)
     with torch.no_grad():
-        ref = net.double()(x.double())
-        y = patched(x)
-    assert y.dtype == torch.float32 and torch.isfinite(y).all()
-    rel = ((y.double() - ref).norm() / ref.norm()).item()
-    assert rel < 1e-5, rel
-    assert torch.allclose(y.double(), ref, rtol=1e-4, atol=1e-4)
+        ref = copy.deepcopy(net).double()(x.double())
+        for model in (patched, nhwc):
+            y = model(x)
+            assert y.dtype == torch.float32 and torch.isfinite(y).all()
+            rel = ((y.double() - ref).norm() / ref.norm()).item()
+            assert rel < 1e-5, rel
+            assert torch.allclose(y.double(), ref, rtol=1e-4, atol=1e-4)
 
 
 def test_eager_inference_runs_the_op_implementation_directly():
