@@ -273,6 +273,10 @@ class Library:
             "ct_problem_parse": (i, [cp, P, ctypes.c_char_p, sz]),
             "ct_problem_format": (i, [P, ctypes.c_char_p, sz]),
             "ct_precision_name": (cp, [i]),
+            # Added with struct ct_problem's act and layout (0.2.0): a library
+            # without them has the older, shorter struct, so it is refused.
+            "ct_activation_name": (cp, [i]),
+            "ct_layout_name": (cp, [i]),
             "ct_open": (i, [cp, i, ctypes.POINTER(vp)]),
             "ct_open_error": (cp, []),
             "ct_close": (None, [vp]),

@@ -3,6 +3,7 @@ parts that need a context run in child processes against the mock driver
 (tests/mock_cuda.c), since the driver is loaded once per process."""
 
 import ctypes
+import ctypes.util
 import os
 import subprocess
 import sys
@@ -171,6 +172,17 @@ def test_not_found_explains_the_three_ways(tmp_path):
     assert code == 0 and out.startswith("notfound"), out
     for way in ("CONVTUNE_LIB=", "LD_LIBRARY_PATH=", "PKG_CONFIG_PATH="):
         assert way in out, out
+
+
+def test_a_library_without_the_current_api_is_refused(tmp_path):
+    """A shared library lacking this package's functions (here libc; an
+    older libconvtune lacks ct_layout_name, added with the longer struct
+    ct_problem) is refused at load, naming what it lacks."""
+    libc = ctypes.util.find_library("c")
+    if libc is None:
+        pytest.skip("no libc to load as a stand-in")
+    with pytest.raises(convtune.ConvtuneError, match="a library older than this package"):
+        _lib.Library(libc)
 
 
 def test_parse_wants_a_string(lib):
