@@ -427,18 +427,20 @@ class Context:
     def forward_tensors(self, p, x, w, b, y):
         """ct_forward on torch tensors, on torch's current stream of x's
         device, after checking each tensor against the problem: fp32, on one
-        CUDA device, dense (contiguous) NCHW / KCRS and of the problem's
-        shape.  Raises ValueError naming the offending tensor."""
+        CUDA device, of the problem's shape and dense in its layout (x, w, y
+        contiguous for NCHW, channels_last for NHWC).  Raises ValueError
+        naming the offending tensor."""
         import torch
 
         xs, ws, bs, ys = p.shapes()
-        check_tensor("x", x, xs, None)
-        check_tensor("w", w, ws, x.device)
+        nhwc = p.layout == CT_LAYOUT_NHWC
+        check_tensor("x", x, xs, None, nhwc)
+        check_tensor("w", w, ws, x.device, nhwc)
         if p.bias:
             if b is None:
                 raise ValueError("the problem has a bias but b is None")
             check_tensor("b", b, bs, x.device)
-        check_tensor("y", y, ys, x.device)
+        check_tensor("y", y, ys, x.device, nhwc)
         stream = torch.cuda.current_stream(x.device).cuda_stream
         self.forward(p, x.data_ptr(), w.data_ptr(), b.data_ptr() if p.bias else None,
                      y.data_ptr(), stream)
@@ -471,9 +473,9 @@ class Context:
         return name, _text(buf.value)
 
 
-def check_tensor(name, t, shape, device):
-    """Raises ValueError unless t is a contiguous fp32 CUDA tensor of `shape`
-    (on `device` when given)."""
+def check_tensor(name, t, shape, device, channels_last=False):
+    """Raises ValueError unless t is a dense fp32 CUDA tensor of `shape` (on
+    `device` when given): contiguous, or channels_last when that is set."""
     if str(t.dtype) != "torch.float32":
         raise ValueError("%s must be float32, not %s" % (name, t.dtype))
     if not t.is_cuda:
@@ -483,7 +485,13 @@ def check_tensor(name, t, shape, device):
     if tuple(t.shape) != tuple(shape):
         raise ValueError("%s has shape %s; the problem needs %s"
                          % (name, tuple(t.shape), tuple(shape)))
-    if not t.is_contiguous():
+    if channels_last:
+        import torch
+
+        if not t.is_contiguous(memory_format=torch.channels_last):
+            raise ValueError("%s must be channels_last (the problem is layout=nhwc); call "
+                             ".contiguous(memory_format=torch.channels_last) first" % name)
+    elif not t.is_contiguous():
         raise ValueError("%s must be contiguous (dense NCHW / KCRS); call .contiguous() "
                          "first (a channels_last tensor is not)" % name)
 

@@ -297,3 +297,17 @@ def test_eager_inference_runs_the_op_implementation_directly():
     with pytest.raises(ct.UnsupportedError, match="not contiguous"):
         with torch.no_grad():
             ct.conv2d(x.to(memory_format=torch.channels_last), w, b)
+
+
+def test_forward_tensors_follows_the_problems_layout():
+    x, w, b = make((2, 8, 13, 11), (6, 8, 3, 3), True)
+    lib = ct.library()
+    p = lib.parse("n=2,c=8,h=13,w=11,k=6,r=3,s=3,pad=1,prec=fp32,layout=nhwc")
+    xc, wc = (t.contiguous(memory_format=torch.channels_last) for t in (x, w))
+    y = torch.full((2, 6, 13, 11), float("nan"), device=DEV).contiguous(
+        memory_format=torch.channels_last)
+    ct.context(DEV).forward_tensors(p, xc, wc, b, y)
+    torch.cuda.synchronize()
+    check_close(y, x, w, b, 1, 1, 1, "fp32")
+    with pytest.raises(ValueError, match="must be channels_last"):
+        ct.context(DEV).forward_tensors(p, x, wc, b, y)
