@@ -411,12 +411,15 @@ class cudnn_tf32:
 
 
 def convtune_row(lib, ctx, problem, prec, x, w, b):
-    """ct_forward at `prec` into a preallocated y, on the current stream."""
+    """ct_forward at `prec` into a preallocated y, on the current stream (x,
+    w and y channels_last for a layout=nhwc problem)."""
     p = problem.copy(precision=ct.PRECISIONS[prec])
 
     def setup():
         _, _, _, ys = p.shapes()
         y = torch.full(ys, float("nan"), device=x.device)  # poisoned: unwritten fails
+        if p.layout == ct.CT_LAYOUT_NHWC:
+            y = y.contiguous(memory_format=torch.channels_last)
         ctx.forward_tensors(p, x, w, b, y)  # checks the tensors; loads the kernel
         ptrs = (x.data_ptr(), w.data_ptr(), None if b is None else b.data_ptr(), y.data_ptr())
         stream = torch.cuda.current_stream(x.device).cuda_stream

@@ -19,6 +19,7 @@ from conftest import PYTHON_DIR
 REPO = os.path.dirname(PYTHON_DIR)
 SUITE_PY = os.path.join(REPO, "bench", "suite.py")
 PUBLIC = os.path.join(REPO, "bench", "suites", "public.txt")
+PUBLIC_NHWC = os.path.join(REPO, "bench", "suites", "public-nhwc.txt")
 
 # Running a script with torch made unimportable: `import torch` raises.
 NO_TORCH = ("import runpy, sys; sys.modules['torch'] = None; sys.argv = sys.argv[1:]; "
@@ -56,13 +57,18 @@ def test_kb87_output_has_2_pow_31_elements():
     assert math.prod(shape) == 2 ** 31
 
 
-def test_every_public_spec_parses_in_the_library(lib):
-    """Each spec, with each prec, through ct_problem_parse; its fields equal
-    suite.py's own parse.  A spec the library refuses only for its 32-bit
-    tensor limit (kb87's y has 2^31 elements; DESIGN.md) must be well-formed
-    otherwise: never CT_ERR_PARSE, and the same spec at n=1 parses."""
+@pytest.mark.parametrize("path,tail", [(PUBLIC, ""), (PUBLIC_NHWC, ",layout=nhwc")])
+def test_every_public_spec_parses_in_the_library(lib, path, tail):
+    """Each spec of the public suite and of its NHWC twin, with each prec,
+    through ct_problem_parse; its fields equal suite.py's own parse.  A spec
+    the library refuses only for its 32-bit tensor limit (kb87's y has 2^31
+    elements; DESIGN.md) must be well-formed otherwise: never CT_ERR_PARSE,
+    and the same spec at n=1 parses."""
     fields = [name for name, _ in _lib.Problem._fields_]
-    for name, spec in suite.read_suite(PUBLIC):
+    entries = suite.read_suite(path)
+    if tail:  # the same shapes as public.txt, each named NAME-nhwc
+        assert entries == [(n + "-nhwc", s + tail) for n, s in suite.read_suite(PUBLIC)]
+    for name, spec in entries:
         for prec in suite.PRECISIONS:
             full = "%s,prec=%s" % (spec, prec)
             mine = suite.parse_spec(full)
@@ -79,7 +85,7 @@ def test_every_public_spec_parses_in_the_library(lib):
                 p = lib.parse(one)
                 mine = suite.parse_spec(one)
             assert {f: getattr(p, f) for f in fields} == mine, (name, prec)
-            assert lib.format(p).endswith(",prec=" + prec)
+            assert lib.format(p).endswith(",prec=" + prec + tail)
 
 
 def test_spec_parser_agrees_with_the_library_on_errors(lib):
@@ -119,7 +125,6 @@ def test_comments_and_blank_lines_are_ignored(tmp_path):
     ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,prec=tf32\n", 1, "prec"),
     ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,act=relu\n", 1, "act=relu"),
     ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,act=gelu\n", 1, "must be none or relu"),
-    ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,layout=nhwc\n", 1, "layout=nhwc"),
     ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,layout=chwn\n", 1, "must be nchw or nhwc"),
     ("a,b n=1,c=1,h=8,w=8,k=1,r=3,s=3\n", 1, "bad name"),
 ])
