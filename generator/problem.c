@@ -309,11 +309,19 @@ static const char *const key_names[K_COUNT] = {
     "n",      "c",   "h",   "w",    "k",    "r",   "s",
     "stride", "pad", "dil", "bias", "prec", "act", "layout"};
 
-/* The index of the name v[0 .. vlen) in names[0 .. count), or -1. */
-static int name_index(const char *v, size_t vlen, const char *const *names, int count) {
-  for (int i = 0; i < count; i++)
-    if (vlen == strlen(names[i]) && memcmp(v, names[i], vlen) == 0) return i;
-  return -1;
+/* Parses the value v[0 .. vlen) of a two-way key into *index: 0 for
+** `first`, 1 for `second`; CT_ERR_PARSE, with "key: 'v' must be first or
+** second" in err, for anything else. */
+static ct_status parse_choice(const char *key, const char *v, size_t vlen, const char *first,
+                              const char *second, int *index, char *err, size_t errlen) {
+  const char *const names[2] = {first, second};
+  for (int i = 0; i < 2; i++)
+    if (vlen == strlen(names[i]) && memcmp(v, names[i], vlen) == 0) {
+      *index = i;
+      return CT_OK;
+    }
+  set_err(err, errlen, "%s: '%.*s' must be %s or %s", key, (int)vlen, v, first, second);
+  return CT_ERR_PARSE;
 }
 
 /* Parses one item's value for key index `key` into *q. */
@@ -324,6 +332,8 @@ static ct_status parse_value(int key, const char *v, size_t vlen,
                                  &q->k, &q->r, &q->s};
   if (key < K_REQUIRED)
     return parse_int(name, v, vlen, single[key], err, errlen);
+  int i = 0; /* a two-way key's choice */
+  ct_status rc;
   switch (key) {
   case K_STRIDE:
     return parse_pair(name, v, vlen, &q->stride_h, &q->stride_w, err, errlen);
@@ -332,44 +342,24 @@ static ct_status parse_value(int key, const char *v, size_t vlen,
   case K_DIL:
     return parse_pair(name, v, vlen, &q->dil_h, &q->dil_w, err, errlen);
   case K_BIAS:
-    if (vlen == 1 && (v[0] == '0' || v[0] == '1')) {
-      q->bias = v[0] - '0';
-      return CT_OK;
-    }
-    set_err(err, errlen, "bias: '%.*s' must be 0 or 1", (int)vlen, v);
-    return CT_ERR_PARSE;
+    rc = parse_choice(name, v, vlen, "0", "1", &i, err, errlen);
+    if (rc == CT_OK) q->bias = i;
+    return rc;
   case K_PREC:
-    if (vlen == 4 && memcmp(v, "tf32", 4) == 0) {
-      q->precision = CT_PREC_TF32;
-      return CT_OK;
-    }
-    if (vlen == 4 && memcmp(v, "fp32", 4) == 0) {
-      q->precision = CT_PREC_FP32;
-      return CT_OK;
-    }
-    set_err(err, errlen, "prec: '%.*s' must be tf32 or fp32", (int)vlen, v);
-    return CT_ERR_PARSE;
-  case K_ACT: {
-    const char *const names[] = {ct_activation_name(CT_ACT_NONE),
-                                 ct_activation_name(CT_ACT_RELU)};
-    const int a = name_index(v, vlen, names, 2);
-    if (a >= 0) {
-      q->act = (ct_activation)a;
-      return CT_OK;
-    }
-    set_err(err, errlen, "act: '%.*s' must be none or relu", (int)vlen, v);
-    return CT_ERR_PARSE;
-  }
-  case K_LAYOUT: {
-    const char *const names[] = {ct_layout_name(CT_LAYOUT_NCHW), ct_layout_name(CT_LAYOUT_NHWC)};
-    const int l = name_index(v, vlen, names, 2);
-    if (l >= 0) {
-      q->layout = (ct_layout)l;
-      return CT_OK;
-    }
-    set_err(err, errlen, "layout: '%.*s' must be nchw or nhwc", (int)vlen, v);
-    return CT_ERR_PARSE;
-  }
+    rc = parse_choice(name, v, vlen, ct_precision_name(CT_PREC_TF32),
+                      ct_precision_name(CT_PREC_FP32), &i, err, errlen);
+    if (rc == CT_OK) q->precision = i ? CT_PREC_FP32 : CT_PREC_TF32;
+    return rc;
+  case K_ACT:
+    rc = parse_choice(name, v, vlen, ct_activation_name(CT_ACT_NONE),
+                      ct_activation_name(CT_ACT_RELU), &i, err, errlen);
+    if (rc == CT_OK) q->act = i ? CT_ACT_RELU : CT_ACT_NONE;
+    return rc;
+  case K_LAYOUT:
+    rc = parse_choice(name, v, vlen, ct_layout_name(CT_LAYOUT_NCHW),
+                      ct_layout_name(CT_LAYOUT_NHWC), &i, err, errlen);
+    if (rc == CT_OK) q->layout = i ? CT_LAYOUT_NHWC : CT_LAYOUT_NCHW;
+    return rc;
   }
   return CT_ERR_PARSE; /* unreachable */
 }
