@@ -13,7 +13,8 @@
 **     asked about (rebuilding it by name succeeds): a damaged file can
 **     never get a kernel launched on a shape its family did not accept;
 **   - a stored cubin is only handed out together with a name that
-**     rebuilds, and never empty.
+**     rebuilds, never empty, and only for the exact winner or a nearest
+**     winner of the same source.
 **
 **   fuzz_database --make-seeds DIR   writes seed databases into DIR and
 **                                    exits (fuzz/run.sh does this)
@@ -132,8 +133,12 @@ static void check_choice(const ct_problem *p, const ct_rt_choice *ch) {
   ct_gen_variant again;
   FUZZ_CHECK(ct_gen_variant_from_name(p, &lim, ch->variant.name, &again) == CT_OK);
   FUZZ_CHECK(memcmp(&again, &ch->variant, sizeof again) == 0);
+  /* The exact winner's cubin, or the nearest winner's own cubin when its
+  ** source is this variant's; never one for a compiled or default pick. */
   if (ch->path == CT_PATH_TUNED_CUBIN)
     FUZZ_CHECK(ch->cubin != NULL && ch->cubin_size > 0);
+  else if (ch->path == CT_PATH_NEAREST)
+    FUZZ_CHECK(ch->cubin == NULL ? ch->cubin_size == 0 : ch->cubin_size > 0);
   else
     FUZZ_CHECK(ch->cubin == NULL);
   if (ch->path == CT_PATH_NEAREST) FUZZ_CHECK(ch->source[0] != '\0');
