@@ -63,7 +63,8 @@ LEGEND = {
 FAMILY_COLORS = {
     "direct": "#7f7f7f", "tc": "#1f77b4", "tc3": "#aec7e8", "wg": "#2ca02c",
     "wg3": "#98df8a", "wgs": "#9467bd", "wgr": "#d62728", "s2d_wg": "#ff7f0e",
-    "s2d_wg3": "#ffbb78", "gm": "#17becf", "gm3": "#9edae5",
+    "s2d_wg3": "#ffbb78", "gm": "#17becf", "gm3": "#9edae5", "gmp": "#393b79",
+    "gmp3": "#9c9ede",
 }
 OTHER_COLORS = ["#8c564b", "#e377c2", "#bcbd22", "#17becf", "#c49c94", "#f7b6d2"]
 

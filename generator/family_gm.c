@@ -10,6 +10,16 @@
 ** holds only the tile configuration; the problem comes in the kernels'
 ** arguments (ct_gm.cuh).
 **
+** gmp and gmp3 run the same GEMM kernel (CT_GM_PATCH 1) over an explicit
+** patch matrix instead of an im2col map: gm_patch writes [NP][P][Q][KG]
+** (KG = R S C rounded up to 4; ct_gm.cuh has the column order, which
+** makes the packed weights w's own rows), gm_wpack [KP][KG], and gm_conv
+** sees a 1x1, stride-1, unpadded convolution over a P x Q image of KG
+** channels (gm_patch_view).  So they take what im2col cannot (a stride
+** above 8, ViT's patches; corners or tap offsets past its ranges), and
+** save the depth that padding each tap's channels to BK wastes when C is
+** small; their cost is the matrix, R S / (stride_h stride_w) times x.
+**
 ** Parameters (each list starts with the template's default):
 **   BM      pixels per tile: 64 x (consumer warpgroups)
 **   BN      output channels per tile = the wgmma N (gm3: at most 128, its
@@ -19,10 +29,11 @@
 **   STAGES  k-tiles in flight in the mbarrier ring
 **   KC      gm3: k8 steps per accumulator chunk (whole k-tiles)
 **
-** Workspace: the NHWC copy of x ([NP][H][W][CP], CP = C rounded up to 4),
+** Workspace: the NHWC copy of x (gmp: the patch matrix) ([NP][H][W][CP], CP = C rounded up to 4),
 ** then at a 1024-byte boundary the packed weights ([KP][R][S][CP]); NP >= N
 ** and KP >= K make each at least CT_GM_MIN_MAP_BYTES (see ct_gm.cuh).  gm3
-** has two copies of each, hi then lo ([2 NP][H][W][CP], [2 KP][R][S][CP]).
+** has two copies of each, hi then lo ([2 NP][H][W][CP], [2 KP][R][S][CP]);
+** so has gmp3.
 ** Layouts: an NHWC problem (x NHWC, w KRSC) is copied along its channels
 ** instead of transposed; for gm, when C % 4 = 0 and x and w are big enough,
 ** not copied at all: the maps read the caller's x and w, TFLOAT32, and the
@@ -43,7 +54,11 @@
 ** (gm_worth): BK other than the smallest one that holds CP (or 32), BN
 ** (above 64) of at least twice K rounded up to 64, BM = 64 when 128-pixel tiles already
 ** give every SM two tiles, and STAGES other than the two deepest rings
-** of the list that fit.
+** of the list that fit.  gmp and gmp3 check the same limits on their
+** GEMM view (no im2col limit applies), KG and the patch kernel's grid in
+** 31 bits; they are pruned as gm is (on the view), and wherever gm can
+** gather the problem itself unless the patch matrix saves a quarter of
+** gm's depth (R S ceil(CP / BK) BK) and is at most 4 times the NHWC copy.
 */
 #include <stdint.h>
 #include <stdio.h>
@@ -56,18 +71,31 @@
 enum { GM_BM, GM_BN, GM_BK, GM_STAGES, GM_KC /* gm3 */ };
 
 /* gm_worth reads their STAGES lists. */
-extern const ct_gen_family ct_gen_family_gm, ct_gen_family_gm3;
+extern const ct_gen_family ct_gen_family_gm, ct_gen_family_gm3, ct_gen_family_gmp,
+    ct_gen_family_gmp3, ct_gen_family_pw;
+
+/* Which of the four families: operand copies (1: TF32, 2: 3xTF32 hi and
+** lo), patch matrix or im2col, and the descriptor (its STAGES list). */
+typedef struct gm_kind {
+  int parts, patch;
+  const ct_gen_family *family;
+} gm_kind;
+
+static const gm_kind kind_gm = {1, 0, &ct_gen_family_gm}, kind_gm3 = {2, 0, &ct_gen_family_gm3},
+                     kind_gmp = {1, 1, &ct_gen_family_gmp},
+                     kind_gmp3 = {2, 1, &ct_gen_family_gmp3};
 
 typedef struct gm_shape {
   int64_t P, Q, cp, np, kp, m, tiles_m, tiles_n, ncb;
   int64_t x_floats, w_off, w_floats, ws_bytes;
-  int64_t nhwc_blocks, pack_blocks, grid;
+  int64_t nhwc_blocks, pack_blocks, patch_blocks, grid;
 } gm_shape;
 
 static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-/* Fills *sh for `parts` copies of each operand (1: gm, 2: gm3); 0 when a
-** size does not fit int64 on the way. */
+/* Fills *sh for `parts` copies of each operand (1: gm, 2: gm3) of the
+** problem gm_conv sees (gmp: its view); 0 when a size does not fit int64
+** on the way. */
 static int gm_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                        int parts, gm_shape *sh) {
   memset(sh, 0, sizeof *sh);
@@ -96,6 +124,9 @@ static int gm_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   sh->ncb = (sh->cp + v[GM_BK] - 1) / v[GM_BK];
   sh->nhwc_blocks = (sh->np * p->h * p->w + CT_GM_PREP_PX - 1) / CT_GM_PREP_PX;
   sh->pack_blocks = sh->kp * p->r * p->s;
+  /* gm_patch's grid when p is gmp's view (the patch matrix's rows). */
+  const int64_t rb = CT_GM_PATCH_ROWS(sh->cp);
+  sh->patch_blocks = (sh->np * p->h * p->w + rb - 1) / rb;
   int64_t tiles = sh->tiles_m * sh->tiles_n, sms = ct_gen_sm_count(lim);
   sh->grid = tiles < sms ? tiles : sms;
   return 1;
@@ -111,7 +142,48 @@ static int gm_fits(const ct_gen_limits *lim, int64_t bm, int64_t bn, int64_t bk,
   return ct_gen_budget_fits(lim, &bud);
 }
 
-/* 1 when gm (tf32, parts 1) needs no layout pass for p: an NHWC problem
+/* gmp's GEMM view of p (the head of the file): a 1x1, stride-1, unpadded
+** convolution over the patch matrix, P x Q pixels of KG channels; 0 when
+** R S C rounded up to 4 leaves 31 bits. */
+static int gm_patch_view(const ct_problem *p, ct_problem *g) {
+  int64_t P, Q;
+  ct_problem_output(p, &P, &Q);
+  const int64_t rsc3[3] = {p->r, p->s, p->c};
+  const int64_t rsc = ct_gen_checked_product(rsc3, 3);
+  if (rsc < 0 || rsc > INT32_MAX - 3) return 0;
+  *g = *p;
+  g->c = round_up(rsc, 4);
+  g->h = P;
+  g->w = Q;
+  g->r = g->s = 1;
+  g->stride_h = g->stride_w = 1;
+  g->pad_h = g->pad_w = 0;
+  g->dil_h = g->dil_w = 1;
+  return 1;
+}
+
+/* The problem gm_conv sees: p itself, or gmp's view of it; 0 when none. */
+static int gm_gemm_problem(const ct_problem *p, const gm_kind *kd, ct_problem *g) {
+  if (kd->patch) return gm_patch_view(p, g);
+  *g = *p;
+  return 1;
+}
+
+/* 1 when a rank-4 TMA im2col map gathers p's pixels: traversal strides
+** 1..8, corners in [-128, 127], tap offsets below 256. */
+static int gm_im2col_fits(const ct_problem *p) {
+  if (p->stride_h > 8 || p->stride_w > 8) return 0;
+  if (p->pad_h > 127 || p->pad_w > 127) return 0;
+  const int64_t span_h = (p->r - 1) * p->dil_h, span_w = (p->s - 1) * p->dil_w;
+  if (span_h > 255 || span_w > 255) return 0;
+  return span_h - p->pad_h <= 128 && span_w - p->pad_w <= 128;
+}
+
+/* The k-tile depth gm_worth keeps for cp channels: the smallest that
+** holds them, or 32. */
+static int64_t gm_want_bk(int64_t cp) { return cp <= 8 ? 8 : cp <= 16 ? 16 : 32; }
+
+/* 1 when gm (tf32, im2col) needs no layout pass for p: an NHWC problem
 ** whose channels fill 16-byte rows (C % 4 = 0), so that the maps can read
 ** the caller's x and w as they are (TFLOAT32: rounded to nearest as they
 ** load), both at least CT_GM_MIN_MAP_BYTES (smaller tensors' maps may get a
@@ -119,94 +191,89 @@ static int gm_fits(const ct_gen_limits *lim, int64_t bm, int64_t bn, int64_t bk,
 ** on zeros past the last image and output channel).  Then the call is one
 ** kernel with no workspace; its maps need x and w 16-byte aligned, which
 ** the runtime checks. */
-static int gm_reads_caller(const ct_problem *p, int parts) {
-  if (parts != 1 || p->layout != CT_LAYOUT_NHWC || p->c % 4 != 0) return 0;
+static int gm_reads_caller(const ct_problem *p, const gm_kind *kd) {
+  if (kd->parts != 1 || kd->patch || p->layout != CT_LAYOUT_NHWC || p->c % 4 != 0) return 0;
   const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4;
   const int64_t xf[4] = {p->n, p->h, p->w, p->c}, wf[4] = {p->k, p->r, p->s, p->c};
   const int64_t nx = ct_gen_checked_product(xf, 4), nw = ct_gen_checked_product(wf, 4);
   return nx >= min_floats && nw >= min_floats;
 }
 
-/* The hard limits of gm (parts 1) and gm3 (parts 2). */
-static int gm_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                          int parts) {
+/* The hard limits of the four families. */
+static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                         const gm_kind *kd) {
   if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0) return 0;
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
+  const int parts = kd->parts;
   if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128 && bn != 256) ||
       (bk != 8 && bk != 16 && bk != 32) || stages < 2)
     return 0;
   /* gm3: accumulators and masters in registers, whole k-tiles per chunk. */
   if (parts == 2 && (bn > 128 || v[GM_KC] < 1 || v[GM_KC] % (bk / 8) != 0)) return 0;
-  /* The im2col map: traversal strides 1..8, corners in [-128, 127], tap
-  ** offsets below 256. */
-  if (p->stride_h > 8 || p->stride_w > 8) return 0;
-  if (p->pad_h > 127 || p->pad_w > 127) return 0;
-  const int64_t span_h = (p->r - 1) * p->dil_h, span_w = (p->s - 1) * p->dil_w;
-  if (span_h > 255 || span_w > 255) return 0;
-  if (span_h - p->pad_h > 128 || span_w - p->pad_w > 128) return 0;
+  if (!kd->patch && !gm_im2col_fits(p)) return 0;
+  ct_problem g;
   gm_shape sh;
-  if (!gm_shape_of(p, lim, v, parts, &sh)) return 0;
+  if (!gm_gemm_problem(p, kd, &g) || !gm_shape_of(&g, lim, v, parts, &sh)) return 0;
   const int64_t lim31 = INT32_MAX;
   /* The kernels' int arithmetic: M, the tiles, the grids; K P Q, the
   ** k-tiles and the coordinates below 2^31 as well; a tile's last row (m0 +
   ** BM - 1), the walk over the tiles (u + grid) and the ring's counter of
   ** one CTA's k-tiles (unsigned) stay in range. */
-  const int64_t ktiles = p->r * p->s * sh.ncb, tiles = sh.tiles_m * sh.tiles_n;
+  const int64_t ktiles = g.r * g.s * sh.ncb, tiles = sh.tiles_m * sh.tiles_n;
   if (ktiles > lim31 || sh.m > lim31 - 256 || tiles > lim31 / 2 ||
       (tiles + sh.grid - 1) / sh.grid > lim31 / ktiles || p->k * sh.P * sh.Q > lim31 ||
-      p->h * p->w > lim31 || sh.cp > lim31)
+      g.h * g.w > lim31 || sh.cp > lim31)
     return 0;
   /* The layout passes' grids (none when the maps read the caller's x, w). */
-  if (!gm_reads_caller(p, parts) &&
-      (sh.nhwc_blocks > lim31 || sh.pack_blocks > lim31 ||
-       (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH > 65535))
+  if (kd->patch) {
+    if (sh.patch_blocks > lim31 || sh.kp > lim31) return 0;
+  } else if (!gm_reads_caller(p, kd) &&
+             (sh.nhwc_blocks > lim31 || sh.pack_blocks > lim31 ||
+              (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH > 65535)) {
     return 0;
+  }
   /* The maps: every dimension <= 2^32, every stride < 2^40 bytes; the
   ** copies' coordinates (image, output channel) are s32. */
   const int64_t d32 = INT64_C(1) << 32, s40 = INT64_C(1) << 40;
-  if (parts * sh.np > lim31 || p->h > d32 || p->w > d32 || parts * sh.kp > lim31 ||
+  if (parts * sh.np > lim31 || g.h > d32 || g.w > d32 || parts * sh.kp > lim31 ||
       sh.x_floats / (parts * sh.np) * 4 >= s40 || sh.w_floats / (parts * sh.kp) * 4 >= s40)
     return 0;
   return gm_fits(lim, bm, bn, bk, stages, parts);
 }
 
-static int gm_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
-  return gm_valid_parts(p, lim, v, 1);
-}
-
-static int gm3_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
-  return gm_valid_parts(p, lim, v, 2);
-}
-
-/* The pruning heuristic of gm (parts 1) and gm3 (parts 2), whose
-** descriptor is f (its STAGES list). */
-static int gm_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                          const ct_gen_family *f, int parts) {
+/* The pruning heuristic of the four families. */
+static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                         const gm_kind *kd) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
-  const int64_t cp = round_up(p->c, 4);
-  const int64_t want_bk = cp <= 8 ? 8 : cp <= 16 ? 16 : 32;
-  if (bk != want_bk) return 0;
+  ct_problem g;
+  if (!gm_gemm_problem(p, kd, &g)) return 0;
+  const int64_t cp = round_up(g.c, 4);
+  if (bk != gm_want_bk(cp)) return 0;
   if (bn > 64 && bn / 2 >= round_up(p->k, 64)) return 0;
+  int64_t P, Q;
+  ct_problem_output(p, &P, &Q);
   if (bm == 64) {
-    int64_t P, Q;
-    ct_problem_output(p, &P, &Q);
     int64_t tiles128 = (p->n * P * Q + 127) / 128 * ((p->k + bn - 1) / bn);
     if (tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
   }
+  /* gmp where gm gathers p itself: only a shallower GEMM (a quarter of
+  ** gm's depth saved) from a patch matrix at most 4 times the NHWC copy. */
+  if (kd->patch && gm_im2col_fits(p)) {
+    const int64_t cpx = round_up(p->c, 4);
+    const int64_t depth_gm = p->r * p->s * round_up(cpx, gm_want_bk(cpx));
+    const int64_t mat[3] = {P, Q, cp}, copy[3] = {p->h, p->w, cpx};
+    const int64_t mat_floats = ct_gen_checked_product(mat, 3);
+    const int64_t copy_floats = ct_gen_checked_product(copy, 3);
+    if (4 * round_up(cp, bk) > 3 * depth_gm || mat_floats < 0 || copy_floats < 0 ||
+        mat_floats / 4 > copy_floats)
+      return 0;
+  }
   /* The two deepest rings of the list that fit. */
-  const ct_gen_param *sp = &f->params[GM_STAGES];
+  const ct_gen_param *sp = &kd->family->params[GM_STAGES];
   int deeper = 0;
   for (int i = 0; i < sp->n_values; i++)
-    deeper += sp->values[i] > stages && gm_fits(lim, bm, bn, bk, sp->values[i], parts);
+    deeper += sp->values[i] > stages && gm_fits(lim, bm, bn, bk, sp->values[i], kd->parts);
   return deeper <= 1;
-}
-
-static int gm_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
-  return gm_worth_parts(p, lim, v, &ct_gen_family_gm, 1);
-}
-
-static int gm3_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
-  return gm_worth_parts(p, lim, v, &ct_gen_family_gm3, 2);
 }
 
 static void gm_launch(ct_gen_launch *l, const char *name, int64_t gx, int64_t gy,
@@ -220,29 +287,8 @@ static void gm_launch(ct_gen_launch *l, const char *name, int64_t gx, int64_t gy
   l->smem = smem;
 }
 
-/* The plan of gm (parts 1) and gm3 (parts 2). */
-static void gm_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                          ct_gen_variant *out, char *defines, size_t len, int parts) {
-  gm_shape sh;
-  gm_shape_of(p, lim, v, parts, &sh);
-  const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
-  const unsigned threads = (unsigned)CT_GM_THREADS(bm);
-  const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, parts);
-  const int caller = gm_reads_caller(p, parts);
-  if (caller) {
-    out->n_kernels = 1;
-    gm_launch(&out->kernels[0], "gm_conv", sh.grid, 1, threads, smem);
-    out->workspace_bytes = 0;
-  } else {
-    out->n_kernels = 3;
-    gm_launch(&out->kernels[0], "gm_nhwc", sh.nhwc_blocks,
-              (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH, CT_GM_PREP_THREADS, 0);
-    gm_launch(&out->kernels[1], "gm_pack", sh.pack_blocks, 1, CT_GM_PACK_THREADS, 0);
-    gm_launch(&out->kernels[2], "gm_conv", sh.grid, 1, threads, smem);
-    out->workspace_bytes = (size_t)sh.ws_bytes;
-  }
-
-  int64_t *a = out->kargs;
+/* The problem's own sizes into kargs' first slots (N, C, H, W, K, R, S). */
+static void gm_kargs_problem(int64_t *a, const ct_problem *p) {
   a[CT_GM_A_N] = p->n;
   a[CT_GM_A_C] = p->c;
   a[CT_GM_A_H] = p->h;
@@ -250,6 +296,65 @@ static void gm_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   a[CT_GM_A_K] = p->k;
   a[CT_GM_A_R] = p->r;
   a[CT_GM_A_S] = p->s;
+}
+
+/* A rank-4 tiled map over buf at `offset` bytes: dims innermost first,
+** the byte strides of dims 1..3, the box, traversal strides 1; TFLOAT32
+** (rounded as it loads) when tf32, else FLOAT32. */
+static void gm_tiled_map(ct_gen_map *m, ct_gen_map_buffer buf, uint64_t offset, int tf32,
+                         const uint64_t dims[4], const uint64_t strides[3],
+                         const uint32_t box[4], int swizzle, int l2_promote) {
+  m->kind = CT_GEN_MAP_TILED;
+  m->buffer = buf;
+  m->tf32 = tf32;
+  m->rank = 4;
+  m->offset = offset;
+  for (int i = 0; i < 4; i++) {
+    m->dims[i] = dims[i];
+    m->box[i] = box[i];
+    m->elem_strides[i] = 1;
+  }
+  for (int i = 0; i < 3; i++) m->strides[i] = strides[i];
+  m->swizzle = swizzle;
+  m->l2_promote = l2_promote;
+}
+
+/* The plan of the four families. */
+static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                         ct_gen_variant *out, char *defines, size_t len,
+                         const gm_kind *kd) {
+  const int parts = kd->parts;
+  ct_problem g;
+  gm_shape sh;
+  gm_gemm_problem(p, kd, &g);
+  gm_shape_of(&g, lim, v, parts, &sh);
+  const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
+  const unsigned threads = (unsigned)CT_GM_THREADS(bm);
+  const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, parts);
+  const int caller = gm_reads_caller(p, kd);
+  if (caller) {
+    out->n_kernels = 1;
+    gm_launch(&out->kernels[0], "gm_conv", sh.grid, 1, threads, smem);
+    out->workspace_bytes = 0;
+  } else {
+    out->n_kernels = 3;
+    if (kd->patch) {
+      gm_launch(&out->kernels[0], "gm_patch", sh.patch_blocks, 1, CT_GM_PATCH_THREADS, 0);
+      gm_launch(&out->kernels[1], "gm_wpack", sh.kp, 1, CT_GM_PACK_THREADS, 0);
+    } else {
+      gm_launch(&out->kernels[0], "gm_nhwc", sh.nhwc_blocks,
+                (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH, CT_GM_PREP_THREADS, 0);
+      gm_launch(&out->kernels[1], "gm_pack", sh.pack_blocks, 1, CT_GM_PACK_THREADS, 0);
+    }
+    gm_launch(&out->kernels[2], "gm_conv", sh.grid, 1, threads, smem);
+    out->workspace_bytes = (size_t)sh.ws_bytes;
+  }
+
+  /* The problem's own sizes (gm_patch reads them; gm_conv, under
+  ** CT_GM_PATCH, takes R = S = 1, stride 1, no padding instead), then the
+  ** workspace's and the GEMM's (gmp: CP is KG). */
+  int64_t *a = out->kargs;
+  gm_kargs_problem(a, p);
   a[CT_GM_A_P] = sh.P;
   a[CT_GM_A_Q] = sh.Q;
   a[CT_GM_A_SH] = p->stride_h;
@@ -269,7 +374,8 @@ static void gm_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
 
   /* Map 0: im2col over the NHWC copy, dims {CP, W, H, NP} (gm3: 2 NP,
   ** the lo copy after the hi one), or over the caller's NHWC x, dims
-  ** {C, W, H, N}, rounded to TF32 as it loads. */
+  ** {C, W, H, N}, rounded to TF32 as it loads; gmp: over the patch
+  ** matrix, dims {KG, Q, P, NP}, with a 1x1 filter's corners. */
   out->n_maps = 2;
   ct_gen_map *mx = &out->maps[0];
   mx->kind = CT_GEN_MAP_IM2COL;
@@ -278,97 +384,221 @@ static void gm_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   mx->rank = 4;
   mx->offset = 0;
   mx->dims[0] = (uint64_t)sh.cp;
-  mx->dims[1] = (uint64_t)p->w;
-  mx->dims[2] = (uint64_t)p->h;
-  mx->dims[3] = (uint64_t)(caller ? p->n : parts * sh.np);
+  mx->dims[1] = (uint64_t)g.w;
+  mx->dims[2] = (uint64_t)g.h;
+  mx->dims[3] = (uint64_t)(caller ? g.n : parts * sh.np);
   mx->strides[0] = (uint64_t)(sh.cp * 4);
-  mx->strides[1] = (uint64_t)(p->w * sh.cp * 4);
-  mx->strides[2] = (uint64_t)(p->h * p->w * sh.cp * 4);
-  mx->lower[0] = (int)-p->pad_w;
-  mx->lower[1] = (int)-p->pad_h;
-  mx->upper[0] = (int)(p->pad_w - (p->s - 1) * p->dil_w);
-  mx->upper[1] = (int)(p->pad_h - (p->r - 1) * p->dil_h);
+  mx->strides[1] = (uint64_t)(g.w * sh.cp * 4);
+  mx->strides[2] = (uint64_t)(g.h * g.w * sh.cp * 4);
+  mx->lower[0] = (int)-g.pad_w;
+  mx->lower[1] = (int)-g.pad_h;
+  mx->upper[0] = (int)(g.pad_w - (g.s - 1) * g.dil_w);
+  mx->upper[1] = (int)(g.pad_h - (g.r - 1) * g.dil_h);
   mx->channels = (uint32_t)bk;
   mx->pixels = (uint32_t)bm;
   mx->elem_strides[0] = 1;
-  mx->elem_strides[1] = (uint32_t)p->stride_w;
-  mx->elem_strides[2] = (uint32_t)p->stride_h;
+  mx->elem_strides[1] = (uint32_t)g.stride_w;
+  mx->elem_strides[2] = (uint32_t)g.stride_h;
   mx->elem_strides[3] = 1;
   mx->swizzle = (int)(bk * 4);
   mx->l2_promote = 0;
 
   /* Map 1: tiled over the packed weights, dims {CP, S, R, KP} (gm3: 2 KP),
   ** or over the caller's KRSC w, dims {C, S, R, K}, rounded as it loads;
-  ** box {BK, 1, 1, BN}. */
-  ct_gen_map *mw = &out->maps[1];
-  mw->kind = CT_GEN_MAP_TILED;
-  mw->buffer = caller ? CT_GEN_BUF_W : CT_GEN_BUF_WS;
-  mw->tf32 = caller;
-  mw->rank = 4;
-  mw->offset = caller ? 0 : (uint64_t)(sh.w_off * 4);
-  mw->dims[0] = (uint64_t)sh.cp;
-  mw->dims[1] = (uint64_t)p->s;
-  mw->dims[2] = (uint64_t)p->r;
-  mw->dims[3] = (uint64_t)(caller ? p->k : parts * sh.kp);
-  mw->strides[0] = (uint64_t)(sh.cp * 4);
-  mw->strides[1] = (uint64_t)(p->s * sh.cp * 4);
-  mw->strides[2] = (uint64_t)(p->r * p->s * sh.cp * 4);
-  mw->box[0] = (uint32_t)bk;
-  mw->box[1] = mw->box[2] = 1;
-  mw->box[3] = (uint32_t)bn;
-  for (int i = 0; i < 4; i++) mw->elem_strides[i] = 1;
-  mw->swizzle = (int)(bk * 4);
-  mw->l2_promote = 128;
+  ** gmp: {KG, 1, 1, KP}; box {BK, 1, 1, BN}. */
+  const uint64_t wdims[4] = {(uint64_t)sh.cp, (uint64_t)g.s, (uint64_t)g.r,
+                             (uint64_t)(caller ? g.k : parts * sh.kp)};
+  const uint64_t wstrides[3] = {(uint64_t)(sh.cp * 4), (uint64_t)(g.s * sh.cp * 4),
+                                (uint64_t)(g.r * g.s * sh.cp * 4)};
+  const uint32_t wbox[4] = {(uint32_t)bk, 1, 1, (uint32_t)bn};
+  gm_tiled_map(&out->maps[1], caller ? CT_GEN_BUF_W : CT_GEN_BUF_WS,
+               caller ? 0 : (uint64_t)(sh.w_off * 4), caller, wdims, wstrides, wbox,
+               (int)(bk * 4), 128);
 
-  snprintf(defines, len, "%s#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
-           parts == 2 ? "#define CT_GM_SPLIT 1\n" : "", threads, smem);
+  snprintf(defines, len, "%s%s#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
+           parts == 2 ? "#define CT_GM_SPLIT 1\n" : "",
+           kd->patch ? "#define CT_GM_PATCH 1\n" : "", threads, smem);
 }
 
-static void gm_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+/* Family pw (gm_pw): a 1x1, stride-1, unpadded NCHW problem at tf32 as
+** the GEMM y[n] = W x[n], x read in place by tiled TMA (map 0 {HW, C, N,
+** 1}, boxes of 32 pixels x BK channels, 128-byte swizzle) and fed to wgmma
+** from registers, rounded there; the weights packed by gm_pack (R = S = 1:
+** [KP][CP], the workspace's only tensor).  No layout pass over x.  Declined
+** where x's map cannot be made: HW % 4 != 0 (its channel planes' 16-byte
+** stride), x below CT_GM_MIN_MAP_BYTES, or a size past the maps' or the
+** kernel's int ranges; x must be 16-byte aligned (the runtime checks).
+** Pruned as gm is. */
+typedef struct pw_shape {
+  int64_t hw, cp, kp, mt, tiles_m, tiles_n, ncb, grid;
+} pw_shape;
+
+static int pw_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                       pw_shape *sh) {
+  memset(sh, 0, sizeof *sh);
+  const int64_t lim31 = INT32_MAX;
+  if (p->h > lim31 || p->w > lim31 || p->n > lim31 || p->c > lim31 || p->k > lim31) return 0;
+  sh->hw = p->h * p->w;
+  sh->cp = round_up(p->c, 4);
+  const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4;
+  sh->kp = p->k;
+  if (sh->kp * sh->cp < min_floats) sh->kp = (min_floats + sh->cp - 1) / sh->cp;
+  sh->mt = (sh->hw + v[GM_BM] - 1) / v[GM_BM];
+  sh->tiles_m = p->n * sh->mt;
+  sh->tiles_n = (p->k + v[GM_BN] - 1) / v[GM_BN];
+  sh->ncb = (sh->cp + v[GM_BK] - 1) / v[GM_BK];
+  const int64_t tiles = sh->tiles_m * sh->tiles_n, sms = ct_gen_sm_count(lim);
+  sh->grid = tiles < sms ? tiles : sms;
+  return 1;
+}
+
+static int pw_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0) return 0;
+  const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
+  if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128 && bn != 256) ||
+      (bk != 8 && bk != 16 && bk != 32) || stages < 2)
+    return 0;
+  if (p->r != 1 || p->s != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_h != 0 ||
+      p->pad_w != 0 || p->layout != CT_LAYOUT_NCHW)
+    return 0;
+  pw_shape sh;
+  if (!pw_shape_of(p, lim, v, &sh)) return 0;
+  const int64_t xf[3] = {p->n, p->c, sh.hw};
+  const int64_t x_floats = ct_gen_checked_product(xf, 3);
+  const int64_t lim31 = INT32_MAX;
+  /* x's map: 16-byte plane stride, at least 128 KiB, strides below 2^40
+  ** bytes; the kernel's int arithmetic: HW and its tiles, the tile walk,
+  ** the ring's counter; gm_pack's grid. */
+  if (sh.hw % 4 != 0 || x_floats < CT_GM_MIN_MAP_BYTES / 4 || x_floats >= (INT64_C(1) << 38))
+    return 0;
+  const int64_t tiles = sh.tiles_m * sh.tiles_n;
+  if (sh.hw > lim31 - 256 || tiles > lim31 / 2 || sh.ncb > lim31 ||
+      (tiles + sh.grid - 1) / sh.grid > lim31 / sh.ncb || sh.kp > lim31 ||
+      sh.kp * sh.cp > (INT64_C(1) << 38))
+    return 0;
+  return gm_fits(lim, bm, bn, bk, stages, 1);
+}
+
+static int pw_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
+  if (bk != gm_want_bk(round_up(p->c, 4))) return 0;
+  if (bn > 64 && bn / 2 >= round_up(p->k, 64)) return 0;
+  if (bm == 64) {
+    const int64_t tiles128 = p->n * ((p->h * p->w + 127) / 128) * ((p->k + bn - 1) / bn);
+    if (tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
+  }
+  const ct_gen_param *sp = &ct_gen_family_pw.params[GM_STAGES];
+  int deeper = 0;
+  for (int i = 0; i < sp->n_values; i++)
+    deeper += sp->values[i] > stages && gm_fits(lim, bm, bn, bk, sp->values[i], 1);
+  return deeper <= 1;
+}
+
+static void pw_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                     ct_gen_variant *out, char *defines, size_t len) {
-  gm_plan_parts(p, lim, v, out, defines, len, 1);
+  pw_shape sh;
+  pw_shape_of(p, lim, v, &sh);
+  const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
+  const unsigned threads = (unsigned)CT_GM_THREADS(bm);
+  const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, 1);
+  out->n_kernels = 2;
+  gm_launch(&out->kernels[0], "gm_pack", sh.kp, 1, CT_GM_PACK_THREADS, 0);
+  gm_launch(&out->kernels[1], "gm_pw", sh.grid, 1, threads, smem);
+  out->workspace_bytes = (size_t)(sh.kp * sh.cp * 4);
+
+  int64_t *a = out->kargs;
+  gm_kargs_problem(a, p);
+  a[CT_GM_A_P] = p->h;
+  a[CT_GM_A_Q] = p->w;
+  a[CT_GM_A_SH] = a[CT_GM_A_SW] = 1;
+  a[CT_GM_A_PH] = a[CT_GM_A_PW] = 0;
+  a[CT_GM_A_DH] = a[CT_GM_A_DW] = 1;
+  a[CT_GM_A_CP] = sh.cp;
+  a[CT_GM_A_NP] = p->n;
+  a[CT_GM_A_KP] = sh.kp;
+  a[CT_GM_A_M] = p->n * sh.hw;
+  a[CT_GM_A_TILES_M] = sh.tiles_m;
+  a[CT_GM_A_TILES_N] = sh.tiles_n;
+  a[CT_GM_A_NCB] = sh.ncb;
+  a[CT_GM_A_WOFF] = 0;
+
+  /* Map 0: tiled over the caller's x, {HW, C, N, 1}, boxes {32, BK, 1, 1}
+  ** (a 128-byte row of pixels per channel), FLOAT32 (gm_pw rounds); map 1
+  ** over the packed weights [KP][CP] (gm's with R = S = 1). */
+  out->n_maps = 2;
+  const uint64_t hw4 = (uint64_t)sh.hw * 4;
+  const uint64_t xdims[4] = {(uint64_t)sh.hw, (uint64_t)p->c, (uint64_t)p->n, 1};
+  const uint64_t xstrides[3] = {hw4, hw4 * (uint64_t)p->c, hw4 * (uint64_t)(p->c * p->n)};
+  const uint32_t xbox[4] = {32, (uint32_t)bk, 1, 1};
+  gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, 128, 256);
+  const uint64_t wdims[4] = {(uint64_t)sh.cp, 1, 1, (uint64_t)sh.kp};
+  const uint64_t wrow = (uint64_t)sh.cp * 4, wstrides[3] = {wrow, wrow, wrow};
+  const uint32_t wbox[4] = {(uint32_t)bk, 1, 1, (uint32_t)bn};
+  gm_tiled_map(&out->maps[1], CT_GEN_BUF_WS, 0, 0, wdims, wstrides, wbox, (int)(bk * 4), 128);
+
+  snprintf(defines, len, "#define CT_GM_PW 1\n#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
+           threads, smem);
 }
 
-static void gm3_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                     ct_gen_variant *out, char *defines, size_t len) {
-  gm_plan_parts(p, lim, v, out, defines, len, 2);
-}
+/* The descriptors' entry points. */
+#define GM_ENTRIES(fam)                                                                   \
+  static int fam##_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {  \
+    return gm_valid_kind(p, lim, v, &kind_##fam);                                        \
+  }                                                                                       \
+  static int fam##_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {  \
+    return gm_worth_kind(p, lim, v, &kind_##fam);                                        \
+  }                                                                                       \
+  static void fam##_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,    \
+                         ct_gen_variant *out, char *defines, size_t len) {               \
+    gm_plan_kind(p, lim, v, out, defines, len, &kind_##fam);                             \
+  }
+GM_ENTRIES(gm)
+GM_ENTRIES(gm3)
+GM_ENTRIES(gmp)
+GM_ENTRIES(gmp3)
 
-const ct_gen_family ct_gen_family_gm = {
-  .name = "gm",
+/* The parameter lists: gm and gmp take the same, gm3 and gmp3 too. */
+#define GM_TF32_PARAMS                                                                   \
+  .n_params = 4, .params = {{"BM", 2, {128, 64}},                                        \
+                            {"BN", 3, {128, 64, 256}},                                   \
+                            {"BK", 3, {32, 16, 8}},                                      \
+                            {"STAGES", 4, {4, 3, 6, 8}}}
+#define GM_FP32_PARAMS                                                                   \
+  .n_params = 5, .params = {{"BM", 2, {128, 64}},                                        \
+                            {"BN", 2, {128, 64}},                                        \
+                            {"BK", 3, {32, 16, 8}},                                      \
+                            {"STAGES", 5, {3, 4, 2, 6, 8}},                              \
+                            {"KC", 2, {8, 4}}}
+#define GM_FAMILY(fam, prec, params)                                                     \
+  const ct_gen_family ct_gen_family_##fam = {                                            \
+    .name = #fam,                                                                        \
+    .template_name = "conv_gm.cu",                                                       \
+    .precisions = 1u << (prec),                                                          \
+    .nhwc = 1,                                                                           \
+    .args = CT_GEN_ARGS_TENSOR_MAPS,                                                     \
+    .tensor_cores = 1,                                                                   \
+    .big_tensors = 1,                                                                    \
+    .shape_generic = 1,                                                                  \
+    params,                                                                              \
+    .valid = fam##_valid,                                                                \
+    .worth = fam##_worth,                                                                \
+    .plan = fam##_plan,                                                                  \
+  };
+GM_FAMILY(gm, CT_PREC_TF32, GM_TF32_PARAMS)
+GM_FAMILY(gm3, CT_PREC_FP32, GM_FP32_PARAMS)
+GM_FAMILY(gmp, CT_PREC_TF32, GM_TF32_PARAMS)
+GM_FAMILY(gmp3, CT_PREC_FP32, GM_FP32_PARAMS)
+
+const ct_gen_family ct_gen_family_pw = {
+  .name = "pw",
   .template_name = "conv_gm.cu",
   .precisions = 1u << CT_PREC_TF32,
-  .nhwc = 1,
   .args = CT_GEN_ARGS_TENSOR_MAPS,
   .tensor_cores = 1,
   .big_tensors = 1,
   .shape_generic = 1,
-  .n_params = 4,
-  .params = {{"BM", 2, {128, 64}},
-             {"BN", 3, {128, 64, 256}},
-             {"BK", 3, {32, 16, 8}},
-             {"STAGES", 4, {4, 3, 6, 8}}},
-  .valid = gm_valid,
-  .worth = gm_worth,
-  .plan = gm_plan,
-};
-
-const ct_gen_family ct_gen_family_gm3 = {
-  .name = "gm3",
-  .template_name = "conv_gm.cu",
-  .precisions = 1u << CT_PREC_FP32,
-  .nhwc = 1,
-  .args = CT_GEN_ARGS_TENSOR_MAPS,
-  .tensor_cores = 1,
-  .big_tensors = 1,
-  .shape_generic = 1,
-  .n_params = 5,
-  .params = {{"BM", 2, {128, 64}},
-             {"BN", 2, {128, 64}},
-             {"BK", 3, {32, 16, 8}},
-             {"STAGES", 5, {3, 4, 2, 6, 8}},
-             {"KC", 2, {8, 4}}},
-  .valid = gm3_valid,
-  .worth = gm3_worth,
-  .plan = gm3_plan,
+  GM_TF32_PARAMS,
+  .valid = pw_valid,
+  .worth = pw_worth,
+  .plan = pw_plan,
 };

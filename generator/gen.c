@@ -31,7 +31,9 @@
   X(wgs) \
   X(wgr) \
   X(s2d_wg) X(s2d_wg3) \
-  X(gm) X(gm3)
+  X(gm) X(gm3) \
+  X(gmp) X(gmp3) \
+  X(pw)
 
 #define CT_GEN_DECLARE_FAMILY(f) extern const ct_gen_family ct_gen_family_##f;
 CT_GEN_FAMILY_LIST(CT_GEN_DECLARE_FAMILY)

@@ -26,6 +26,13 @@
 //       accumulator with the big products each of their wgmma truncated
 //       the big partial sum too (two of the three per k8 step).
 //
+//   gmp, gmp3 (CT_GM_PATCH 1, with CT_GM_SPLIT 0 or 1): the same GEMM over
+//       an explicit patch matrix instead of TMA im2col, for the problems
+//       im2col cannot gather (a stride above 8, corners or taps past its
+//       ranges: ViT's 16x16 patches at stride 16) or where padding every
+//       tap's channels to BK wastes most of the depth (few channels); see
+//       gm_patch below.
+//
 // Three launches on the call's stream, each with the tensor-map family's
 // arguments (x, w, b, y, ws, ct_kargs, map 0, map 1):
 //   gm_nhwc  x (NCHW, or NHWC with CT_LAYOUT 1) -> the workspace's NHWC
@@ -38,6 +45,10 @@
 //   gm_conv  the GEMM: D[m][k] = sum over (r, s, c) of A[m][(r, s, c)] *
 //            B[k][(r, s, c)], m = (n P + p) Q + q, plus the bias, through
 //            the activation, stored as NCHW y (NHWC with CT_LAYOUT 1).
+// gmp's first two are gm_patch (x -> the patch matrix) and gm_wpack (w ->
+// [KP][KG]); its gm_conv is gm's with R = S = 1, stride 1, no padding.
+// gm skips its first two when its maps read the caller's NHWC x and w
+// (generator/family_gm.c).
 //
 // gm_conv.  A persistent grid walks the tiles (BM pixels x BN output
 // channels; the channel tiles of one pixel block are neighbours in the
@@ -84,6 +95,12 @@
 #ifndef KC
 #define KC 8
 #endif
+#ifndef CT_GM_PATCH
+#define CT_GM_PATCH 0
+#endif
+#ifndef CT_GM_PW
+#define CT_GM_PW 0
+#endif
 
 #include "ct_ptx.cuh"
 #include "ct_wgmma.cuh"
@@ -95,6 +112,8 @@
 namespace gm {
 
 constexpr bool SPLIT = CT_GM_SPLIT != 0;
+constexpr bool PATCH = CT_GM_PATCH != 0;     // gmp: the GEMM over the patch matrix
+constexpr bool POINTWISE = CT_GM_PW != 0;    // pw: a 1x1 over NCHW x, gm_pw
 constexpr int PARTS = SPLIT ? 2 : 1;         // copies of each operand: hi (, lo)
 constexpr int CWG = BM / 64;                 // consumer warpgroups
 constexpr int THREADS = CT_GM_THREADS(BM);
@@ -114,6 +133,7 @@ static_assert(STAGES >= 2 && SMEM_BYTES <= 232448, "stages exceed shared memory"
 static_assert(!SPLIT || BN <= 128, "gm3: two accumulators and masters of BN <= 128");
 static_assert(!SPLIT || (KC % (BK / 8) == 0 && KTC >= 1), "KC: whole k-tiles");
 static_assert(STAGE_BYTES == PARTS * (A_BYTES + B_BYTES), "stage layout");
+static_assert(!POINTWISE || (!SPLIT && !PATCH && CT_LAYOUT == 0), "pw: tf32, NCHW, x read in place");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
 static_assert(A_BYTES % (8 * ROW) == 0 && B_BYTES % (8 * ROW) == 0, "stages on swizzle atoms");
@@ -128,8 +148,43 @@ static_assert(CT_PLAN_BLOCK_X == THREADS, "plan: block size differs");
 static_assert(CT_PLAN_SMEM == SMEM_BYTES, "plan: shared memory size differs");
 #endif
 
+// The main kernels' shared memory: STAGES stages from the first 1024-byte
+// boundary (returned), then the ring's mbarriers, full (the loads' bytes,
+// one arrival: the producer's expect_tx) and empty (an arrival per
+// consumer warpgroup), initialized by thread 0 before the CTA's barrier.
+__device__ __forceinline__ unsigned char *ring_setup(unsigned char *smem_raw,
+                                                     unsigned long long *&full,
+                                                     unsigned long long *&empty) {
+  const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
+  unsigned char *const smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);
+  full = reinterpret_cast<unsigned long long *>(smem + STAGES * STAGE_BYTES);
+  empty = full + STAGES;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full + s, 1);
+      mbar_init(empty + s, CWG);
+    }
+    fence_mbar_init();
+  }
+  __syncthreads();
+  return smem;
+}
+
+// A run of 4 floats into a workspace copy at dst (16-byte aligned), rounded
+// to TF32; gm3: then its lo parts, lo_off floats further.
+__device__ __forceinline__ void store_run4(float *dst, const float (&v)[4], long long lo_off) {
+  const float4 hi = make_float4(round_tf32(v[0]), round_tf32(v[1]), round_tf32(v[2]),
+                                round_tf32(v[3]));
+  *reinterpret_cast<float4 *>(dst) = hi;
+  if constexpr (SPLIT)
+    *reinterpret_cast<float4 *>(dst + lo_off) =
+        make_float4(round_tf32(v[0] - hi.x), round_tf32(v[1] - hi.y), round_tf32(v[2] - hi.z),
+                    round_tf32(v[3] - hi.w));
+}
+
 }  // namespace gm
 
+#if !CT_GM_PATCH && !CT_GM_PW
 // gm_nhwc: grid (ceil(NP H W / CT_GM_PREP_PX), ceil(CP / CT_GM_PREP_CH)),
 // CT_GM_PREP_THREADS.  A block moves 32 pixels x 64 channels through
 // shared memory.  Its pixels are consecutive in the workspace's (image,
@@ -166,14 +221,7 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
 #pragma unroll
       for (int j = 0; j < 4; ++j)
         v[j] = pix < real && c + j < C ? __ldg(x + pix * C + c + j) : 0.0f;
-      float4 *const dst = reinterpret_cast<float4 *>(ws + pix * CP + c);
-      const float4 hi = make_float4(round_tf32(v[0]), round_tf32(v[1]), round_tf32(v[2]),
-                                    round_tf32(v[3]));
-      *dst = hi;
-      if constexpr (gm::SPLIT)
-        *reinterpret_cast<float4 *>(reinterpret_cast<float *>(dst) + lo_off) =
-            make_float4(round_tf32(v[0] - hi.x), round_tf32(v[1] - hi.y),
-                        round_tf32(v[2] - hi.z), round_tf32(v[3] - hi.w));
+      gm::store_run4(ws + pix * CP + c, v, lo_off);
     }
     (void)w, (void)b, (void)y, (void)m0, (void)m1;
     return;
@@ -211,7 +259,9 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
   }
   (void)w, (void)b, (void)y, (void)m0, (void)m1;
 }
+#endif
 
+#if !CT_GM_PATCH
 // gm_pack: grid KP R S, CT_GM_PACK_THREADS; block (k, r, s) writes the CP
 // channels of that tap, rounded, zero past K and C (gm3: hi, and lo KP
 // output channels further), read from KCRS w or, with CT_LAYOUT 1, KRSC.
@@ -234,7 +284,80 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PACK_THREADS)
   }
   (void)x, (void)b, (void)y, (void)m0, (void)m1;
 }
+#else
+// gm_patch: grid ceil(NP P Q / RB), CT_GM_PATCH_THREADS, RB =
+// CT_GM_PATCH_ROWS(KG).  Writes rows row0 .. row0 + RB - 1 of the patch
+// matrix [NP][P][Q][KG] (ct_gm.cuh: row (n, p, q), column j from
+// ct_gm_patch_src), rounded, zero in the padding, past R S C and past the
+// real images (gm3's lo copy NP P Q rows further).  Its threads walk the
+// block's RB KG / 4 runs of 4 columns in order, so consecutive threads
+// write consecutive 16 bytes, and read along x's rows (NCHW: s fastest) or
+// channels (NHWC: c fastest).  Rows are 64-bit, columns 32-bit (KG < 2^31
+// by valid()).
+extern "C" __global__ void __launch_bounds__(CT_GM_PATCH_THREADS)
+    gm_patch(const float *__restrict__ x, const float *w, const float *b, float *y,
+             float *__restrict__ ws, const __grid_constant__ ct_kargs a,
+             const __grid_constant__ ct_tmap m0, const __grid_constant__ ct_tmap m1) {
+  ct_gm_geom g;
+  g.C = a.v[CT_GM_A_C];
+  g.H = a.v[CT_GM_A_H];
+  g.W = a.v[CT_GM_A_W];
+  g.R = a.v[CT_GM_A_R];
+  g.S = a.v[CT_GM_A_S];
+  g.SH = a.v[CT_GM_A_SH];
+  g.SW = a.v[CT_GM_A_SW];
+  g.PH = a.v[CT_GM_A_PH];
+  g.PW = a.v[CT_GM_A_PW];
+  g.DH = a.v[CT_GM_A_DH];
+  g.DW = a.v[CT_GM_A_DW];
+  g.nhwc = CT_LAYOUT == 1;
+  const int KG = (int)a.v[CT_GM_A_CP], QG = KG / 4, RB = CT_GM_PATCH_ROWS(KG);
+  const int RSC = (int)(g.R * g.S * g.C);
+  const long long Q = a.v[CT_GM_A_Q], PQ = a.v[CT_GM_A_P] * Q;
+  const long long rows = a.v[CT_GM_A_NP] * PQ, real = a.v[CT_GM_A_N] * PQ;
+  const long long row0 = (long long)blockIdx.x * RB, lo_off = rows * KG;
+  for (int e = threadIdx.x; e < RB * QG; e += CT_GM_PATCH_THREADS) {
+    const int rl = e / QG, j0 = 4 * (e - rl * QG);
+    const long long row = row0 + rl;
+    if (row >= rows) break; // rl only grows along the walk
+    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (row < real) {
+      const long long n = row / PQ, pq = row - n * PQ, p = pq / Q, q = pq - p * Q;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const long long src = j0 + i < RSC ? ct_gm_patch_src(&g, n, p, q, j0 + i) : -1;
+        if (src >= 0) v[i] = __ldg(x + src);
+      }
+    }
+    gm::store_run4(ws + row * KG + j0, v, lo_off);
+  }
+  (void)w, (void)b, (void)y, (void)m0, (void)m1;
+}
 
+// gm_wpack: grid KP, CT_GM_PACK_THREADS; block k writes row k of the
+// packed weights [KP][KG] at float WOFF: w's R S C elements of output
+// channel k (either layout: ct_gm.cuh), rounded, zero past R S C and K
+// (gm3: hi, and lo KP rows further).
+extern "C" __global__ void __launch_bounds__(CT_GM_PACK_THREADS)
+    gm_wpack(const float *x, const float *__restrict__ w, const float *b, float *y,
+             float *__restrict__ ws, const __grid_constant__ ct_kargs a,
+             const __grid_constant__ ct_tmap m0, const __grid_constant__ ct_tmap m1) {
+  const int K = (int)a.v[CT_GM_A_K], KG = (int)a.v[CT_GM_A_CP];
+  const int RSC = (int)(a.v[CT_GM_A_R] * a.v[CT_GM_A_S] * a.v[CT_GM_A_C]);
+  const int k = (int)blockIdx.x;
+  const float *const src = w + (long long)k * RSC;
+  float *const dst = ws + a.v[CT_GM_A_WOFF] + (long long)k * KG;
+  const long long lo_off = a.v[CT_GM_A_KP] * KG; // gm3's lo copy
+  for (int j = threadIdx.x; j < KG; j += CT_GM_PACK_THREADS) {
+    const float v = k < K && j < RSC ? __ldg(src + j) : 0.0f;
+    dst[j] = round_tf32(v);
+    if constexpr (gm::SPLIT) dst[lo_off + j] = round_tf32(v - round_tf32(v));
+  }
+  (void)x, (void)b, (void)y, (void)m0, (void)m1;
+}
+#endif // CT_GM_PATCH
+
+#if !CT_GM_PW
 // gm_conv: grid 1 .. TILES_M * TILES_N (persistent), THREADS, SMEM_BYTES.
 extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     gm_conv(const float *x, const float *w, const float *__restrict__ b, float *__restrict__ y,
@@ -242,13 +365,12 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
             const __grid_constant__ ct_tmap tw) {
   using namespace gm;
   extern __shared__ unsigned char smem_raw[];
-  const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
-  unsigned char *const smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);
-  unsigned long long *const full =
-      reinterpret_cast<unsigned long long *>(smem + STAGES * STAGE_BYTES);
-  unsigned long long *const empty = full + STAGES;
+  unsigned long long *full, *empty;
+  unsigned char *const smem = ring_setup(smem_raw, full, empty);
 
-  const int K = (int)a.v[CT_GM_A_K], R = (int)a.v[CT_GM_A_R], S = (int)a.v[CT_GM_A_S];
+  // gmp: a 1x1, stride-1, unpadded convolution over the patch matrix.
+  const int K = (int)a.v[CT_GM_A_K];
+  const int R = PATCH ? 1 : (int)a.v[CT_GM_A_R], S = PATCH ? 1 : (int)a.v[CT_GM_A_S];
   const int P = (int)a.v[CT_GM_A_P], Q = (int)a.v[CT_GM_A_Q];
   const int PQ = P * Q, M = (int)a.v[CT_GM_A_M];
   const int tiles_n = (int)a.v[CT_GM_A_TILES_N];
@@ -257,24 +379,15 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const int ktiles = R * S * ncb;
   const int tid = threadIdx.x, wgi = tid / 128;
 
-  if (tid == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(full + s, 1);
-      mbar_init(empty + s, CWG);
-    }
-    fence_mbar_init();
-  }
-  __syncthreads();
-
   if (wgi == 0) {
     // The producer.
     if constexpr (CWG == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
     if (tid != 0) return;
     tmap_prefetch(&tx);
     tmap_prefetch(&tw);
-    const int SH = (int)a.v[CT_GM_A_SH], SW = (int)a.v[CT_GM_A_SW];
-    const int PH = (int)a.v[CT_GM_A_PH], PW = (int)a.v[CT_GM_A_PW];
-    const int DH = (int)a.v[CT_GM_A_DH], DW = (int)a.v[CT_GM_A_DW];
+    const int SH = PATCH ? 1 : (int)a.v[CT_GM_A_SH], SW = PATCH ? 1 : (int)a.v[CT_GM_A_SW];
+    const int PH = PATCH ? 0 : (int)a.v[CT_GM_A_PH], PW = PATCH ? 0 : (int)a.v[CT_GM_A_PW];
+    const int DH = PATCH ? 1 : (int)a.v[CT_GM_A_DH], DW = PATCH ? 1 : (int)a.v[CT_GM_A_DW];
     const int NP = (int)a.v[CT_GM_A_NP], KP = (int)a.v[CT_GM_A_KP];
     unsigned it = 0;
 #pragma unroll 1
@@ -402,3 +515,137 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   }
   (void)x, (void)w, (void)ws;
 }
+#else
+// gm_pw: family pw, a 1x1, stride-1, unpadded convolution of NCHW x, read
+// in place: y[n] = W x[n], a GEMM of pixels x channels whose A, x[n]'s
+// channel planes, is pixel-major in memory, which tf32 wgmma cannot read
+// from shared memory.  So A goes through registers (wgmma's RS form):
+// grid 1 .. TILES_M * TILES_N (persistent), THREADS, SMEM_BYTES, the tiles
+// BM pixels of one image (TILES_M = N ceil(HW / BM)) x BN output channels.
+// The producer loads, per k-tile of BK channels, BM / 32 boxes of 32
+// pixels x BK channels of x (map 0: {HW, C, N, 1}, 128-byte swizzle: a
+// channel's 32 pixels are one 128-byte row whose 16-byte chunks are XORed
+// with the channel's row index mod 8) and the BN x BK packed weights (map
+// 1, as gm).  A consumer thread reads its fragment from the boxes (ld.shared
+// of 2 pixels, two channels a k8 step), rounds it to TF32 (cvt.rna) and
+// issues one RS wgmma per k8 step; fragments alternate between two register
+// sets, the one a wgmma in flight reads left alone.
+//
+// Rows of D are pixels in an order chosen for the shared-memory reads
+// (ct_gm_pw_pixel: warps 2 b and 2 b + 1 of consumer c share box 2 c + b,
+// and a half-warp's 16 8-byte loads hit the 32 banks once; ct_gm_pw_smem
+// is the boxes' swizzled layout).  The epilogue stores each accumulator
+// at its pixel, y[n][k][hw].
+extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
+    gm_pw(const float *x, const float *w, const float *__restrict__ b, float *__restrict__ y,
+          float *ws, const __grid_constant__ ct_kargs a, const __grid_constant__ ct_tmap tx,
+          const __grid_constant__ ct_tmap tw) {
+  using namespace gm;
+  static_assert(BM % 32 == 0 && BK % 8 == 0, "pw: 32-pixel boxes, k8 steps");
+  extern __shared__ unsigned char smem_raw[];
+  unsigned long long *full, *empty;
+  unsigned char *const smem = ring_setup(smem_raw, full, empty);
+
+  const int K = (int)a.v[CT_GM_A_K];
+  const int HW = (int)(a.v[CT_GM_A_P] * a.v[CT_GM_A_Q]), mt = (HW + BM - 1) / BM;
+  const int tiles_n = (int)a.v[CT_GM_A_TILES_N];
+  const int tiles = (int)a.v[CT_GM_A_TILES_M] * tiles_n;
+  const int ncb = (int)a.v[CT_GM_A_NCB];
+  const int tid = threadIdx.x, wgi = tid / 128;
+
+  if (wgi == 0) {
+    // The producer.
+    if constexpr (CWG == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
+    if (tid != 0) return;
+    tmap_prefetch(&tx);
+    tmap_prefetch(&tw);
+    unsigned it = 0;
+#pragma unroll 1
+    for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
+      const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
+      const int img = tm / mt, hw0 = (tm - img * mt) * BM;
+#pragma unroll 1
+      for (int cb = 0; cb < ncb; ++cb, ++it) {
+        const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
+        unsigned char *const sa = smem + st * STAGE_BYTES;
+        mbar_wait(empty + st, ph ^ 1u);
+        mbar_arrive_expect_tx(full + st, STAGE_BYTES);
+#pragma unroll
+        for (int i = 0; i < BM / 32; ++i)
+          tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, hw0 + 32 * i, cb * BK, img, 0);
+        tma_load_tile4(sa + B_OFF, &tw, full + st, cb * BK, 0, 0, n0);
+      }
+    }
+    return;
+  }
+
+  // A consumer: rows 64 * c .. 64 * c + 63 of each tile, boxes 2 c, 2 c + 1.
+  if constexpr (CWG == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+  const int c = wgi - 1, lt = tid % 128;
+  const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
+  const int px = ct_gm_pw_pixel(c, warp, g); // row g's pixel; row g + 8's is px + 1
+  const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
+  float d[BN / 2];
+  unsigned fa[BK / 8][4], fb[BK / 8][4];
+  unsigned it = 0, prev = 0;
+  // One k-tile: the fragments into fr, the wgmma, the stage before released.
+  auto ktile = [&](unsigned (&fr)[BK / 8][4], int kt) {
+    const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
+    mbar_wait(full + st, ph);
+    const float *const as = reinterpret_cast<const float *>(smem + st * STAGE_BYTES);
+#pragma unroll
+    for (int j = 0; j < BK / 8; ++j) {
+      const int c0 = 8 * j + t, c1 = c0 + 4;
+      const float2 v0 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c0, px));
+      const float2 v1 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c1, px));
+      fr[j][0] = to_tf32(v0.x);
+      fr[j][1] = to_tf32(v0.y);
+      fr[j][2] = to_tf32(v1.x);
+      fr[j][3] = to_tf32(v1.y);
+    }
+    const unsigned long long db = wgmma_desc_swizzled(sbase + st * STAGE_BYTES + B_OFF, ROW);
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < BK / 8; ++j) CtWgmmaRS<BN>::run(d, fr[j], db + 2 * j, (kt | j) != 0);
+    wgmma_commit();
+    wgmma_wait<1>();
+    if (kt > 0 && lt == 0) mbar_arrive(empty + prev);
+    prev = st;
+    ++it;
+  };
+#pragma unroll 1
+  for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
+    const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
+    const int img = tm / mt, hw0 = (tm - img * mt) * BM;
+    int kt = 0;
+#pragma unroll 1
+    for (; kt + 1 < ncb; kt += 2) {
+      ktile(fa, kt);
+      ktile(fb, kt + 1);
+    }
+    if (kt < ncb) ktile(fa, kt);
+    wgmma_wait<0>();
+    if (lt == 0) mbar_arrive(empty + prev);
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) reg_fence(d[i]);
+
+    // Epilogue: d[4j + 2h + e] = D[row g + 8h][8j + 2t + e], pixel px + h.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int hw = hw0 + px + h;
+      if (hw >= HW) continue;
+      float *const yp = y + (long long)img * K * HW + hw;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int k0 = n0 + 8 * j + 2 * t;
+        if (k0 < K)
+          __stcs(yp + (long long)k0 * HW, ct_act(d[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f)));
+        if (k0 + 1 < K)
+          __stcs(yp + (long long)(k0 + 1) * HW,
+                 ct_act(d[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f)));
+      }
+    }
+  }
+  (void)x, (void)w, (void)ws;
+}
+#endif // CT_GM_PW

@@ -55,6 +55,68 @@
 #define CT_GM_SMEM(bm, bn, bk, stages, parts) \
   (1024 + (stages) * CT_GM_STAGE_BYTES(bm, bn, bk, parts) + 16 * (stages))
 
+/* Families gmp and gmp3 (CT_GM_PATCH 1): the convolution as a GEMM over
+** an explicit patch matrix in the workspace, [NP][P][Q][KG] with KG = R S C
+** rounded up to 4 (in the CP slot), which gm_conv reads as a 1x1,
+** stride-1, unpadded convolution of a P x Q image with KG channels.
+** gm_patch writes it, CT_GM_PATCH_ROWS(KG) rows a block of
+** CT_GM_PATCH_THREADS threads, a 4-float run per thread and step;
+** gm_wpack copies w's rows [K][R S C] into [KP][KG], a block per row. */
+#define CT_GM_PATCH_THREADS 128
+#define CT_GM_PATCH_ROWS(kg) \
+  ((kg) / 4 >= CT_GM_PATCH_THREADS ? 1 : CT_GM_PATCH_THREADS / ((kg) / 4))
+
+/* Column j < R S C of the patch row of output pixel (n, p, q) holds x at
+** channel c, row p SH - PH + r DH, column q SW - PW + s DW, where
+** j = (c R + r) S + s for an NCHW problem, the order of KCRS weights, and
+** j = (r S + s) C + c for NHWC, that of KRSC: either way column j of the
+** packed weights is w's own element j of each output channel.  Returns
+** x's offset of that element, or -1 where it lies in the padding. */
+typedef struct ct_gm_geom {
+  long long C, H, W, R, S, SH, SW, PH, PW, DH, DW;
+  int nhwc;
+} ct_gm_geom;
+
+#ifdef __CUDACC__
+#define CT_GM_FN static __device__ __forceinline__
+#else
+#define CT_GM_FN static inline
+#endif
+
+CT_GM_FN long long ct_gm_patch_src(const ct_gm_geom *g, long long n, long long p,
+                                   long long q, int j) {
+  const int C = (int)g->C, S = (int)g->S, RS = (int)(g->R * g->S);
+  int c, rs;
+  if (g->nhwc) {
+    rs = j / C;
+    c = j - rs * C;
+  } else {
+    c = j / RS;
+    rs = j - c * RS;
+  }
+  const int r = rs / S, s = rs - r * S;
+  const long long h = p * g->SH - g->PH + r * g->DH, w = q * g->SW - g->PW + s * g->DW;
+  if (h < 0 || h >= g->H || w < 0 || w >= g->W) return -1;
+  return g->nhwc ? ((n * g->H + h) * g->W + w) * g->C + c
+                 : ((n * g->C + c) * g->H + h) * g->W + w;
+}
+
+/* Family pw (gm_pw): the tile pixel that row g of warp `warp` of consumer
+** warpgroup c holds (row g + 8: the next pixel), and the float offset of
+** (channel cl, pixel px) of a k-tile's x boxes as TMA's 128-byte swizzle
+** lays them out: box px / 32 of 32 pixels x BK channels, a channel's 32
+** pixels one 128-byte row, its 16-byte chunks XORed with the row's index
+** mod 8.  The order of the rows makes the fragment reads of a half-warp
+** (g 0..3 or 4..7 x t 0..3, channels t mod 8 apart, 8 bytes each) cover
+** the 32 banks once (conv_gm.cu, gm_pw). */
+CT_GM_FN int ct_gm_pw_pixel(int c, int warp, int g) {
+  const int chunk = 4 * ((g >> 1) & 1) + 2 * (warp & 1) + (g >> 2);
+  return 32 * (2 * c + (warp >> 1)) + 4 * chunk + 2 * (g & 1);
+}
+CT_GM_FN int ct_gm_pw_smem(int bk, int cl, int px) {
+  return (px >> 5) * 32 * bk + cl * 32 + ((((px & 31) >> 2) ^ (cl & 7)) << 2) + (px & 3);
+}
+
 /* A tensor map of a tensor below 128 KiB may get a wrong out-of-bounds
 ** mode on drivers up to 13.1 (CUTLASS's changelog): the workspace tensors
 ** are made at least this big, the input with extra zero images, the

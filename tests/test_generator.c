@@ -6,6 +6,7 @@
 ** problems, name errors, device limits by architecture, embedded
 ** templates, hashing.
 */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,9 @@
 
 #include "convtune.h"
 #include "ct_gen.h"
+#include "ct_gm.cuh"
 #include "test.h"
+#include "verify.h"
 
 /* Odd problems: every one must have a default variant (both precisions). */
 static const char *const odd_specs[] = {
@@ -382,6 +385,247 @@ static void test_gm_shape_generic(void) {
                       &big_stride), 0);
   ct_gen_variant bad;
   ASSERT_EQ_INT(ct_gen_variant_from_name(&big_stride, &lim, name, &bad), CT_ERR_UNSUPPORTED);
+}
+
+/* Families gmp and gmp3: the plan's kargs and maps describe the GEMM view
+** (a 1x1 convolution over [NP][P][Q][KG], KG = R S C rounded up to 4), and
+** the patch matrix that ct_gm_patch_src's index arithmetic (the very
+** function gm_patch runs) builds, times w's own rows as the packed
+** weights, is the convolution: compared with the float64 reference on
+** random data, in both layouts, over strides above 8, padding, dilation
+** and few channels. */
+static int gmp_plan_is_view(const ct_problem *p, const ct_gen_variant *v) {
+  int64_t P, Q;
+  ct_problem_output(p, &P, &Q);
+  const int64_t *a = v->kargs, RSC = p->r * p->s * p->c, KG = a[CT_GM_A_CP];
+  const int64_t NP = a[CT_GM_A_NP], KP = a[CT_GM_A_KP];
+  const int64_t parts = p->precision == CT_PREC_FP32 ? 2 : 1;
+  const int64_t bk = v->maps[0].channels, rb = CT_GM_PATCH_ROWS(KG);
+  const ct_gen_map *mx = &v->maps[0], *mw = &v->maps[1];
+  return KG == (RSC + 3) / 4 * 4 && a[CT_GM_A_NCB] == (KG + bk - 1) / bk &&
+         a[CT_GM_A_R] == p->r && a[CT_GM_A_SH] == p->stride_h && a[CT_GM_A_P] == P &&
+         v->n_kernels == 3 && strcmp(v->kernels[0].name, "gm_patch") == 0 &&
+         strcmp(v->kernels[1].name, "gm_wpack") == 0 &&
+         strcmp(v->kernels[2].name, "gm_conv") == 0 &&
+         (int64_t)v->kernels[0].grid[0] * rb >= NP * P * Q &&
+         ((int64_t)v->kernels[0].grid[0] - 1) * rb < NP * P * Q &&
+         v->kernels[1].grid[0] == (unsigned)KP && mx->kind == CT_GEN_MAP_IM2COL &&
+         mx->dims[0] == (uint64_t)KG && mx->dims[1] == (uint64_t)Q &&
+         mx->dims[2] == (uint64_t)P && mx->dims[3] == (uint64_t)(parts * NP) &&
+         mx->lower[0] == 0 && mx->lower[1] == 0 && mx->upper[0] == 0 && mx->upper[1] == 0 &&
+         mx->elem_strides[1] == 1 && mx->elem_strides[2] == 1 &&
+         mw->dims[0] == (uint64_t)KG && mw->dims[1] == 1 && mw->dims[2] == 1 &&
+         mw->dims[3] == (uint64_t)(parts * KP) &&
+         mw->offset == (uint64_t)a[CT_GM_A_WOFF] * 4 &&
+         a[CT_GM_A_WOFF] >= parts * NP * P * Q * KG &&
+         (int64_t)v->workspace_bytes >= (a[CT_GM_A_WOFF] + parts * KP * KG) * 4 &&
+         NP * P * Q * KG * 4 >= CT_GM_MIN_MAP_BYTES && KP * KG * 4 >= CT_GM_MIN_MAP_BYTES;
+}
+
+static int gmp_matches_reference(const char *spec, ct_precision prec) {
+  ct_gen_limits lim = h200();
+  ct_problem p;
+  if (parse(spec, prec, &p) != 0) return 0;
+  const char *fam = prec == CT_PREC_FP32 ? "gmp3" : "gmp";
+  ct_gen_variant *vs = NULL, v;
+  memset(&v, 0, sizeof v);
+  size_t nv = 0, n_gmp = 0;
+  if (ct_gen_enumerate(&p, &lim, &vs, &nv) != CT_OK) return 0;
+  int planned = 1;
+  for (size_t i = 0; i < nv; i++) {
+    if (strcmp(vs[i].family->name, fam) != 0) continue;
+    if (n_gmp++ == 0) v = vs[i];
+    if (!gmp_plan_is_view(&p, &vs[i])) {
+      fprintf(stderr, "%s: %s: the plan is not gmp's view\n", spec, vs[i].name);
+      planned = 0;
+    }
+  }
+  free(vs);
+  if (n_gmp == 0) fprintf(stderr, "%s: no %s variant\n", spec, fam);
+  if (n_gmp == 0 || !planned) return 0;
+  int64_t P, Q;
+  ct_problem_output(&p, &P, &Q);
+  const int64_t *a = v.kargs, RSC = p.r * p.s * p.c, KG = a[CT_GM_A_CP];
+  const int64_t nx = p.n * p.c * p.h * p.w, nw = p.k * RSC, ny = p.n * p.k * P * Q;
+  float *x = malloc(nx * sizeof *x), *w = malloc(nw * sizeof *w), *b = malloc(p.k * sizeof *b);
+  double *ref = malloc(ny * sizeof *ref);
+  if (!x || !w || !b || !ref) abort();
+  uint64_t st = 0x9e3779b97f4a7c15u ^ (uint64_t)nx;
+  for (int64_t i = 0; i < nx + nw + p.k; i++) {
+    st = st * 6364136223846793005u + 1442695040888963407u;
+    const float u = (float)((st >> 40) / (double)(1u << 24)) * 2.0f - 1.0f;
+    if (i < nx) x[i] = u;
+    else if (i < nx + nw) w[i - nx] = u;
+    else b[i - nx - nw] = u;
+  }
+  if (ct_tune_reference_cpu(&p, x, w, b, ref, NULL, NULL) != CT_OK) abort();
+  const ct_gm_geom g = {a[CT_GM_A_C], a[CT_GM_A_H], a[CT_GM_A_W], a[CT_GM_A_R],
+                        a[CT_GM_A_S], a[CT_GM_A_SH], a[CT_GM_A_SW], a[CT_GM_A_PH],
+                        a[CT_GM_A_PW], a[CT_GM_A_DH], a[CT_GM_A_DW],
+                        p.layout == CT_LAYOUT_NHWC};
+  const int nhwc = g.nhwc;
+  double worst = 0.0;
+  for (int64_t n = 0; n < p.n; n++)
+    for (int64_t op = 0; op < P; op++)
+      for (int64_t oq = 0; oq < Q; oq++)
+        for (int64_t k = 0; k < p.k; k++) {
+          double sum = p.bias ? b[k] : 0.0;
+          for (int j = 0; j < (int)KG; j++) {
+            const long long src = j < RSC ? ct_gm_patch_src(&g, n, op, oq, j) : -1;
+            if (src >= 0) sum += (double)x[src] * (double)w[k * RSC + j];
+          }
+          if (p.act == CT_ACT_RELU && sum < 0.0) sum = 0.0;
+          const int64_t o = nhwc ? ((n * P + op) * Q + oq) * p.k + k
+                                 : ((n * p.k + k) * P + op) * Q + oq;
+          const double d = fabs(sum - ref[o]);
+          if (d > worst) worst = d;
+        }
+  free(x);
+  free(w);
+  free(b);
+  free(ref);
+  if (worst > 1e-9) fprintf(stderr, "%s: patch GEMM differs from the reference by %g\n", spec, worst);
+  return worst <= 1e-9;
+}
+
+static void test_gmp_patches(void) {
+  /* ViT's patch embedding (stride 16, gm declines it) in both layouts,
+  ** a stride of 9 with padding, dilation with unequal strides, a tap
+  ** offset past im2col's 255, three channels at stride 4. */
+  static const char *const specs[] = {
+    "n=2,c=3,h=64,w=48,k=20,r=16,s=16,stride=16",
+    "n=2,c=3,h=64,w=48,k=20,r=16,s=16,stride=16,layout=nhwc",
+    "n=3,c=5,h=31,w=29,k=7,r=3,s=4,stride=9x10,pad=2x1,act=relu",
+    "n=1,c=6,h=23,w=40,k=9,r=3,s=2,stride=9x3,pad=3,dil=4x7,bias=0,layout=nhwc",
+    "n=1,c=2,h=300,w=9,k=4,r=3,s=1,dil=130,pad=1",
+    "n=2,c=3,h=32,w=32,k=16,r=4,s=4,stride=4",
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+    for (int fp32 = 0; fp32 <= 1; fp32++)
+      ASSERT_TRUE(gmp_matches_reference(specs[i], fp32 ? CT_PREC_FP32 : CT_PREC_TF32));
+
+  /* Offered: where im2col cannot gather (ViT, dilation 130), and where
+  ** the matrix halves gm's depth at little cost (C = 3, 4x4 stride 4); not
+  ** for a 1x1 or a 3x3 over 64 channels, which gm gathers at full depth. */
+  static const struct { const char *spec; int offered; } cases[] = {
+    {"n=8,c=3,h=224,w=224,k=768,r=16,s=16,stride=16", 1},
+    {"n=1,c=2,h=300,w=9,k=4,r=3,s=1,dil=130,pad=1", 1},
+    {"n=32,c=3,h=224,w=224,k=64,r=4,s=4,stride=4", 1},
+    {"n=32,c=256,h=14,w=14,k=256,r=1,s=1", 0},
+    {"n=8,c=64,h=56,w=56,k=64,r=3,s=3,pad=1", 0},
+  };
+  ct_gen_limits lim = h200();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (int fp32 = 0; fp32 <= 1; fp32++) {
+      ct_problem p;
+      ASSERT_EQ_INT(parse(cases[i].spec, fp32 ? CT_PREC_FP32 : CT_PREC_TF32, &p), 0);
+      ct_gen_variant *v = NULL;
+      size_t n = 0, n_gmp = 0;
+      ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+      for (size_t j = 0; j < n; j++)
+        n_gmp += strcmp(v[j].family->name, fp32 ? "gmp3" : "gmp") == 0;
+      free(v);
+      if ((n_gmp > 0) != cases[i].offered)
+        fprintf(stderr, "%s: %zu gmp variants\n", cases[i].spec, n_gmp);
+      ASSERT_EQ_INT(n_gmp > 0, cases[i].offered);
+    }
+}
+
+/* Family pw: a 1x1 NCHW problem read in place.  Its rows-to-pixels order
+** (ct_gm_pw_pixel) is a bijection onto each tile's pixels, the boxes'
+** swizzled offsets (ct_gm_pw_smem) one onto the stage's A floats, and the
+** fragment reads of every half-warp hit the 32 banks once.  The plan maps
+** the caller's x ({HW, C, N, 1}, 32-pixel boxes) and the packed weights;
+** pw is offered for ResNet-50's stride-1 1x1 layers and declined where x's
+** map cannot be made (HW % 4 != 0, x below 128 KiB), and for NHWC,
+** strides, padding or larger filters. */
+static void test_pw_layout(void) {
+  for (int bm = 64; bm <= 128; bm += 64)
+    for (int bk = 8; bk <= 32; bk *= 2) {
+      int seen_px[128] = {0}, seen_off[128 * 32] = {0};
+      for (int c = 0; c < bm / 64; c++)
+        for (int warp = 0; warp < 4; warp++)
+          for (int g = 0; g < 8; g++)
+            for (int h = 0; h < 2; h++) {
+              const int px = ct_gm_pw_pixel(c, warp, g) + h;
+              ASSERT_TRUE(px >= 0 && px < bm);
+              seen_px[px]++;
+              /* Rows of consumer c are the tile's pixels 64 c .. 64 c + 63. */
+              ASSERT_TRUE(px / 64 == c);
+            }
+      for (int px = 0; px < bm; px++) ASSERT_EQ_INT(seen_px[px], 1);
+      for (int cl = 0; cl < bk; cl++)
+        for (int px = 0; px < bm; px++) {
+          const int off = ct_gm_pw_smem(bk, cl, px);
+          ASSERT_TRUE(off >= 0 && off < bm * bk);
+          seen_off[off]++;
+        }
+      for (int i = 0; i < bm * bk; i++) ASSERT_EQ_INT(seen_off[i], 1);
+      /* Each half-warp's 8-byte loads of one k8 step: channel t (+4). */
+      for (int c = 0; c < bm / 64; c++)
+        for (int warp = 0; warp < 4; warp++)
+          for (int half = 0; half < 2; half++)
+            for (int j = 0; j < bk / 8; j++)
+              for (int hi = 0; hi < 2; hi++) {
+                int banks[32] = {0};
+                for (int lane = 16 * half; lane < 16 * half + 16; lane++) {
+                  const int g = lane / 4, t = lane % 4;
+                  const int off = ct_gm_pw_smem(bk, 8 * j + t + 4 * hi, ct_gm_pw_pixel(c, warp, g));
+                  ASSERT_EQ_INT(off % 2, 0);
+                  banks[off % 32]++;
+                  banks[(off + 1) % 32]++;
+                }
+                for (int i = 0; i < 32; i++) ASSERT_EQ_INT(banks[i], 1);
+              }
+    }
+
+  ct_gen_limits lim = h200();
+  static const struct { const char *spec; int offered; } cases[] = {
+    {"n=32,c=256,h=56,w=56,k=128,r=1,s=1,bias=0", 1},
+    {"n=32,c=64,h=56,w=56,k=256,r=1,s=1,act=relu", 1},
+    {"n=32,c=1024,h=14,w=14,k=256,r=1,s=1", 1},
+    {"n=16,c=64,h=1024,w=1024,k=128,r=1,s=1", 1},
+    {"n=1,c=30,h=33,w=33,k=10,r=1,s=1", 0},              /* HW = 1089 */
+    {"n=32,c=2048,h=7,w=7,k=512,r=1,s=1", 0},             /* HW = 49 */
+    {"n=1,c=8,h=32,w=32,k=8,r=1,s=1", 0},                 /* x: 32 KiB */
+    {"n=32,c=256,h=56,w=56,k=128,r=1,s=1,layout=nhwc", 0},
+    {"n=32,c=256,h=56,w=56,k=512,r=1,s=1,stride=2", 0},
+    {"n=32,c=64,h=56,w=56,k=64,r=3,s=3,pad=1", 0},
+    {"n=32,c=64,h=56,w=56,k=64,r=1,s=1,pad=1", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ct_problem p;
+    ASSERT_EQ_INT(parse(cases[i].spec, CT_PREC_TF32, &p), 0);
+    ct_gen_variant *v = NULL;
+    size_t n = 0, n_pw = 0;
+    ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+    for (size_t j = 0; j < n; j++) {
+      if (strcmp(v[j].family->name, "pw") != 0) continue;
+      n_pw++;
+      const ct_gen_variant *u = &v[j];
+      const int64_t hw = p.h * p.w, cp = (p.c + 3) / 4 * 4;
+      const int64_t bm = u->values[0], bn = u->values[1], bk = u->values[2];
+      const ct_gen_map *mx = &u->maps[0], *mw = &u->maps[1];
+      ASSERT_EQ_INT(u->n_kernels, 2);
+      ASSERT_EQ_STR(u->kernels[0].name, "gm_pack");
+      ASSERT_EQ_STR(u->kernels[1].name, "gm_pw");
+      ASSERT_TRUE(mx->kind == CT_GEN_MAP_TILED && mx->buffer == CT_GEN_BUF_X && !mx->tf32);
+      ASSERT_TRUE(mx->dims[0] == (uint64_t)hw && mx->dims[1] == (uint64_t)p.c &&
+                  mx->dims[2] == (uint64_t)p.n && mx->dims[3] == 1);
+      ASSERT_TRUE(mx->strides[0] == (uint64_t)hw * 4 && mx->strides[1] == (uint64_t)(hw * p.c * 4));
+      ASSERT_TRUE(mx->box[0] == 32 && mx->box[1] == (uint32_t)bk && mx->swizzle == 128);
+      ASSERT_TRUE(mw->buffer == CT_GEN_BUF_WS && mw->offset == 0 && mw->dims[0] == (uint64_t)cp &&
+                  mw->dims[3] >= (uint64_t)p.k && mw->box[3] == (uint32_t)bn &&
+                  mw->dims[0] * mw->dims[3] * 4 >= CT_GM_MIN_MAP_BYTES);
+      ASSERT_TRUE(u->workspace_bytes == mw->dims[0] * mw->dims[3] * 4);
+      ASSERT_EQ_INT(u->kargs[CT_GM_A_TILES_M], p.n * ((hw + bm - 1) / bm));
+      ASSERT_EQ_INT(u->kargs[CT_GM_A_NCB], (cp + bk - 1) / bk);
+      ASSERT_EQ_INT(u->kargs[CT_GM_A_WOFF], 0);
+    }
+    free(v);
+    if ((n_pw > 0) != cases[i].offered) fprintf(stderr, "%s: %zu pw variants\n", cases[i].spec, n_pw);
+    ASSERT_EQ_INT(n_pw > 0, cases[i].offered);
+  }
 }
 
 /* Family gm3 (3xTF32 on gm's kernel): the workspace holds two copies of
@@ -771,6 +1015,8 @@ int main(void) {
   RUN_TEST(test_hash);
   RUN_TEST(test_gm_shape_generic);
   RUN_TEST(test_gm3_layout);
+  RUN_TEST(test_gmp_patches);
+  RUN_TEST(test_pw_layout);
   RUN_TEST(test_gm_nhwc_plans);
   TEST_EXIT();
 }
