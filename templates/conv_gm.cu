@@ -604,11 +604,18 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       fr[j][3] = to_tf32(v1.y);
     }
     const unsigned long long db = wgmma_desc_swizzled(sbase + st * STAGE_BYTES + B_OFF, ROW);
+    // The fragments written before the fence (cvt.rna may not sink past it).
+#pragma unroll
+    for (int j = 0; j < BK / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) reg_fence(fr[j][e]);
     wgmma_fence();
 #pragma unroll
     for (int j = 0; j < BK / 8; ++j) CtWgmmaRS<BN>::run(d, fr[j], db + 2 * j, (kt | j) != 0);
     wgmma_commit();
     wgmma_wait<1>();
+    // One arrival for the warpgroup: every thread's reads of the stage
+    // before went into the wgmma that just retired.
     if (kt > 0 && lt == 0) mbar_arrive(empty + prev);
     prev = st;
     ++it;
