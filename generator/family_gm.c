@@ -72,7 +72,7 @@ enum { GM_BM, GM_BN, GM_BK, GM_STAGES, GM_KC /* gm3 */ };
 
 /* gm_worth reads their STAGES lists. */
 extern const ct_gen_family ct_gen_family_gm, ct_gen_family_gm3, ct_gen_family_gmp,
-    ct_gen_family_gmp3, ct_gen_family_pw;
+    ct_gen_family_gmp3, ct_gen_family_pw, ct_gen_family_pw3;
 
 /* Which of the four families: operand copies (1: TF32, 2: 3xTF32 hi and
 ** lo), patch matrix or im2col, and the descriptor (its STAGES list). */
@@ -132,12 +132,12 @@ static int gm_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   return 1;
 }
 
-/* 1 when a block of (bm, bn, bk) with `stages` stages of `parts` copies
-** fits the device. */
+/* 1 when a block of (bm, bn, bk) with `stages` stages of a_parts copies
+** of A and `parts` of B fits the device. */
 static int gm_fits(const ct_gen_limits *lim, int64_t bm, int64_t bn, int64_t bk,
-                   int64_t stages, int parts) {
+                   int64_t stages, int a_parts, int parts) {
   ct_gen_budget bud = {.threads = CT_GM_THREADS(bm),
-                       .smem = CT_GM_SMEM(bm, bn, bk, stages, parts),
+                       .smem = CT_GM_SMEM(bm, bn, bk, stages, a_parts, parts),
                        .blocks_per_sm = 1};
   return ct_gen_budget_fits(lim, &bud);
 }
@@ -238,7 +238,7 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   if (parts * sh.np > lim31 || g.h > d32 || g.w > d32 || parts * sh.kp > lim31 ||
       sh.x_floats / (parts * sh.np) * 4 >= s40 || sh.w_floats / (parts * sh.kp) * 4 >= s40)
     return 0;
-  return gm_fits(lim, bm, bn, bk, stages, parts);
+  return gm_fits(lim, bm, bn, bk, stages, parts, parts);
 }
 
 /* The pruning heuristic of the four families. */
@@ -272,7 +272,7 @@ static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   const ct_gen_param *sp = &kd->family->params[GM_STAGES];
   int deeper = 0;
   for (int i = 0; i < sp->n_values; i++)
-    deeper += sp->values[i] > stages && gm_fits(lim, bm, bn, bk, sp->values[i], kd->parts);
+    deeper += sp->values[i] > stages && gm_fits(lim, bm, bn, bk, sp->values[i], kd->parts, kd->parts);
   return deeper <= 1;
 }
 
@@ -330,7 +330,7 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   gm_shape_of(&g, lim, v, parts, &sh);
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const unsigned threads = (unsigned)CT_GM_THREADS(bm);
-  const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, parts);
+  const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, parts, parts);
   const int caller = gm_reads_caller(p, kd);
   if (caller) {
     out->n_kernels = 1;
@@ -420,15 +420,20 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
            kd->patch ? "#define CT_GM_PATCH 1\n" : "", threads, smem);
 }
 
-/* Family pw (gm_pw): a 1x1, stride-1, unpadded NCHW problem at tf32 as
+/* Families pw and pw3 (gm_pw): a 1x1, stride-1, unpadded NCHW problem as
 ** the GEMM y[n] = W x[n], x read in place by tiled TMA (map 0 {HW, C, N,
 ** 1}, boxes of 32 pixels x BK channels, 128-byte swizzle) and fed to wgmma
-** from registers, rounded there; the weights packed by gm_pack (R = S = 1:
-** [KP][CP], the workspace's only tensor).  No layout pass over x.  Declined
-** where x's map cannot be made: HW % 4 != 0 (its channel planes' 16-byte
-** stride), x below CT_GM_MIN_MAP_BYTES, or a size past the maps' or the
-** kernel's int ranges; x must be 16-byte aligned (the runtime checks).
-** Pruned as gm is. */
+** from registers, rounded there (pw3: split there into TF32 hi and lo,
+** 3xTF32 with gm3's chunked masters); the weights packed by gm_pack (R = S
+** = 1: [KP][CP], pw3 hi then lo, the workspace's only tensors).  No layout
+** pass over x.  Declined where x's map cannot be made: HW % 4 != 0 (its
+** channel planes' 16-byte stride), x below CT_GM_MIN_MAP_BYTES, or a size
+** past the maps' or the kernel's int ranges; x must be 16-byte aligned
+** (the runtime checks).  pw3 also where a consumer thread's registers
+** (accumulators, cross terms, masters: 3 BN / 2; two sets of hi and lo
+** fragments: 16 BK / 8; about 24 more) pass the 232 setmaxnreg gives it:
+** BN = 128 only with BK = 8.  Pruned as gm is (pw3's BN = 128 at BK = 8
+** kept). */
 typedef struct pw_shape {
   int64_t hw, cp, kp, mt, tiles_m, tiles_n, ncb, grid;
 } pw_shape;
@@ -452,11 +457,15 @@ static int pw_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   return 1;
 }
 
-static int pw_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                          int parts) {
   if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0) return 0;
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128 && bn != 256) ||
       (bk != 8 && bk != 16 && bk != 32) || stages < 2)
+    return 0;
+  if (parts == 2 && (bn > 128 || v[GM_KC] < 1 || v[GM_KC] % (bk / 8) != 0 ||
+                     3 * bn / 2 + 16 * (bk / 8) + 24 > 232))
     return 0;
   if (p->r != 1 || p->s != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_h != 0 ||
       p->pad_w != 0 || p->layout != CT_LAYOUT_NCHW)
@@ -473,38 +482,39 @@ static int pw_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v)
     return 0;
   const int64_t tiles = sh.tiles_m * sh.tiles_n;
   if (sh.hw > lim31 - 256 || tiles > lim31 / 2 || sh.ncb > lim31 ||
-      (tiles + sh.grid - 1) / sh.grid > lim31 / sh.ncb || sh.kp > lim31 ||
+      (tiles + sh.grid - 1) / sh.grid > lim31 / sh.ncb || parts * sh.kp > lim31 ||
       sh.kp * sh.cp > (INT64_C(1) << 38))
     return 0;
-  return gm_fits(lim, bm, bn, bk, stages, 1);
+  return gm_fits(lim, bm, bn, bk, stages, 1, parts);
 }
 
-static int pw_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                          const ct_gen_family *f, int parts) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
-  if (bk != gm_want_bk(round_up(p->c, 4))) return 0;
+  if (bk != gm_want_bk(round_up(p->c, 4)) && !(parts == 2 && bn == 128)) return 0;
   if (bn > 64 && bn / 2 >= round_up(p->k, 64)) return 0;
   if (bm == 64) {
     const int64_t tiles128 = p->n * ((p->h * p->w + 127) / 128) * ((p->k + bn - 1) / bn);
     if (tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
   }
-  const ct_gen_param *sp = &ct_gen_family_pw.params[GM_STAGES];
+  const ct_gen_param *sp = &f->params[GM_STAGES];
   int deeper = 0;
   for (int i = 0; i < sp->n_values; i++)
-    deeper += sp->values[i] > stages && gm_fits(lim, bm, bn, bk, sp->values[i], 1);
+    deeper += sp->values[i] > stages && gm_fits(lim, bm, bn, bk, sp->values[i], 1, parts);
   return deeper <= 1;
 }
 
-static void pw_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                    ct_gen_variant *out, char *defines, size_t len) {
+static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                          ct_gen_variant *out, char *defines, size_t len, int parts) {
   pw_shape sh;
   pw_shape_of(p, lim, v, &sh);
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const unsigned threads = (unsigned)CT_GM_THREADS(bm);
-  const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, 1);
+  const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, 1, parts);
   out->n_kernels = 2;
   gm_launch(&out->kernels[0], "gm_pack", sh.kp, 1, CT_GM_PACK_THREADS, 0);
   gm_launch(&out->kernels[1], "gm_pw", sh.grid, 1, threads, smem);
-  out->workspace_bytes = (size_t)(sh.kp * sh.cp * 4);
+  out->workspace_bytes = (size_t)(parts * sh.kp * sh.cp * 4);
 
   int64_t *a = out->kargs;
   gm_kargs_problem(a, p);
@@ -524,20 +534,41 @@ static void pw_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
 
   /* Map 0: tiled over the caller's x, {HW, C, N, 1}, boxes {32, BK, 1, 1}
   ** (a 128-byte row of pixels per channel), FLOAT32 (gm_pw rounds); map 1
-  ** over the packed weights [KP][CP] (gm's with R = S = 1). */
+  ** over the packed weights [KP][CP] (pw3: [2 KP][CP], gm's with R = S = 1). */
   out->n_maps = 2;
   const uint64_t hw4 = (uint64_t)sh.hw * 4;
   const uint64_t xdims[4] = {(uint64_t)sh.hw, (uint64_t)p->c, (uint64_t)p->n, 1};
   const uint64_t xstrides[3] = {hw4, hw4 * (uint64_t)p->c, hw4 * (uint64_t)(p->c * p->n)};
   const uint32_t xbox[4] = {32, (uint32_t)bk, 1, 1};
   gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, 128, 256);
-  const uint64_t wdims[4] = {(uint64_t)sh.cp, 1, 1, (uint64_t)sh.kp};
+  const uint64_t wdims[4] = {(uint64_t)sh.cp, 1, 1, (uint64_t)(parts * sh.kp)};
   const uint64_t wrow = (uint64_t)sh.cp * 4, wstrides[3] = {wrow, wrow, wrow};
   const uint32_t wbox[4] = {(uint32_t)bk, 1, 1, (uint32_t)bn};
   gm_tiled_map(&out->maps[1], CT_GEN_BUF_WS, 0, 0, wdims, wstrides, wbox, (int)(bk * 4), 128);
 
-  snprintf(defines, len, "#define CT_GM_PW 1\n#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
-           threads, smem);
+  snprintf(defines, len, "%s#define CT_GM_PW 1\n#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
+           parts == 2 ? "#define CT_GM_SPLIT 1\n" : "", threads, smem);
+}
+
+static int pw_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  return pw_valid_parts(p, lim, v, 1);
+}
+static int pw3_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  return pw_valid_parts(p, lim, v, 2);
+}
+static int pw_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  return pw_worth_parts(p, lim, v, &ct_gen_family_pw, 1);
+}
+static int pw3_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  return pw_worth_parts(p, lim, v, &ct_gen_family_pw3, 2);
+}
+static void pw_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                    ct_gen_variant *out, char *defines, size_t len) {
+  pw_plan_parts(p, lim, v, out, defines, len, 1);
+}
+static void pw3_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                     ct_gen_variant *out, char *defines, size_t len) {
+  pw_plan_parts(p, lim, v, out, defines, len, 2);
 }
 
 /* The descriptors' entry points. */
@@ -601,4 +632,18 @@ const ct_gen_family ct_gen_family_pw = {
   .valid = pw_valid,
   .worth = pw_worth,
   .plan = pw_plan,
+};
+
+const ct_gen_family ct_gen_family_pw3 = {
+  .name = "pw3",
+  .template_name = "conv_gm.cu",
+  .precisions = 1u << CT_PREC_FP32,
+  .args = CT_GEN_ARGS_TENSOR_MAPS,
+  .tensor_cores = 1,
+  .big_tensors = 1,
+  .shape_generic = 1,
+  GM_FP32_PARAMS,
+  .valid = pw3_valid,
+  .worth = pw3_worth,
+  .plan = pw3_plan,
 };

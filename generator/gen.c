@@ -33,7 +33,7 @@
   X(s2d_wg) X(s2d_wg3) \
   X(gm) X(gm3) \
   X(gmp) X(gmp3) \
-  X(pw)
+  X(pw) X(pw3)
 
 #define CT_GEN_DECLARE_FAMILY(f) extern const ct_gen_family ct_gen_family_##f;
 CT_GEN_FAMILY_LIST(CT_GEN_DECLARE_FAMILY)

@@ -115,14 +115,15 @@ constexpr bool SPLIT = CT_GM_SPLIT != 0;
 constexpr bool PATCH = CT_GM_PATCH != 0;     // gmp: the GEMM over the patch matrix
 constexpr bool POINTWISE = CT_GM_PW != 0;    // pw: a 1x1 over NCHW x, gm_pw
 constexpr int PARTS = SPLIT ? 2 : 1;         // copies of each operand: hi (, lo)
+constexpr int A_PARTS = POINTWISE ? 1 : PARTS; // pw3 splits A in registers
 constexpr int CWG = BM / 64;                 // consumer warpgroups
 constexpr int THREADS = CT_GM_THREADS(BM);
 constexpr int ROW = BK * 4;                  // bytes of a stage row
 // A stage: A hi, (A lo,) B hi, (B lo).
 constexpr int A_BYTES = BM * ROW, B_BYTES = BN * ROW;
-constexpr int B_OFF = PARTS * A_BYTES;       // B hi within a stage
-constexpr int STAGE_BYTES = CT_GM_STAGE_BYTES(BM, BN, BK, PARTS);
-constexpr int SMEM_BYTES = CT_GM_SMEM(BM, BN, BK, STAGES, PARTS);
+constexpr int B_OFF = A_PARTS * A_BYTES;     // B hi within a stage
+constexpr int STAGE_BYTES = CT_GM_STAGE_BYTES(BM, BN, BK, A_PARTS, PARTS);
+constexpr int SMEM_BYTES = CT_GM_SMEM(BM, BN, BK, STAGES, A_PARTS, PARTS);
 constexpr int KTC = SPLIT ? KC / (BK / 8) : 1; // gm3: k-tiles per chunk
 constexpr int CONSUMER_REGS = 232, PRODUCER_REGS = 40;
 
@@ -132,8 +133,8 @@ static_assert(BK == 8 || BK == 16 || BK == 32, "BK: 8, 16 or 32 (one swizzled ro
 static_assert(STAGES >= 2 && SMEM_BYTES <= 232448, "stages exceed shared memory");
 static_assert(!SPLIT || BN <= 128, "gm3: two accumulators and masters of BN <= 128");
 static_assert(!SPLIT || (KC % (BK / 8) == 0 && KTC >= 1), "KC: whole k-tiles");
-static_assert(STAGE_BYTES == PARTS * (A_BYTES + B_BYTES), "stage layout");
-static_assert(!POINTWISE || (!SPLIT && !PATCH && CT_LAYOUT == 0), "pw: tf32, NCHW, x read in place");
+static_assert(STAGE_BYTES == A_PARTS * A_BYTES + PARTS * B_BYTES, "stage layout");
+static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
 static_assert(A_BYTES % (8 * ROW) == 0 && B_BYTES % (8 * ROW) == 0, "stages on swizzle atoms");
@@ -529,7 +530,11 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
 // 1, as gm).  A consumer thread reads its fragment from the boxes (ld.shared
 // of 2 pixels, two channels a k8 step), rounds it to TF32 (cvt.rna) and
 // issues one RS wgmma per k8 step; fragments alternate between two register
-// sets, the one a wgmma in flight reads left alone.
+// sets, the one a wgmma in flight reads left alone.  pw3 (CT_GM_SPLIT 1,
+// fp32): the fragments split there, hi = rna(a) and lo = rna(a - hi), the
+// weights' hi and lo copies loaded (gm_pack's, KP rows apart), and the
+// three wgmma per k8 step with gm3's chunked masters; x itself is read
+// once, with no copy.
 //
 // Rows of D are pixels in an order chosen for the shared-memory reads
 // (ct_gm_pw_pixel: warps 2 b and 2 b + 1 of consumer c share box 2 c + b,
@@ -559,6 +564,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     if (tid != 0) return;
     tmap_prefetch(&tx);
     tmap_prefetch(&tw);
+    const int KP = (int)a.v[CT_GM_A_KP];
     unsigned it = 0;
 #pragma unroll 1
     for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
@@ -574,6 +580,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         for (int i = 0; i < BM / 32; ++i)
           tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, hw0 + 32 * i, cb * BK, img, 0);
         tma_load_tile4(sa + B_OFF, &tw, full + st, cb * BK, 0, 0, n0);
+        if constexpr (SPLIT) tma_load_tile4(sa + B_OFF + B_BYTES, &tw, full + st, cb * BK, 0, 0, n0 + KP);
       }
     }
     return;
@@ -586,10 +593,21 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const int px = ct_gm_pw_pixel(c, warp, g); // row g's pixel; row g + 8's is px + 1
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
   float d[BN / 2];
-  unsigned fa[BK / 8][4], fb[BK / 8][4];
+  float master[SPLIT ? BN / 2 : 1]; // pw3: the fp32 sums of the chunks (gm_conv's)
+  float e[BN / 2];                  // pw3: the cross terms al*bh + ah*bl of the tile (pw: unused)
+  // pw3: master += d, every wgmma writing d retired.
+  auto flush = [&]() {
+#pragma unroll
+    for (int i = 0; i < (SPLIT ? BN / 2 : 0); ++i) {
+      reg_fence(d[i]);
+      master[i] += d[i];
+    }
+  };
+  // Two sets of fragments, hi (and pw3's lo, rna(a - hi)) per k8 step.
+  unsigned fa[PARTS][BK / 8][4], fb[PARTS][BK / 8][4];
   unsigned it = 0, prev = 0;
   // One k-tile: the fragments into fr, the wgmma, the stage before released.
-  auto ktile = [&](unsigned (&fr)[BK / 8][4], int kt) {
+  auto ktile = [&](unsigned (&fr)[PARTS][BK / 8][4], int kt) {
     const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
     mbar_wait(full + st, ph);
     const float *const as = reinterpret_cast<const float *>(smem + st * STAGE_BYTES);
@@ -598,20 +616,42 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       const int c0 = 8 * j + t, c1 = c0 + 4;
       const float2 v0 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c0, px));
       const float2 v1 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c1, px));
-      fr[j][0] = to_tf32(v0.x);
-      fr[j][1] = to_tf32(v0.y);
-      fr[j][2] = to_tf32(v1.x);
-      fr[j][3] = to_tf32(v1.y);
+      const float v[4] = {v0.x, v0.y, v1.x, v1.y};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        fr[0][j][i] = to_tf32(v[i]);
+        if constexpr (SPLIT) fr[PARTS - 1][j][i] = to_tf32(v[i] - __uint_as_float(fr[0][j][i]));
+      }
     }
     const unsigned long long db = wgmma_desc_swizzled(sbase + st * STAGE_BYTES + B_OFF, ROW);
     // The fragments written before the fence (cvt.rna may not sink past it).
 #pragma unroll
-    for (int j = 0; j < BK / 8; ++j)
+    for (int q = 0; q < PARTS; ++q)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) reg_fence(fr[j][e]);
-    wgmma_fence();
+      for (int j = 0; j < BK / 8; ++j)
 #pragma unroll
-    for (int j = 0; j < BK / 8; ++j) CtWgmmaRS<BN>::run(d, fr[j], db + 2 * j, (kt | j) != 0);
+        for (int i = 0; i < 4; ++i) reg_fence(fr[q][j][i]);
+    if constexpr (SPLIT) {
+      // As gm_conv: a chunk opens every KTC k-tiles, the last one drained
+      // into the masters; the cross terms in e over the whole tile.
+      const bool opens = kt % KTC == 0;
+      if (opens && kt > 0) {
+        wgmma_wait<0>();
+        flush();
+      }
+      const unsigned long long dbl = db + (B_BYTES >> 4);
+      wgmma_fence();
+#pragma unroll
+      for (int j = 0; j < BK / 8; ++j) {
+        CtWgmmaRS<BN>::run(e, fr[PARTS - 1][j], db + 2 * j, (kt | j) != 0);
+        CtWgmmaRS<BN>::run(e, fr[0][j], dbl + 2 * j, 1);
+        CtWgmmaRS<BN>::run(d, fr[0][j], db + 2 * j, !opens || j != 0);
+      }
+    } else {
+      wgmma_fence();
+#pragma unroll
+      for (int j = 0; j < BK / 8; ++j) CtWgmmaRS<BN>::run(d, fr[0][j], db + 2 * j, (kt | j) != 0);
+    }
     wgmma_commit();
     wgmma_wait<1>();
     // One arrival for the warpgroup: every thread's reads of the stage
@@ -624,6 +664,10 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
     const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
     const int img = tm / mt, hw0 = (tm - img * mt) * BM;
+    if constexpr (SPLIT) {
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) master[i] = 0.0f;
+    }
     int kt = 0;
 #pragma unroll 1
     for (; kt + 1 < ncb; kt += 2) {
@@ -635,8 +679,17 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     if (lt == 0) mbar_arrive(empty + prev);
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) reg_fence(d[i]);
+    if constexpr (SPLIT) {
+      flush();
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) {
+        reg_fence(e[i]);
+        master[i] += e[i];
+      }
+    }
+    const float *const acc = SPLIT ? master : d;
 
-    // Epilogue: d[4j + 2h + e] = D[row g + 8h][8j + 2t + e], pixel px + h.
+    // Epilogue: acc[4j + 2h + e] = D[row g + 8h][8j + 2t + e], pixel px + h.
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int hw = hw0 + px + h;
@@ -646,10 +699,10 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       for (int j = 0; j < BN / 8; ++j) {
         const int k0 = n0 + 8 * j + 2 * t;
         if (k0 < K)
-          __stcs(yp + (long long)k0 * HW, ct_act(d[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f)));
+          __stcs(yp + (long long)k0 * HW, ct_act(acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f)));
         if (k0 + 1 < K)
           __stcs(yp + (long long)(k0 + 1) * HW,
-                 ct_act(d[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f)));
+                 ct_act(acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f)));
       }
     }
   }

@@ -46,14 +46,16 @@
 #define CT_GM_PACK_THREADS 128
 
 /* The main kernel: one producer warpgroup and BM / 64 consumers; shared
-** memory for STAGES stages of A (BM x BK) and B (BN x BK) fp32, `parts`
-** of each (1 for gm; 2 for gm3, the TF32 hi and lo halves of the 3xTF32
-** split), their full and empty mbarriers, and 1024 bytes to align the
-** first stage to the 128-byte swizzle's 1024-byte atom. */
+** memory for STAGES stages of A (BM x BK) and B (BN x BK) fp32, a_parts
+** copies of A and b_parts of B (1 for gm; 2 for gm3, the TF32 hi and lo
+** halves of the 3xTF32 split; pw3 splits A in registers: 1 and 2), their
+** full and empty mbarriers, and 1024 bytes to align the first stage to
+** the 128-byte swizzle's 1024-byte atom. */
 #define CT_GM_THREADS(bm) (128 * ((bm) / 64 + 1))
-#define CT_GM_STAGE_BYTES(bm, bn, bk, parts) ((parts) * ((bm) + (bn)) * (bk) * 4)
-#define CT_GM_SMEM(bm, bn, bk, stages, parts) \
-  (1024 + (stages) * CT_GM_STAGE_BYTES(bm, bn, bk, parts) + 16 * (stages))
+#define CT_GM_STAGE_BYTES(bm, bn, bk, a_parts, b_parts) \
+  (((a_parts) * (bm) + (b_parts) * (bn)) * (bk) * 4)
+#define CT_GM_SMEM(bm, bn, bk, stages, a_parts, b_parts) \
+  (1024 + (stages) * CT_GM_STAGE_BYTES(bm, bn, bk, a_parts, b_parts) + 16 * (stages))
 
 /* Families gmp and gmp3 (CT_GM_PATCH 1): the convolution as a GEMM over
 ** an explicit patch matrix in the workspace, [NP][P][Q][KG] with KG = R S C

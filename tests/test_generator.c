@@ -531,14 +531,15 @@ static void test_gmp_patches(void) {
     }
 }
 
-/* Family pw: a 1x1 NCHW problem read in place.  Its rows-to-pixels order
+/* Families pw and pw3: a 1x1 NCHW problem read in place.  Its rows-to-pixels order
 ** (ct_gm_pw_pixel) is a bijection onto each tile's pixels, the boxes'
 ** swizzled offsets (ct_gm_pw_smem) one onto the stage's A floats, and the
 ** fragment reads of every half-warp hit the 32 banks once.  The plan maps
-** the caller's x ({HW, C, N, 1}, 32-pixel boxes) and the packed weights;
-** pw is offered for ResNet-50's stride-1 1x1 layers and declined where x's
-** map cannot be made (HW % 4 != 0, x below 128 KiB), and for NHWC,
-** strides, padding or larger filters. */
+** the caller's x ({HW, C, N, 1}, 32-pixel boxes) and the packed weights
+** (pw3: hi and lo copies); pw at tf32 and pw3 at fp32 are offered for
+** ResNet-50's stride-1 1x1 layers and declined where x's map cannot be
+** made (HW % 4 != 0, x below 128 KiB), and for NHWC, strides, padding or
+** larger filters; pw3 keeps BN = 128 only at BK = 8 (its registers). */
 static void test_pw_layout(void) {
   for (int bm = 64; bm <= 128; bm += 64)
     for (int bk = 8; bk <= 32; bk *= 2) {
@@ -593,14 +594,15 @@ static void test_pw_layout(void) {
     {"n=32,c=64,h=56,w=56,k=64,r=3,s=3,pad=1", 0},
     {"n=32,c=64,h=56,w=56,k=64,r=1,s=1,pad=1", 0},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+  for (size_t i = 0; i < 2 * (sizeof cases / sizeof cases[0]); i++) {
+    const int fp32 = i % 2, parts = fp32 ? 2 : 1;
     ct_problem p;
-    ASSERT_EQ_INT(parse(cases[i].spec, CT_PREC_TF32, &p), 0);
+    ASSERT_EQ_INT(parse(cases[i / 2].spec, fp32 ? CT_PREC_FP32 : CT_PREC_TF32, &p), 0);
     ct_gen_variant *v = NULL;
     size_t n = 0, n_pw = 0;
     ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
     for (size_t j = 0; j < n; j++) {
-      if (strcmp(v[j].family->name, "pw") != 0) continue;
+      if (strcmp(v[j].family->name, fp32 ? "pw3" : "pw") != 0) continue;
       n_pw++;
       const ct_gen_variant *u = &v[j];
       const int64_t hw = p.h * p.w, cp = (p.c + 3) / 4 * 4;
@@ -615,16 +617,19 @@ static void test_pw_layout(void) {
       ASSERT_TRUE(mx->strides[0] == (uint64_t)hw * 4 && mx->strides[1] == (uint64_t)(hw * p.c * 4));
       ASSERT_TRUE(mx->box[0] == 32 && mx->box[1] == (uint32_t)bk && mx->swizzle == 128);
       ASSERT_TRUE(mw->buffer == CT_GEN_BUF_WS && mw->offset == 0 && mw->dims[0] == (uint64_t)cp &&
-                  mw->dims[3] >= (uint64_t)p.k && mw->box[3] == (uint32_t)bn &&
-                  mw->dims[0] * mw->dims[3] * 4 >= CT_GM_MIN_MAP_BYTES);
+                  mw->dims[3] == (uint64_t)(parts * u->kargs[CT_GM_A_KP]) &&
+                  u->kargs[CT_GM_A_KP] >= p.k && mw->box[3] == (uint32_t)bn &&
+                  mw->dims[0] * mw->dims[3] * 4 >= (uint64_t)parts * CT_GM_MIN_MAP_BYTES);
+      ASSERT_TRUE(!fp32 || bn == 64 || bk == 8);
       ASSERT_TRUE(u->workspace_bytes == mw->dims[0] * mw->dims[3] * 4);
       ASSERT_EQ_INT(u->kargs[CT_GM_A_TILES_M], p.n * ((hw + bm - 1) / bm));
       ASSERT_EQ_INT(u->kargs[CT_GM_A_NCB], (cp + bk - 1) / bk);
       ASSERT_EQ_INT(u->kargs[CT_GM_A_WOFF], 0);
     }
     free(v);
-    if ((n_pw > 0) != cases[i].offered) fprintf(stderr, "%s: %zu pw variants\n", cases[i].spec, n_pw);
-    ASSERT_EQ_INT(n_pw > 0, cases[i].offered);
+    if ((n_pw > 0) != cases[i / 2].offered)
+      fprintf(stderr, "%s: %zu %s variants\n", cases[i / 2].spec, n_pw, fp32 ? "pw3" : "pw");
+    ASSERT_EQ_INT(n_pw > 0, cases[i / 2].offered);
   }
 }
 

@@ -213,13 +213,14 @@ static void test_cluster_split_points(void) {
 ** heuristic drops on the first problem where it drops any compile with
 ** no spill.  The problems give every family
 ** pruned points: K = 64 (wgr idles a consumer, wide BN waste channels),
-** K = 96 at fp32, K = 3 (direct's wide TK), a 1x1 (pw's BK). */
+** K = 96 at fp32, K = 3 (direct's wide TK), a 1x1 (pw's and pw3's BK). */
 static void test_pruned_points(void) {
   static const char *const specs[] = {
     "n=2,c=3,h=67,w=59,k=64,r=11,s=11,stride=4,pad=2,prec=tf32",
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2,prec=fp32",
     "n=1,c=2,h=9,w=9,k=3,r=3,s=3,prec=tf32",
     "n=2,c=64,h=28,w=28,k=96,r=1,s=1,prec=tf32",
+    "n=2,c=64,h=28,w=28,k=96,r=1,s=1,prec=fp32",
   };
   const size_t n_specs = sizeof specs / sizeof specs[0];
   ct_gen_limits lim;
@@ -333,6 +334,7 @@ static void test_relu_every_family(void) {
     "act=relu,n=2,c=3,h=64,w=48,k=40,r=16,s=16,stride=16,prec=tf32",
     "act=relu,n=2,c=3,h=64,w=48,k=40,r=16,s=16,stride=16,prec=fp32",
     "act=relu,n=2,c=64,h=28,w=28,k=96,r=1,s=1,prec=tf32",
+    "act=relu,n=2,c=64,h=28,w=28,k=96,r=1,s=1,prec=fp32",
   };
   enum { MAX_FAMILIES = 32 };
   const size_t n_specs = sizeof specs / sizeof specs[0];
