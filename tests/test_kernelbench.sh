@@ -5,7 +5,8 @@
 # warning, and its embedded CUDA (each precision's kernels, alone) compiles
 # with nvcc for sm_90a; with a tuned database (the fake GPU: gm at tf32,
 # then gm3 at fp32) the header names the winners and where they came from
-# and their kernels compile; bad arguments are refused.
+# and their kernels compile; so do pw's and pw3's, which read x in place;
+# bad arguments are refused.
 #   tests/test_kernelbench.sh PATH/TO/convtune SOURCE_ROOT
 set -u
 ct=${1:?usage: test_kernelbench.sh CONVTUNE SOURCE_ROOT}
@@ -56,10 +57,11 @@ nvcc_check() {
   check "$1" "[ $? -eq 0 ] || { cat '$tmp/nvcc'; false; }"
 }
 spec87="n=16,c=64,h=1024,w=1024,k=128,r=1,s=1,bias=0"
-# fake_tune PREC FAMILY: problem 87 tuned on the fake GPU into $tmp/t.db.
+# fake_tune PREC FAMILY [DB]: problem 87 tuned on the fake GPU into DB
+# (default $tmp/t.db).
 fake_tune() {
   CONVTUNE_TEST_FAKE_GPU=1 CONVTUNE_TEST_FAKE_MS=5 "$ct" tune --problem "$spec87" --precision "$1" \
-    --families "$2" --max-variants 2 --final-trials 3 --db "$tmp/t.db" > /dev/null 2>&1
+    --families "$2" --max-variants 2 --final-trials 3 --db "${3:-$tmp/t.db}" > /dev/null 2>&1
 }
 # winner FAMILY: the winner of that family in $tmp/t.db.
 winner() { python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT variant FROM winners WHERE variant LIKE ?", (sys.argv[2] + ":%",)).fetchone()[0])' "$tmp/t.db" "$1"; }
@@ -114,6 +116,21 @@ check "tuned both: the static checker passes" "static '$tmp/t87b.py' > '$tmp/sta
 mkdir -p "$tmp/kt3"
 if [ -n "$nvcc" ] && kernels "$tmp/t87b.py" "$tmp/kt3"; then
   nvcc_check "tuned both: gm3's kernels compile with nvcc" "$tmp/kt3/fp32.cu"
+fi
+
+# pw and pw3 (problem 87 is a 1x1 over NCHW x, read in place): the
+# launcher encodes a tiled map over the caller's x; both precisions'
+# kernels compile.
+fake_tune tf32 pw "$tmp/p.db" && fake_tune fp32 pw3 "$tmp/p.db"
+check "fake tunes of problem 87 (pw, pw3)" "[ $? -eq 0 ]"
+"$ct" kernelbench --level1 87 --db "$tmp/p.db" --out "$tmp/p87.py"
+check "pw: written, both winners named" "[ $? -eq 0 ] && grep -q '#   tf32: pw:' '$tmp/p87.py' && grep -q '#   fp32: pw3:' '$tmp/p87.py'"
+check "pw: x read in place through a tiled map" "grep -q 'cuTensorMapEncodeTiled(&ct_cu0, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, (char \\*)xp' '$tmp/p87.py' && grep -q 'gm_pw<<<' '$tmp/p87.py'"
+check "pw: the static checker passes" "static '$tmp/p87.py' > '$tmp/static' || { cat '$tmp/static'; false; }"
+mkdir -p "$tmp/kp"
+if [ -n "$nvcc" ] && kernels "$tmp/p87.py" "$tmp/kp"; then
+  nvcc_check "pw: its kernels compile with nvcc" "$tmp/kp/tf32.cu"
+  nvcc_check "pw3: its kernels compile with nvcc" "$tmp/kp/fp32.cu"
 fi
 
 # Any problem through --problem; refusals.
