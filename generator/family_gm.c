@@ -58,7 +58,8 @@
 ** GEMM view (no im2col limit applies), KG and the patch kernel's grid in
 ** 31 bits; they are pruned as gm is (on the view), and wherever gm can
 ** gather the problem itself unless the patch matrix saves a quarter of
-** gm's depth (R S ceil(CP / BK) BK) and is at most 4 times the NHWC copy.
+** gm's depth (R S ceil(CP / BK) BK) and is at most 4 times the NHWC copy,
+** or is at most half that copy (strides skipping most of x).
 */
 #include <stdint.h>
 #include <stdio.h>
@@ -256,17 +257,20 @@ static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const in
     int64_t tiles128 = (p->n * P * Q + 127) / 128 * ((p->k + bn - 1) / bn);
     if (tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
   }
-  /* gmp where gm gathers p itself: only a shallower GEMM (a quarter of
-  ** gm's depth saved) from a patch matrix at most 4 times the NHWC copy. */
+  /* gmp where gm gathers p itself: a shallower GEMM (a quarter of gm's
+  ** depth saved) from a patch matrix at most 4 times the NHWC copy, or a
+  ** matrix at most half that copy (a stride that skips most of x, as a
+  ** 1x1 at stride 2: the pass then writes less than gm's copy of x). */
   if (kd->patch && gm_im2col_fits(p)) {
     const int64_t cpx = round_up(p->c, 4);
     const int64_t depth_gm = p->r * p->s * round_up(cpx, gm_want_bk(cpx));
     const int64_t mat[3] = {P, Q, cp}, copy[3] = {p->h, p->w, cpx};
     const int64_t mat_floats = ct_gen_checked_product(mat, 3);
     const int64_t copy_floats = ct_gen_checked_product(copy, 3);
-    if (4 * round_up(cp, bk) > 3 * depth_gm || mat_floats < 0 || copy_floats < 0 ||
-        mat_floats / 4 > copy_floats)
-      return 0;
+    if (mat_floats < 0 || copy_floats < 0) return 0;
+    const int shallower = 4 * round_up(cp, bk) <= 3 * depth_gm && mat_floats / 4 <= copy_floats;
+    const int smaller = 2 * mat_floats <= copy_floats;
+    if (!shallower && !smaller) return 0;
   }
   /* The two deepest rings of the list that fit. */
   const ct_gen_param *sp = &kd->family->params[GM_STAGES];

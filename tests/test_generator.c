@@ -491,7 +491,8 @@ static int gmp_matches_reference(const char *spec, ct_precision prec) {
 static void test_gmp_patches(void) {
   /* ViT's patch embedding (stride 16, gm declines it) in both layouts,
   ** a stride of 9 with padding, dilation with unequal strides, a tap
-  ** offset past im2col's 255, three channels at stride 4. */
+  ** offset past im2col's 255, three channels at stride 4, a 1x1 at
+  ** stride 2. */
   static const char *const specs[] = {
     "n=2,c=3,h=64,w=48,k=20,r=16,s=16,stride=16",
     "n=2,c=3,h=64,w=48,k=20,r=16,s=16,stride=16,layout=nhwc",
@@ -499,19 +500,24 @@ static void test_gmp_patches(void) {
     "n=1,c=6,h=23,w=40,k=9,r=3,s=2,stride=9x3,pad=3,dil=4x7,bias=0,layout=nhwc",
     "n=1,c=2,h=300,w=9,k=4,r=3,s=1,dil=130,pad=1",
     "n=2,c=3,h=32,w=32,k=16,r=4,s=4,stride=4",
+    "n=2,c=20,h=15,w=17,k=12,r=1,s=1,stride=2",
   };
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
     for (int fp32 = 0; fp32 <= 1; fp32++)
       ASSERT_TRUE(gmp_matches_reference(specs[i], fp32 ? CT_PREC_FP32 : CT_PREC_TF32));
 
-  /* Offered: where im2col cannot gather (ViT, dilation 130), and where
-  ** the matrix halves gm's depth at little cost (C = 3, 4x4 stride 4); not
-  ** for a 1x1 or a 3x3 over 64 channels, which gm gathers at full depth. */
+  /* Offered: where im2col cannot gather (ViT, dilation 130), where the
+  ** matrix halves gm's depth at little cost (C = 3, 4x4 stride 4), and
+  ** where it is a quarter of x (a 1x1 at stride 2); not for a 1x1, a 3x3
+  ** over 64 channels or a 3x3 at stride 2, which gm gathers at full depth
+  ** from a copy no bigger. */
   static const struct { const char *spec; int offered; } cases[] = {
     {"n=8,c=3,h=224,w=224,k=768,r=16,s=16,stride=16", 1},
     {"n=1,c=2,h=300,w=9,k=4,r=3,s=1,dil=130,pad=1", 1},
     {"n=32,c=3,h=224,w=224,k=64,r=4,s=4,stride=4", 1},
     {"n=32,c=256,h=14,w=14,k=256,r=1,s=1", 0},
+    {"n=32,c=256,h=56,w=56,k=512,r=1,s=1,stride=2", 1},
+    {"n=32,c=128,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", 0},
     {"n=8,c=64,h=56,w=56,k=64,r=3,s=3,pad=1", 0},
   };
   ct_gen_limits lim = h200();
