@@ -32,10 +32,19 @@ kept in the JSON: the cost of tuning a network).
                              [--no-compile] [--compile-mode MODE]
                              [--out DIR] [--seed 0] [--device 0]
 
+Each row also carries conv_floor_ms, the floor of the model's convolutions
+alone at its precision (bench.py's floors, max(memory, compute) of each
+problem convtune.torch.collect lists, times its calls, from the copy and
+matrix rates measured at the start), and x_conv_floor = mean_ms /
+conv_floor_ms: the other layers (pooling, additions, the classifier, and
+eager's BatchNorms and ReLUs) are not in the floor, so the ratio bounds how
+far the convolutions are from theirs from above.
+
 Writes <out>/network-<gpu>.json (rows merged by model, batch, impl and
 precision, so runs in parts add up) with rows {model, batch, impl,
 precision, mean_ms, median_ms, min_ms, max_ms, passes, max_abs_err,
-rel_err, bias, speed_vs_best_pytorch} and, with matplotlib, network-<gpu>.png.
+rel_err, bias, conv_floor_ms, x_conv_floor, speed_vs_best_pytorch} and,
+with matplotlib, network-<gpu>.png.
 Exits 1 when a convtune row fails its check or cannot run.
 """
 
@@ -156,7 +165,16 @@ def check(y, ref):
     return finite, max_abs, rel, bias
 
 
-def run_rows(name, batch, args, dev, flush, log):
+def conv_floor_ms(model, x, prec, rates):
+    """The sum over model's convolutions (one forward pass on x, calls
+    counted; BatchNorms folded as patch() does) of each one's floor at prec."""
+    listed = ct.collect(model, x, precision=prec)
+    lib = ct.library()
+    return sum(e["calls"] * bench.floors(lib.parse(e["spec"]), rates)["class_ms"][prec]
+               for e in listed["problems"])
+
+
+def run_rows(name, batch, args, dev, flush, rates, log):
     """Every impl of one model and batch at each precision: rows (dicts)."""
     model = make_model(name, args.seed, dev)
     torch.manual_seed(args.seed + 2)
@@ -201,12 +219,14 @@ def run_rows(name, batch, args, dev, flush, log):
     for prec in args.precisions:
         set_precision(prec)
         eager_rel = None
+        floor = conv_floor_ms(model, x, prec, rates)
+        log("  floor of the convolutions at %s: %.4f ms" % (prec, floor))
         for impl in IMPLS:
             if impl not in impls:
                 continue
             fn, inp = impls[impl]
             row = {"model": name, "batch": batch, "impl": impl, "precision": prec,
-                   "passes": False}
+                   "passes": False, "conv_floor_ms": floor}
             try:
                 with torch.no_grad():
                     y = fn(inp)
@@ -225,7 +245,7 @@ def run_rows(name, batch, args, dev, flush, log):
                         REL_FLOOR[prec])
             row.update(timing)
             row.update(max_abs_err=max_abs, rel_err=rel, bias=bias, rel_limit=limit,
-                       passes=finite and rel <= limit)
+                       passes=finite and rel <= limit, x_conv_floor=row["mean_ms"] / floor)
             rows.append(row)
             log("  %-22s %s b%-3d %-5s %9.4f ms  rel %.2e  %s"
                 % (impl, name, batch, prec, row["mean_ms"], rel,
@@ -256,18 +276,19 @@ def merge(old_rows, new_rows):
 
 
 def table(rows):
-    lines = ["%-10s %5s %-5s %-22s %10s %9s %8s %s" % ("model", "batch", "prec", "impl",
-                                                       "mean ms", "rel err", "vs best", "")]
+    lines = ["%-10s %5s %-5s %-22s %10s %9s %8s %8s %s"
+             % ("model", "batch", "prec", "impl", "mean ms", "rel err", "vs best",
+                "x floor", "")]
     for r in sorted(rows, key=lambda r: (r["model"], r["batch"], r["precision"],
                                          IMPLS.index(r["impl"]))):
         if "mean_ms" not in r:
             lines.append("%-10s %5d %-5s %-22s %s" % (r["model"], r["batch"], r["precision"],
                                                       r["impl"], r.get("error", "not run")))
             continue
-        v = r.get("speed_vs_best_pytorch")
-        lines.append("%-10s %5d %-5s %-22s %10.4f %9.2e %8s %s"
+        v, fx = r.get("speed_vs_best_pytorch"), r.get("x_conv_floor")
+        lines.append("%-10s %5d %-5s %-22s %10.4f %9.2e %8s %8s %s"
                      % (r["model"], r["batch"], r["precision"], r["impl"], r["mean_ms"],
-                        r["rel_err"], "%.2fx" % v if v else "-",
+                        r["rel_err"], "%.2fx" % v if v else "-", "%.2f" % fx if fx else "-",
                         "ok" if r["passes"] else "FAILS"))
     return "\n".join(lines)
 
@@ -323,10 +344,14 @@ def main(argv=None):
         % (machine["gpu"], machine["torch"], machine["cudnn"], args.models,
            ",".join(args.precisions), args.trials))
     flush = torch.empty(bench.FLUSH_BYTES // 8, dtype=torch.int64, device=dev)
+    rates = bench.measure_rates()
+    log("rates    copy %.2f TB/s; matrix TF32 %.0f TFLOP/s, fp32 %.1f TFLOP/s"
+        % (rates["copy_bytes_per_s"] / 1e12, rates["tf32_flop_per_s"] / 1e12,
+           rates["fp32_flop_per_s"] / 1e12))
     rows, models = [], {}
     for name, batch in args.model_list:
         log("%s, batch %d" % (name, batch))
-        got, extra = run_rows(name, batch, args, dev, flush, log)
+        got, extra = run_rows(name, batch, args, dev, flush, rates, log)
         rows += got
         if extra:  # a run without the convtune row leaves its model's record alone
             models["%s:%d" % (name, batch)] = extra
@@ -345,6 +370,10 @@ def main(argv=None):
         "machine": machine, "trials": args.trials, "seed": args.seed,
         "database": bench.db_description(args.db),
         "protocol": "KernelBench (bench.py time_call) on one forward pass under no_grad",
+        "rates": rates,
+        "floors": "conv_floor_ms: the sum over the model's convolutions (convtune.torch."
+                  "collect, calls counted, BatchNorms folded) of bench.floors' class_ms at "
+                  "the row's precision; the other layers are not in it",
         "compile_mode": args.compile_mode,
         "check": "float64 model on the same input; passes = finite and rel_err <= "
                  "max(%g x eager NCHW's rel_err, %s)" % (REL_FACTOR, REL_FLOOR),

@@ -1,6 +1,7 @@
 """bench/network.py without a GPU: its arguments (--impls, --no-compile,
---tune), the accuracy check's figures (bias among them), and how rows of
-runs in parts merge and get their ratios."""
+--tune), the accuracy check's figures (bias among them), the floor of a
+model's convolutions, and how rows of runs in parts merge and get their
+ratios."""
 
 import importlib.util
 import os
@@ -66,3 +67,39 @@ def test_rows_of_runs_in_parts_merge_and_get_ratios(net):
     # a failing PyTorch row is no one's baseline
     assert by["convtune"]["speed_vs_best_pytorch"] == pytest.approx(3.0 / 5.0)
     assert "torch_compile" in net.table(rows)
+
+
+def test_conv_floor_sums_each_convolution_floor_times_its_calls(net):
+    """conv_floor_ms: bench.floors of every problem collect() lists, times
+    its calls, at the row's precision (a shared convolution counted twice,
+    the BatchNorm folded into a bias)."""
+    pytest.importorskip("torchvision")
+    net._import_runtime(None)
+    nn = torch.nn
+
+    class Twice(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+            self.bn = nn.BatchNorm2d(8)
+            self.b = nn.Conv2d(8, 8, 1)
+
+        def forward(self, x):
+            y = torch.relu(self.bn(self.a(x)))
+            return self.b(self.b(y))
+
+    model = Twice().eval()
+    x = torch.randn(2, 3, 16, 16)
+    rates = {"copy_bytes_per_s": 1e12, "tf32_flop_per_s": 4e14, "fp32_flop_per_s": 5e13}
+
+    def floor(c, k, r, prec):  # x, y, w, b bytes; 2 N K P Q C R S FLOPs
+        nbytes = 4 * (2 * c * 256 + 2 * k * 256 + k * c * r * r + k)
+        flops = 2.0 * 2 * k * 256 * c * r * r
+        mem = nbytes / rates["copy_bytes_per_s"] * 1e3
+        tf32 = flops / rates["tf32_flop_per_s"] * 1e3
+        fp32 = flops / rates["fp32_flop_per_s"] * 1e3
+        return max(mem, tf32) if prec == "tf32" else max(mem, min(fp32, 3 * tf32))
+
+    for prec in ("tf32", "fp32"):
+        want = floor(3, 8, 3, prec) + 2 * floor(8, 8, 1, prec)
+        assert net.conv_floor_ms(model, x, prec, rates) == pytest.approx(want, rel=1e-12)
