@@ -163,6 +163,12 @@ static int gm_patch_view(const ct_problem *p, ct_problem *g) {
   return 1;
 }
 
+/* 1 when gmp writes p's patch matrix with gm_patch1 (a 1x1 NCHW problem:
+** a row is one pixel's channels, read along the pixels). */
+static int gm_patch1(const ct_problem *p) {
+  return p->r == 1 && p->s == 1 && p->layout == CT_LAYOUT_NCHW;
+}
+
 /* The problem gm_conv sees: p itself, or gmp's view of it; 0 when none. */
 static int gm_gemm_problem(const ct_problem *p, const gm_kind *kd, ct_problem *g) {
   if (kd->patch) return gm_patch_view(p, g);
@@ -228,6 +234,9 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   /* The layout passes' grids (none when the maps read the caller's x, w). */
   if (kd->patch) {
     if (sh.patch_blocks > lim31 || sh.kp > lim31) return 0;
+    if (gm_patch1(p) && ((sh.np * sh.P * sh.Q + CT_GM_PREP_PX - 1) / CT_GM_PREP_PX > lim31 ||
+                         (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH > 65535))
+      return 0;
   } else if (!gm_reads_caller(p, kd) &&
              (sh.nhwc_blocks > lim31 || sh.pack_blocks > lim31 ||
               (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH > 65535)) {
@@ -342,7 +351,11 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
     out->workspace_bytes = 0;
   } else {
     out->n_kernels = 3;
-    if (kd->patch) {
+    if (kd->patch && gm_patch1(p)) {
+      gm_launch(&out->kernels[0], "gm_patch1", (sh.np * sh.P * sh.Q + CT_GM_PREP_PX - 1) / CT_GM_PREP_PX,
+                (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH, CT_GM_PREP_THREADS, 0);
+      gm_launch(&out->kernels[1], "gm_wpack", sh.kp, 1, CT_GM_PACK_THREADS, 0);
+    } else if (kd->patch) {
       gm_launch(&out->kernels[0], "gm_patch", sh.patch_blocks, 1, CT_GM_PATCH_THREADS, 0);
       gm_launch(&out->kernels[1], "gm_wpack", sh.kp, 1, CT_GM_PACK_THREADS, 0);
     } else {

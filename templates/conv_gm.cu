@@ -45,8 +45,9 @@
 //   gm_conv  the GEMM: D[m][k] = sum over (r, s, c) of A[m][(r, s, c)] *
 //            B[k][(r, s, c)], m = (n P + p) Q + q, plus the bias, through
 //            the activation, stored as NCHW y (NHWC with CT_LAYOUT 1).
-// gmp's first two are gm_patch (x -> the patch matrix) and gm_wpack (w ->
-// [KP][KG]); its gm_conv is gm's with R = S = 1, stride 1, no padding.
+// gmp's first two are gm_patch (x -> the patch matrix; gm_patch1 for a 1x1
+// NCHW problem) and gm_wpack (w -> [KP][KG]); its gm_conv is gm's with R =
+// S = 1, stride 1, no padding.
 // gm skips its first two when its maps read the caller's NHWC x and w
 // (generator/family_gm.c).
 //
@@ -183,6 +184,24 @@ __device__ __forceinline__ void store_run4(float *dst, const float (&v)[4], long
                     round_tf32(v[3] - hi.w));
 }
 
+// The problem's geometry from the kernels' arguments (gmp's passes).
+__device__ __forceinline__ ct_gm_geom patch_geom(const ct_kargs &a) {
+  ct_gm_geom g;
+  g.C = a.v[CT_GM_A_C];
+  g.H = a.v[CT_GM_A_H];
+  g.W = a.v[CT_GM_A_W];
+  g.R = a.v[CT_GM_A_R];
+  g.S = a.v[CT_GM_A_S];
+  g.SH = a.v[CT_GM_A_SH];
+  g.SW = a.v[CT_GM_A_SW];
+  g.PH = a.v[CT_GM_A_PH];
+  g.PW = a.v[CT_GM_A_PW];
+  g.DH = a.v[CT_GM_A_DH];
+  g.DW = a.v[CT_GM_A_DW];
+  g.nhwc = CT_LAYOUT == 1;
+  return g;
+}
+
 }  // namespace gm
 
 #if !CT_GM_PATCH && !CT_GM_PW
@@ -299,19 +318,7 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PATCH_THREADS)
     gm_patch(const float *__restrict__ x, const float *w, const float *b, float *y,
              float *__restrict__ ws, const __grid_constant__ ct_kargs a,
              const __grid_constant__ ct_tmap m0, const __grid_constant__ ct_tmap m1) {
-  ct_gm_geom g;
-  g.C = a.v[CT_GM_A_C];
-  g.H = a.v[CT_GM_A_H];
-  g.W = a.v[CT_GM_A_W];
-  g.R = a.v[CT_GM_A_R];
-  g.S = a.v[CT_GM_A_S];
-  g.SH = a.v[CT_GM_A_SH];
-  g.SW = a.v[CT_GM_A_SW];
-  g.PH = a.v[CT_GM_A_PH];
-  g.PW = a.v[CT_GM_A_PW];
-  g.DH = a.v[CT_GM_A_DH];
-  g.DW = a.v[CT_GM_A_DW];
-  g.nhwc = CT_LAYOUT == 1;
+  const ct_gm_geom g = gm::patch_geom(a);
   const int KG = (int)a.v[CT_GM_A_CP], QG = KG / 4, RB = CT_GM_PATCH_ROWS(KG);
   const int RSC = (int)(g.R * g.S * g.C);
   const long long Q = a.v[CT_GM_A_Q], PQ = a.v[CT_GM_A_P] * Q;
@@ -331,6 +338,46 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PATCH_THREADS)
       }
     }
     gm::store_run4(ws + row * KG + j0, v, lo_off);
+  }
+  (void)w, (void)b, (void)y, (void)m0, (void)m1;
+}
+
+// gm_patch1: gm_patch for a 1x1 NCHW problem (any stride and padding),
+// whose matrix row is one pixel's C channels: a channel's values lie a
+// plane apart in x, so this one reads along the pixels instead, through
+// shared memory as gm_nhwc does.  Grid (ceil(NP P Q / CT_GM_PREP_PX),
+// ceil(KG / CT_GM_PREP_CH)), CT_GM_PREP_THREADS: a block's 32 rows x 64
+// columns, a warp per channel row reading 32 output pixels (SW apart in
+// x), then 16-byte runs of 4 channels per row written.
+extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
+    gm_patch1(const float *__restrict__ x, const float *w, const float *b, float *y,
+              float *__restrict__ ws, const __grid_constant__ ct_kargs a,
+              const __grid_constant__ ct_tmap m0, const __grid_constant__ ct_tmap m1) {
+  constexpr int PX = CT_GM_PREP_PX, CH = CT_GM_PREP_CH, ROWS = CT_GM_PREP_THREADS / PX;
+  static_assert(PX == 32 && CH % ROWS == 0 && CH % 4 == 0, "a warp per channel row");
+  __shared__ float tile[CH][PX + 1];
+  const ct_gm_geom g = gm::patch_geom(a);
+  const int C = (int)g.C, KG = (int)a.v[CT_GM_A_CP];
+  const long long Q = a.v[CT_GM_A_Q], PQ = a.v[CT_GM_A_P] * Q;
+  const long long rows = a.v[CT_GM_A_NP] * PQ, real = a.v[CT_GM_A_N] * PQ;
+  const long long row0 = (long long)blockIdx.x * PX, lo_off = rows * KG;
+  const int c0 = CH * (int)blockIdx.y;
+  const int tx = threadIdx.x % PX, ty = threadIdx.x / PX;
+  // This thread's pixel (n, p, q) of row row0 + tx; channel c0's offset in
+  // x (ct_gm_patch_src, column c0 of a 1x1), -1 in the padding; the next
+  // channels a plane apart.
+  const long long row = row0 + tx, n = row / PQ, pq = row - n * PQ, p = pq / Q, q = pq - p * Q;
+  const long long src = row < real && c0 < C ? ct_gm_patch_src(&g, n, p, q, c0) : -1;
+#pragma unroll
+  for (int i = ty; i < CH; i += ROWS)
+    tile[i][tx] = src >= 0 && c0 + i < C ? __ldg(x + src + (long long)i * g.H * g.W) : 0.0f;
+  __syncthreads();
+  const int quads = (KG - c0 < CH ? KG - c0 : CH) / 4; // KG is a multiple of 4
+  for (int e = threadIdx.x; e < PX * quads; e += CT_GM_PREP_THREADS) {
+    const int pl = e / quads, c4 = 4 * (e - pl * quads);
+    if (row0 + pl >= rows) continue;
+    const float v[4] = {tile[c4][pl], tile[c4 + 1][pl], tile[c4 + 2][pl], tile[c4 + 3][pl]};
+    gm::store_run4(ws + (row0 + pl) * KG + c0 + c4, v, lo_off);
   }
   (void)w, (void)b, (void)y, (void)m0, (void)m1;
 }

@@ -402,13 +402,19 @@ static int gmp_plan_is_view(const ct_problem *p, const ct_gen_variant *v) {
   const int64_t parts = p->precision == CT_PREC_FP32 ? 2 : 1;
   const int64_t bk = v->maps[0].channels, rb = CT_GM_PATCH_ROWS(KG);
   const ct_gen_map *mx = &v->maps[0], *mw = &v->maps[1];
+  /* The pass: gm_patch, RB rows a block; for a 1x1 NCHW problem
+  ** gm_patch1, 32 rows x 64 columns a block. */
+  const int one = p->r == 1 && p->s == 1 && p->layout == CT_LAYOUT_NCHW;
+  const int64_t rows_per_block = one ? CT_GM_PREP_PX : rb, gy = one ? (KG + 63) / 64 : 1;
   return KG == (RSC + 3) / 4 * 4 && a[CT_GM_A_NCB] == (KG + bk - 1) / bk &&
          a[CT_GM_A_R] == p->r && a[CT_GM_A_SH] == p->stride_h && a[CT_GM_A_P] == P &&
-         v->n_kernels == 3 && strcmp(v->kernels[0].name, "gm_patch") == 0 &&
+         v->n_kernels == 3 &&
+         strcmp(v->kernels[0].name, one ? "gm_patch1" : "gm_patch") == 0 &&
          strcmp(v->kernels[1].name, "gm_wpack") == 0 &&
          strcmp(v->kernels[2].name, "gm_conv") == 0 &&
-         (int64_t)v->kernels[0].grid[0] * rb >= NP * P * Q &&
-         ((int64_t)v->kernels[0].grid[0] - 1) * rb < NP * P * Q &&
+         (int64_t)v->kernels[0].grid[0] * rows_per_block >= NP * P * Q &&
+         ((int64_t)v->kernels[0].grid[0] - 1) * rows_per_block < NP * P * Q &&
+         v->kernels[0].grid[1] == (unsigned)gy &&
          v->kernels[1].grid[0] == (unsigned)KP && mx->kind == CT_GEN_MAP_IM2COL &&
          mx->dims[0] == (uint64_t)KG && mx->dims[1] == (uint64_t)Q &&
          mx->dims[2] == (uint64_t)P && mx->dims[3] == (uint64_t)(parts * NP) &&
@@ -473,6 +479,12 @@ static int gmp_matches_reference(const char *spec, ct_precision prec) {
           for (int j = 0; j < (int)KG; j++) {
             const long long src = j < RSC ? ct_gm_patch_src(&g, n, op, oq, j) : -1;
             if (src >= 0) sum += (double)x[src] * (double)w[k * RSC + j];
+            /* gm_patch1 (1x1, NCHW) steps from column 0's offset a plane
+            ** per channel. */
+            if (p.r == 1 && p.s == 1 && !nhwc && j < RSC) {
+              const long long src0 = ct_gm_patch_src(&g, n, op, oq, 0);
+              if ((src0 < 0) != (src < 0) || (src >= 0 && src != src0 + j * p.h * p.w)) abort();
+            }
           }
           if (p.act == CT_ACT_RELU && sum < 0.0) sum = 0.0;
           const int64_t o = nhwc ? ((n * P + op) * Q + oq) * p.k + k
