@@ -43,7 +43,7 @@
 
 #define CT_GEN_MAX_PARAMS 8   /* tunables per family */
 #define CT_GEN_MAX_VALUES 8   /* values per tunable */
-#define CT_GEN_MAX_KERNELS 3  /* launches per variant */
+#define CT_GEN_MAX_KERNELS 4  /* launches per variant */
 #define CT_GEN_NAME_MAX 160   /* "family:P1=v1,P2=v2,..." incl. NUL */
 #define CT_GEN_MAX_MAPS 2     /* tensor maps per variant */
 #define CT_GEN_MAX_KARGS 32   /* int64 kernel arguments of a tensor-map family */

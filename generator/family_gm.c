@@ -73,18 +73,23 @@ enum { GM_BM, GM_BN, GM_BK, GM_STAGES, GM_KC /* gm3 */ };
 
 /* gm_worth reads their STAGES lists. */
 extern const ct_gen_family ct_gen_family_gm, ct_gen_family_gm3, ct_gen_family_gmp,
-    ct_gen_family_gmp3, ct_gen_family_pw, ct_gen_family_pw3;
+    ct_gen_family_gmp3, ct_gen_family_gmk, ct_gen_family_gmk3, ct_gen_family_pw,
+    ct_gen_family_pw3;
 
-/* Which of the four families: operand copies (1: TF32, 2: 3xTF32 hi and
-** lo), patch matrix or im2col, and the descriptor (its STAGES list). */
+/* Which of the six families: operand copies (1: TF32, 2: 3xTF32 hi and
+** lo), patch matrix or im2col, the reduction split or not, and the
+** descriptor (its STAGES list; gmk's SK is its last parameter). */
 typedef struct gm_kind {
-  int parts, patch;
+  int parts, patch, splitk;
   const ct_gen_family *family;
 } gm_kind;
 
-static const gm_kind kind_gm = {1, 0, &ct_gen_family_gm}, kind_gm3 = {2, 0, &ct_gen_family_gm3},
-                     kind_gmp = {1, 1, &ct_gen_family_gmp},
-                     kind_gmp3 = {2, 1, &ct_gen_family_gmp3};
+static const gm_kind kind_gm = {1, 0, 0, &ct_gen_family_gm},
+                     kind_gm3 = {2, 0, 0, &ct_gen_family_gm3},
+                     kind_gmp = {1, 1, 0, &ct_gen_family_gmp},
+                     kind_gmp3 = {2, 1, 0, &ct_gen_family_gmp3},
+                     kind_gmk = {1, 0, 1, &ct_gen_family_gmk},
+                     kind_gmk3 = {2, 0, 1, &ct_gen_family_gmk3};
 
 typedef struct gm_shape {
   int64_t P, Q, cp, np, kp, m, tiles_m, tiles_n, ncb;
@@ -206,7 +211,33 @@ static int gm_reads_caller(const ct_problem *p, const gm_kind *kd) {
   return nx >= min_floats && nw >= min_floats;
 }
 
-/* The hard limits of the four families. */
+/* gmk's split of the reduction: each tile's ktiles k-tiles in `splits`
+** runs of kt_per (SK asked for, fewer when the runs would leave one
+** empty), units = tiles x splits walked by a grid of min(units, SMs), the
+** partials [splits][M][K] at float poff (after the layout copies); for the
+** other families one run, no partials.  0 when a size leaves int64. */
+typedef struct gm_split {
+  int64_t splits, kt_per, units, grid, poff, part_floats;
+} gm_split;
+
+static int gm_split_of(const ct_problem *p, const gm_kind *kd, const int *v,
+                       const ct_gen_limits *lim, const gm_shape *sh, int64_t ktiles, int caller,
+                       gm_split *sp) {
+  const int64_t tiles = sh->tiles_m * sh->tiles_n;
+  const int64_t sk = kd->splitk ? v[kd->family->n_params - 1] : 1;
+  if (sk < 1 || ktiles < 1) return 0;
+  sp->kt_per = (ktiles + sk - 1) / sk;
+  sp->splits = (ktiles + sp->kt_per - 1) / sp->kt_per;
+  sp->units = tiles * sp->splits;
+  const int64_t sms = ct_gen_sm_count(lim);
+  sp->grid = sp->units < sms ? sp->units : sms;
+  sp->poff = !kd->splitk || caller ? 0 : round_up(sh->w_off + sh->w_floats, 256);
+  const int64_t pf[3] = {sp->splits, sh->m, p->k};
+  sp->part_floats = kd->splitk ? ct_gen_checked_product(pf, 3) : 0;
+  return sp->part_floats >= 0 && sp->part_floats <= (INT64_C(1) << 50);
+}
+
+/* The hard limits of the six families. */
 static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                          const gm_kind *kd) {
   if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0) return 0;
@@ -227,9 +258,15 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   ** BM - 1), the walk over the tiles (u + grid) and the ring's counter of
   ** one CTA's k-tiles (unsigned) stay in range. */
   const int64_t ktiles = g.r * g.s * sh.ncb, tiles = sh.tiles_m * sh.tiles_n;
-  if (ktiles > lim31 || sh.m > lim31 - 256 || tiles > lim31 / 2 ||
-      (tiles + sh.grid - 1) / sh.grid > lim31 / ktiles || p->k * sh.P * sh.Q > lim31 ||
+  gm_split sp;
+  if (!gm_split_of(&g, kd, v, lim, &sh, ktiles, gm_reads_caller(p, kd), &sp)) return 0;
+  if (ktiles > lim31 || sh.m > lim31 - 256 || tiles > lim31 / 2 || sp.units > lim31 / 2 ||
+      (sp.units + sp.grid - 1) / sp.grid > lim31 / sp.kt_per || p->k * sh.P * sh.Q > lim31 ||
       g.h * g.w > lim31 || sh.cp > lim31)
+    return 0;
+  /* gmk: at least two runs; gm_reduce's grid. */
+  if (kd->splitk && (sp.splits < 2 || (sp.part_floats / sp.splits + CT_GM_REDUCE_THREADS - 1) /
+                                              CT_GM_REDUCE_THREADS > lim31))
     return 0;
   /* The layout passes' grids (none when the maps read the caller's x, w). */
   if (kd->patch) {
@@ -251,7 +288,7 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   return gm_fits(lim, bm, bn, bk, stages, parts, parts);
 }
 
-/* The pruning heuristic of the four families. */
+/* The pruning heuristic of the six families. */
 static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                          const gm_kind *kd) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
@@ -280,6 +317,26 @@ static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const in
     const int shallower = 4 * round_up(cp, bk) <= 3 * depth_gm && mat_floats / 4 <= copy_floats;
     const int smaller = 2 * mat_floats <= copy_floats;
     if (!shallower && !smaller) return 0;
+  }
+  /* gmk only where gm leaves SMs idle (fewer tiles than SMs), split into
+  ** half an SM's worth of units or more (else the most runs of 2 k-tiles
+  ** or more that SK offers) and no further than two an SM, each run at
+  ** least 2 k-tiles. */
+  if (kd->splitk) {
+    gm_shape sh;
+    gm_split sp;
+    if (!gm_shape_of(&g, lim, v, kd->parts, &sh)) return 0;
+    const int64_t tiles = sh.tiles_m * sh.tiles_n, sms = ct_gen_sm_count(lim);
+    if (!gm_split_of(&g, kd, v, lim, &sh, g.r * g.s * sh.ncb, gm_reads_caller(p, kd), &sp) ||
+        tiles >= sms || sp.units > 2 * sms || sp.kt_per < 2)
+      return 0;
+    const ct_gen_param *skp = &kd->family->params[kd->family->n_params - 1];
+    const int64_t ktiles = g.r * g.s * sh.ncb;
+    int most = 0;
+    for (int i = 0; i < skp->n_values; i++)
+      if (skp->values[i] > most && (ktiles + skp->values[i] - 1) / skp->values[i] >= 2)
+        most = skp->values[i];
+    if (2 * sp.units < sms && v[kd->family->n_params - 1] != most) return 0;
   }
   /* The two deepest rings of the list that fit. */
   const ct_gen_param *sp = &kd->family->params[GM_STAGES];
@@ -332,7 +389,7 @@ static void gm_tiled_map(ct_gen_map *m, ct_gen_map_buffer buf, uint64_t offset, 
   m->l2_promote = l2_promote;
 }
 
-/* The plan of the four families. */
+/* The plan of the six families. */
 static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                          ct_gen_variant *out, char *defines, size_t len,
                          const gm_kind *kd) {
@@ -345,9 +402,11 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   const unsigned threads = (unsigned)CT_GM_THREADS(bm);
   const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, parts, parts);
   const int caller = gm_reads_caller(p, kd);
+  gm_split sp;
+  gm_split_of(&g, kd, v, lim, &sh, g.r * g.s * sh.ncb, caller, &sp);
   if (caller) {
     out->n_kernels = 1;
-    gm_launch(&out->kernels[0], "gm_conv", sh.grid, 1, threads, smem);
+    gm_launch(&out->kernels[0], "gm_conv", sp.grid, 1, threads, smem);
     out->workspace_bytes = 0;
   } else {
     out->n_kernels = 3;
@@ -363,8 +422,14 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
                 (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH, CT_GM_PREP_THREADS, 0);
       gm_launch(&out->kernels[1], "gm_pack", sh.pack_blocks, 1, CT_GM_PACK_THREADS, 0);
     }
-    gm_launch(&out->kernels[2], "gm_conv", sh.grid, 1, threads, smem);
+    gm_launch(&out->kernels[2], "gm_conv", sp.grid, 1, threads, smem);
     out->workspace_bytes = (size_t)sh.ws_bytes;
+  }
+  if (kd->splitk) { /* then gm_reduce over the partials */
+    gm_launch(&out->kernels[out->n_kernels++], "gm_reduce",
+              (sp.part_floats / sp.splits + CT_GM_REDUCE_THREADS - 1) / CT_GM_REDUCE_THREADS, 1,
+              CT_GM_REDUCE_THREADS, 0);
+    out->workspace_bytes = (size_t)((sp.poff + sp.part_floats) * 4);
   }
 
   /* The problem's own sizes (gm_patch reads them; gm_conv, under
@@ -388,6 +453,9 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   a[CT_GM_A_TILES_N] = sh.tiles_n;
   a[CT_GM_A_NCB] = sh.ncb;
   a[CT_GM_A_WOFF] = sh.w_off;
+  a[CT_GM_A_SPLITS] = sp.splits;
+  a[CT_GM_A_KTPER] = sp.kt_per;
+  a[CT_GM_A_POFF] = sp.poff;
 
   /* Map 0: im2col over the NHWC copy, dims {CP, W, H, NP} (gm3: 2 NP,
   ** the lo copy after the hi one), or over the caller's NHWC x, dims
@@ -432,9 +500,10 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
                caller ? 0 : (uint64_t)(sh.w_off * 4), caller, wdims, wstrides, wbox,
                (int)(bk * 4), 128);
 
-  snprintf(defines, len, "%s%s#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
+  snprintf(defines, len, "%s%s%s#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
            parts == 2 ? "#define CT_GM_SPLIT 1\n" : "",
-           kd->patch ? "#define CT_GM_PATCH 1\n" : "", threads, smem);
+           kd->patch ? "#define CT_GM_PATCH 1\n" : "",
+           kd->splitk ? "#define CT_GM_SPLITK 1\n" : "", threads, smem);
 }
 
 /* Families pw and pw3 (gm_pw): a 1x1, stride-1, unpadded NCHW problem as
@@ -604,19 +673,23 @@ GM_ENTRIES(gm)
 GM_ENTRIES(gm3)
 GM_ENTRIES(gmp)
 GM_ENTRIES(gmp3)
+GM_ENTRIES(gmk)
+GM_ENTRIES(gmk3)
 
-/* The parameter lists: gm and gmp take the same, gm3 and gmp3 too. */
-#define GM_TF32_PARAMS                                                                   \
-  .n_params = 4, .params = {{"BM", 2, {128, 64}},                                        \
-                            {"BN", 3, {128, 64, 256}},                                   \
-                            {"BK", 3, {32, 16, 8}},                                      \
-                            {"STAGES", 4, {4, 3, 6, 8}}}
-#define GM_FP32_PARAMS                                                                   \
-  .n_params = 5, .params = {{"BM", 2, {128, 64}},                                        \
-                            {"BN", 2, {128, 64}},                                        \
-                            {"BK", 3, {32, 16, 8}},                                      \
-                            {"STAGES", 5, {3, 4, 2, 6, 8}},                              \
-                            {"KC", 2, {8, 4}}}
+/* The parameter lists: gm, gmp and pw take the same, gm3, gmp3 and pw3
+** too; gmk and gmk3 add SK, the runs a tile's reduction is split into
+** (fewer when runs would be empty). */
+#define GM_TF32_LIST                                                                     \
+  {"BM", 2, {128, 64}}, {"BN", 3, {128, 64, 256}}, {"BK", 3, {32, 16, 8}},                 \
+      {"STAGES", 4, {4, 3, 6, 8}}
+#define GM_FP32_LIST                                                                     \
+  {"BM", 2, {128, 64}}, {"BN", 2, {128, 64}}, {"BK", 3, {32, 16, 8}},                      \
+      {"STAGES", 5, {3, 4, 2, 6, 8}}, {"KC", 2, {8, 4}}
+#define GM_SK {"SK", 5, {4, 2, 8, 16, 32}}
+#define GM_TF32_PARAMS .n_params = 4, .params = {GM_TF32_LIST}
+#define GM_FP32_PARAMS .n_params = 5, .params = {GM_FP32_LIST}
+#define GM_TF32_SK_PARAMS .n_params = 5, .params = {GM_TF32_LIST, GM_SK}
+#define GM_FP32_SK_PARAMS .n_params = 6, .params = {GM_FP32_LIST, GM_SK}
 #define GM_FAMILY(fam, prec, params)                                                     \
   const ct_gen_family ct_gen_family_##fam = {                                            \
     .name = #fam,                                                                        \
@@ -636,6 +709,9 @@ GM_FAMILY(gm, CT_PREC_TF32, GM_TF32_PARAMS)
 GM_FAMILY(gm3, CT_PREC_FP32, GM_FP32_PARAMS)
 GM_FAMILY(gmp, CT_PREC_TF32, GM_TF32_PARAMS)
 GM_FAMILY(gmp3, CT_PREC_FP32, GM_FP32_PARAMS)
+
+GM_FAMILY(gmk, CT_PREC_TF32, GM_TF32_SK_PARAMS)
+GM_FAMILY(gmk3, CT_PREC_FP32, GM_FP32_SK_PARAMS)
 
 const ct_gen_family ct_gen_family_pw = {
   .name = "pw",

@@ -32,6 +32,7 @@
   X(wgr) \
   X(s2d_wg) X(s2d_wg3) \
   X(gm) X(gm3) \
+  X(gmk) X(gmk3) \
   X(gmp) X(gmp3) \
   X(pw) X(pw3)
 

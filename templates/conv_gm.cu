@@ -102,6 +102,12 @@
 #ifndef CT_GM_PW
 #define CT_GM_PW 0
 #endif
+#ifndef CT_GM_SPLITK
+#define CT_GM_SPLITK 0
+#endif
+#ifndef SK
+#define SK 4 // gmk: runs asked for; the plan's SPLITS slot has the runs made
+#endif
 
 #include "ct_ptx.cuh"
 #include "ct_wgmma.cuh"
@@ -115,6 +121,7 @@ namespace gm {
 constexpr bool SPLIT = CT_GM_SPLIT != 0;
 constexpr bool PATCH = CT_GM_PATCH != 0;     // gmp: the GEMM over the patch matrix
 constexpr bool POINTWISE = CT_GM_PW != 0;    // pw: a 1x1 over NCHW x, gm_pw
+constexpr bool SPLITK = CT_GM_SPLITK != 0;   // gmk: the reduction split, gm_reduce
 constexpr int PARTS = SPLIT ? 2 : 1;         // copies of each operand: hi (, lo)
 constexpr int A_PARTS = POINTWISE ? 1 : PARTS; // pw3 splits A in registers
 constexpr int CWG = BM / 64;                 // consumer warpgroups
@@ -136,6 +143,7 @@ static_assert(!SPLIT || BN <= 128, "gm3: two accumulators and masters of BN <= 1
 static_assert(!SPLIT || (KC % (BK / 8) == 0 && KTC >= 1), "KC: whole k-tiles");
 static_assert(STAGE_BYTES == A_PARTS * A_BYTES + PARTS * B_BYTES, "stage layout");
 static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
+static_assert(!SPLITK || (!POINTWISE && !PATCH && SK >= 2), "gmk: gm_conv over im2col, split");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
 static_assert(A_BYTES % (8 * ROW) == 0 && B_BYTES % (8 * ROW) == 0, "stages on swizzle atoms");
@@ -407,6 +415,11 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PACK_THREADS)
 
 #if !CT_GM_PW
 // gm_conv: grid 1 .. TILES_M * TILES_N (persistent), THREADS, SMEM_BYTES.
+// gmk (CT_GM_SPLITK 1): the persistent walk is over TILES_M * TILES_N *
+// SPLITS units, unit u being split u % SPLITS of tile u / SPLITS: k-tiles
+// KTPER * split .. (the tap-major order of gm's loop, cut in runs); its
+// sum, without bias or activation, goes to the workspace's partials
+// [SPLITS][M][K] at float POFF, which gm_reduce adds up.
 extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     gm_conv(const float *x, const float *w, const float *__restrict__ b, float *__restrict__ y,
             float *ws, const __grid_constant__ ct_kargs a, const __grid_constant__ ct_tmap tx,
@@ -425,6 +438,9 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const int tiles = (int)a.v[CT_GM_A_TILES_M] * tiles_n;
   const int ncb = (int)a.v[CT_GM_A_NCB];
   const int ktiles = R * S * ncb;
+  const int splits = SPLITK ? (int)a.v[CT_GM_A_SPLITS] : 1;
+  const int kt_per = SPLITK ? (int)a.v[CT_GM_A_KTPER] : ktiles;
+  const int units = tiles * splits;
   const int tid = threadIdx.x, wgi = tid / 128;
 
   if (wgi == 0) {
@@ -439,30 +455,37 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     const int NP = (int)a.v[CT_GM_A_NP], KP = (int)a.v[CT_GM_A_KP];
     unsigned it = 0;
 #pragma unroll 1
-    for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
-      const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      const int tile = u / splits, kt0 = (u - tile * splits) * kt_per;
+      const int kt1 = kt0 + kt_per < ktiles ? kt0 + kt_per : ktiles;
+      const int tm = tile / tiles_n, n0 = (tile - tm * tiles_n) * BN;
       const int m0 = tm * BM, img = m0 / PQ, rem = m0 - img * PQ;
       const int p0 = rem / Q, q0 = rem - p0 * Q;
       const int hb = p0 * SH - PH, wb = q0 * SW - PW;
+      int r, s, cb;
+      ct_gm_ktile(kt0, ncb, S, &r, &s, &cb);
 #pragma unroll 1
-      for (int r = 0; r < R; ++r)
-#pragma unroll 1
-        for (int s = 0; s < S; ++s)
-#pragma unroll 1
-          for (int cb = 0; cb < ncb; ++cb, ++it) {
-            const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
-            unsigned char *const sa = smem + st * STAGE_BYTES;
-            mbar_wait(empty + st, ph ^ 1u);
-            mbar_arrive_expect_tx(full + st, STAGE_BYTES);
-            tma_load_im2col4(sa, &tx, full + st, cb * BK, wb, hb, img,
-                             (unsigned short)(s * DW), (unsigned short)(r * DH));
-            tma_load_tile4(sa + B_OFF, &tw, full + st, cb * BK, s, r, n0);
-            if constexpr (SPLIT) {
-              tma_load_im2col4(sa + A_BYTES, &tx, full + st, cb * BK, wb, hb, img + NP,
-                               (unsigned short)(s * DW), (unsigned short)(r * DH));
-              tma_load_tile4(sa + B_OFF + B_BYTES, &tw, full + st, cb * BK, s, r, n0 + KP);
-            }
+      for (int kt = kt0; kt < kt1; ++kt, ++it) {
+        const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
+        unsigned char *const sa = smem + st * STAGE_BYTES;
+        mbar_wait(empty + st, ph ^ 1u);
+        mbar_arrive_expect_tx(full + st, STAGE_BYTES);
+        tma_load_im2col4(sa, &tx, full + st, cb * BK, wb, hb, img,
+                         (unsigned short)(s * DW), (unsigned short)(r * DH));
+        tma_load_tile4(sa + B_OFF, &tw, full + st, cb * BK, s, r, n0);
+        if constexpr (SPLIT) {
+          tma_load_im2col4(sa + A_BYTES, &tx, full + st, cb * BK, wb, hb, img + NP,
+                           (unsigned short)(s * DW), (unsigned short)(r * DH));
+          tma_load_tile4(sa + B_OFF + B_BYTES, &tw, full + st, cb * BK, s, r, n0 + KP);
+        }
+        if (++cb == ncb) {
+          cb = 0;
+          if (++s == S) {
+            s = 0;
+            ++r;
           }
+        }
+      }
     }
     return;
   }
@@ -485,15 +508,18 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   };
   unsigned it = 0;
 #pragma unroll 1
-  for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
-    const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    const int tile = u / splits, split = u - tile * splits;
+    const int kt1 = (split + 1) * kt_per < ktiles ? (split + 1) * kt_per : ktiles;
+    const int nk = kt1 - split * kt_per; // this unit's k-tiles (>= 1 by the plan)
+    const int tm = tile / tiles_n, n0 = (tile - tm * tiles_n) * BN;
     if constexpr (SPLIT) {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) master[i] = 0.0f;
     }
     unsigned prev = 0;
 #pragma unroll 1
-    for (int kt = 0; kt < ktiles; ++kt, ++it) {
+    for (int kt = 0; kt < nk; ++kt, ++it) {
       const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
       mbar_wait(full + st, ph);
       const unsigned sa = sbase + st * STAGE_BYTES;
@@ -540,29 +566,73 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     }
     const float *const acc = SPLIT ? master : d;
 
-    // Epilogue: accumulator acc[4j + 2h + e] = D[16 warp + g + 8h][8j + 2t + e],
-    // plus the bias, through the activation.
+    if constexpr (SPLITK) {
+      // The unit's sum into partials[split][m][k], as it is.
+      float *const part = ws + a.v[CT_GM_A_POFF] + (long long)split * M * K;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
-      if (m >= M) continue;
-      const int img = m / PQ, pq = m - img * PQ;
-      // Channel k of pixel m: y[img][k][pq] (NHWC: y[m][k], kst = 1).
-      float *const yp = CT_LAYOUT == 1 ? y + (long long)m * K : y + ((long long)img * K * PQ + pq);
-      const long long kst = CT_LAYOUT == 1 ? 1 : PQ;
+      for (int h = 0; h < 2; ++h) {
+        const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
+        if (m >= M) continue;
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int k0 = n0 + 8 * j + 2 * t;
-        if (k0 < K)
-          __stcs(yp + k0 * kst, ct_act(acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f)));
-        if (k0 + 1 < K)
-          __stcs(yp + (k0 + 1) * kst,
-                 ct_act(acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f)));
+        for (int j = 0; j < BN / 8; ++j) {
+          const int k0 = n0 + 8 * j + 2 * t;
+          if (k0 < K) part[(long long)m * K + k0] = acc[4 * j + 2 * h];
+          if (k0 + 1 < K) part[(long long)m * K + k0 + 1] = acc[4 * j + 2 * h + 1];
+        }
+      }
+    } else {
+      // Epilogue: accumulator acc[4j + 2h + e] = D[16 warp + g + 8h][8j + 2t + e],
+      // plus the bias, through the activation.
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
+        if (m >= M) continue;
+        const int img = m / PQ, pq = m - img * PQ;
+        // Channel k of pixel m: y[img][k][pq] (NHWC: y[m][k], kst = 1).
+        float *const yp = CT_LAYOUT == 1 ? y + (long long)m * K : y + ((long long)img * K * PQ + pq);
+        const long long kst = CT_LAYOUT == 1 ? 1 : PQ;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const int k0 = n0 + 8 * j + 2 * t;
+          if (k0 < K)
+            __stcs(yp + k0 * kst, ct_act(acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f)));
+          if (k0 + 1 < K)
+            __stcs(yp + (k0 + 1) * kst,
+                   ct_act(acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f)));
+        }
       }
     }
   }
   (void)x, (void)w, (void)ws;
 }
+
+#if CT_GM_SPLITK
+// gm_reduce: gmk's last launch, grid ceil(M K / CT_GM_REDUCE_THREADS):
+// element (m, k) of the output, m-major, is the sum of the SPLITS
+// partials in split order (fp32, rounded to nearest), plus the bias,
+// through the activation, stored at pixel m's channel k of y.
+extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
+    gm_reduce(const float *x, const float *w, const float *__restrict__ b, float *__restrict__ y,
+              float *ws, const __grid_constant__ ct_kargs a, const __grid_constant__ ct_tmap m0,
+              const __grid_constant__ ct_tmap m1) {
+  const long long M = a.v[CT_GM_A_M], K = a.v[CT_GM_A_K], MK = M * K;
+  const long long i = (long long)blockIdx.x * CT_GM_REDUCE_THREADS + threadIdx.x;
+  if (i >= MK) return;
+  const int splits = (int)a.v[CT_GM_A_SPLITS];
+  const float *const part = ws + a.v[CT_GM_A_POFF] + i;
+  float sum = 0.0f;
+  for (int s = 0; s < splits; ++s) sum += part[s * MK];
+  const long long m = i / K, k = i - m * K;
+  const float v = ct_act(sum + (b ? __ldg(b + k) : 0.0f));
+  if constexpr (CT_LAYOUT == 1) {
+    y[i] = v;
+  } else {
+    const long long PQ = a.v[CT_GM_A_P] * a.v[CT_GM_A_Q], img = m / PQ;
+    y[(img * K + k) * PQ + (m - img * PQ)] = v;
+  }
+  (void)x, (void)w, (void)m0, (void)m1;
+}
+#endif
 #else
 // gm_pw: family pw, a 1x1, stride-1, unpadded convolution of NCHW x, read
 // in place: y[n] = W x[n], a GEMM of pixels x channels whose A, x[n]'s

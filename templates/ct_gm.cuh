@@ -36,7 +36,11 @@
 #define CT_GM_A_TILES_N 20 /* ceil(K / BN) */
 #define CT_GM_A_NCB 21    /* channel blocks per tap: ceil(CP / BK) */
 #define CT_GM_A_WOFF 22   /* floats from the workspace's start to the weights */
-#define CT_GM_A_COUNT 23
+#define CT_GM_A_SPLITS 23 /* gmk: units a tile's k-tiles are split into (1: gm) */
+#define CT_GM_A_KTPER 24  /* gmk: k-tiles per unit (the last may have fewer) */
+#define CT_GM_A_POFF 25   /* gmk: floats from the workspace's start to the
+                             partials [SPLITS][M][K] */
+#define CT_GM_A_COUNT 26
 
 /* The layout kernels: gm_nhwc's threads and its block of PX pixels x CH
 ** channels; gm_pack's threads. */
@@ -44,6 +48,7 @@
 #define CT_GM_PREP_PX 32
 #define CT_GM_PREP_CH 64
 #define CT_GM_PACK_THREADS 128
+#define CT_GM_REDUCE_THREADS 256
 
 /* The main kernel: one producer warpgroup and BM / 64 consumers; shared
 ** memory for STAGES stages of A (BM x BK) and B (BN x BK) fp32, a_parts
@@ -101,6 +106,16 @@ CT_GM_FN long long ct_gm_patch_src(const ct_gm_geom *g, long long n, long long p
   if (h < 0 || h >= g->H || w < 0 || w >= g->W) return -1;
   return g->nhwc ? ((n * g->H + h) * g->W + w) * g->C + c
                  : ((n * g->C + c) * g->H + h) * g->W + w;
+}
+
+/* gm_conv's k-tile kt of a tile: tap (r, s) and channel block cb, cb
+** fastest, then s (gmk's runs start at any kt; gm_conv steps on from
+** there in the same order). */
+CT_GM_FN void ct_gm_ktile(int kt, int ncb, int S, int *r, int *s, int *cb) {
+  const int rs = kt / ncb;
+  *cb = kt - rs * ncb;
+  *r = rs / S;
+  *s = rs - *r * S;
 }
 
 /* Family pw (gm_pw): the tile pixel that row g of warp `warp` of consumer

@@ -651,6 +651,86 @@ static void test_pw_layout(void) {
   }
 }
 
+/* Families gmk and gmk3: the reduction split.  The plan cuts each tile's
+** k-tiles into SPLITS runs of KTPER, none empty, walks TILES x SPLITS
+** units, keeps the partials [SPLITS][M][K] after the layout copies (or
+** alone, when gm's maps read the caller's tensors) and ends with
+** gm_reduce over M K elements; the runs, started with ct_gm_ktile and
+** stepped as gm_conv steps, visit every (r, s, cb) of gm's order once.
+** Offered where gm leaves SMs idle (ResNet-50's last layers at batch 1),
+** not where its tiles fill them. */
+static void test_gmk_split(void) {
+  ct_gen_limits lim = h200();
+  static const char *const specs[] = {
+    "n=1,c=512,h=7,w=7,k=512,r=3,s=3,pad=1",
+    "n=1,c=256,h=14,w=14,k=256,r=3,s=3,pad=1,prec=fp32",
+    "n=1,c=512,h=7,w=7,k=512,r=3,s=3,pad=1,layout=nhwc",
+    "n=2,c=30,h=9,w=11,k=70,r=5,s=3,stride=2,pad=2x1,act=relu",
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    ct_problem p;
+    char err[256];
+    ASSERT_EQ_INT(ct_problem_parse(specs[i], &p, err, sizeof err), CT_OK);
+    const char *fam = p.precision == CT_PREC_FP32 ? "gmk3" : "gmk";
+    ct_gen_variant *v = NULL;
+    size_t n = 0, n_gmk = 0;
+    ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+    for (size_t j = 0; j < n; j++) {
+      if (strcmp(v[j].family->name, fam) != 0) continue;
+      n_gmk++;
+      const ct_gen_variant *u = &v[j];
+      const int64_t *a = u->kargs;
+      const int64_t ncb = a[CT_GM_A_NCB], ktiles = p.r * p.s * ncb, M = a[CT_GM_A_M];
+      const int64_t splits = a[CT_GM_A_SPLITS], per = a[CT_GM_A_KTPER];
+      const int64_t tiles = a[CT_GM_A_TILES_M] * a[CT_GM_A_TILES_N];
+      const int caller = u->maps[0].buffer == CT_GEN_BUF_X;
+      ASSERT_TRUE(splits >= 2 && per >= 1 && splits * per >= ktiles && (splits - 1) * per < ktiles);
+      ASSERT_EQ_INT(u->n_kernels, caller ? 2 : 4);
+      ASSERT_EQ_STR(u->kernels[u->n_kernels - 2].name, "gm_conv");
+      ASSERT_EQ_STR(u->kernels[u->n_kernels - 1].name, "gm_reduce");
+      const int64_t units = tiles * splits;
+      ASSERT_EQ_INT(u->kernels[u->n_kernels - 2].grid[0], units < 132 ? units : 132);
+      ASSERT_EQ_INT(u->kernels[u->n_kernels - 1].grid[0],
+                    (M * p.k + CT_GM_REDUCE_THREADS - 1) / CT_GM_REDUCE_THREADS);
+      const int64_t poff = a[CT_GM_A_POFF];
+      ASSERT_TRUE(caller ? poff == 0
+                         : poff % 256 == 0 && poff * 4 >= (int64_t)u->maps[1].offset + 4 *
+                               (int64_t)(u->maps[1].dims[0] * u->maps[1].dims[1] *
+                                         u->maps[1].dims[2] * u->maps[1].dims[3]));
+      ASSERT_TRUE((int64_t)u->workspace_bytes == (poff + splits * M * p.k) * 4);
+      /* The runs, in gm_conv's stepping, cover gm's order once. */
+      int64_t next = 0;
+      for (int64_t sp = 0; sp < splits; sp++) {
+        const int64_t kt0 = sp * per, kt1 = kt0 + per < ktiles ? kt0 + per : ktiles;
+        int r, s, cb;
+        ct_gm_ktile((int)kt0, (int)ncb, (int)p.s, &r, &s, &cb);
+        for (int64_t kt = kt0; kt < kt1; kt++, next++) {
+          ASSERT_EQ_INT((r * p.s + s) * ncb + cb, next);
+          if (++cb == ncb) {
+            cb = 0;
+            if (++s == p.s) {
+              s = 0;
+              ++r;
+            }
+          }
+        }
+      }
+      ASSERT_EQ_INT(next, ktiles);
+    }
+    free(v);
+    if (n_gmk == 0) fprintf(stderr, "%s: no %s variant\n", specs[i], fam);
+    ASSERT_TRUE(n_gmk > 0);
+  }
+  ct_problem full;
+  ASSERT_EQ_INT(parse("n=32,c=64,h=56,w=56,k=64,r=3,s=3,pad=1", CT_PREC_TF32, &full), 0);
+  ct_gen_variant *v = NULL;
+  size_t n = 0, n_gmk = 0;
+  ASSERT_EQ_INT(ct_gen_enumerate(&full, &lim, &v, &n), CT_OK);
+  for (size_t j = 0; j < n; j++) n_gmk += strcmp(v[j].family->name, "gmk") == 0;
+  free(v);
+  ASSERT_EQ_INT(n_gmk, 0);
+}
+
 /* Family gm3 (3xTF32 on gm's kernel): the workspace holds two copies of
 ** each operand, so its maps span 2 NP images and 2 KP output channels and
 ** its workspace is about twice gm's; only fp32 problems get it, only gm
@@ -1040,6 +1120,7 @@ int main(void) {
   RUN_TEST(test_gm3_layout);
   RUN_TEST(test_gmp_patches);
   RUN_TEST(test_pw_layout);
+  RUN_TEST(test_gmk_split);
   RUN_TEST(test_gm_nhwc_plans);
   TEST_EXIT();
 }
