@@ -200,9 +200,10 @@ static int64_t gm_want_bk(int64_t cp) { return cp <= 8 ? 8 : cp <= 16 ? 16 : 32;
 ** the caller's x and w as they are (TFLOAT32: rounded to nearest as they
 ** load), both at least CT_GM_MIN_MAP_BYTES (smaller tensors' maps may get a
 ** wrong out-of-bounds fill, and the GEMM's discarded rows and columns rely
-** on zeros past the last image and output channel).  Then the call is one
-** kernel with no workspace; its maps need x and w 16-byte aligned, which
-** the runtime checks. */
+** on zeros past the last image and output channel).  Then the call is
+** gm_conv alone with no workspace (gmk: then gm_reduce, the partials its
+** only workspace); its maps need x and w 16-byte aligned, which the
+** runtime checks. */
 static int gm_reads_caller(const ct_problem *p, const gm_kind *kd) {
   if (kd->parts != 1 || kd->patch || p->layout != CT_LAYOUT_NHWC || p->c % 4 != 0) return 0;
   const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4;
@@ -254,13 +255,15 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   if (!gm_gemm_problem(p, kd, &g) || !gm_shape_of(&g, lim, v, parts, &sh)) return 0;
   const int64_t lim31 = INT32_MAX;
   /* The kernels' int arithmetic: M, the tiles, the grids; K P Q, the
-  ** k-tiles and the coordinates below 2^31 as well; a tile's last row (m0 +
-  ** BM - 1), the walk over the tiles (u + grid) and the ring's counter of
-  ** one CTA's k-tiles (unsigned) stay in range. */
+  ** k-tiles (and a run's end, split x KTPER + KTPER) and the coordinates
+  ** below 2^31 as well; a tile's last row (m0 + BM - 1), the walk over the
+  ** units (u + grid) and the ring's counter of one CTA's k-tiles
+  ** (unsigned) stay in range. */
   const int64_t ktiles = g.r * g.s * sh.ncb, tiles = sh.tiles_m * sh.tiles_n;
   gm_split sp;
   if (!gm_split_of(&g, kd, v, lim, &sh, ktiles, gm_reads_caller(p, kd), &sp)) return 0;
-  if (ktiles > lim31 || sh.m > lim31 - 256 || tiles > lim31 / 2 || sp.units > lim31 / 2 ||
+  if (ktiles > lim31 - sp.kt_per || sh.m > lim31 - 256 || tiles > lim31 / 2 ||
+      sp.units > lim31 / 2 ||
       (sp.units + sp.grid - 1) / sp.grid > lim31 / sp.kt_per || p->k * sh.P * sh.Q > lim31 ||
       g.h * g.w > lim31 || sh.cp > lim31)
     return 0;

@@ -185,9 +185,11 @@ void ct_close(ct_context *ctx);
 ** Every later call for the problem takes no lock, allocates nothing and
 ** does not synchronise: it can be captured in a CUDA graph (make the first
 ** call, or ct_prepare, before capturing).  The one exception to
-** "allocates nothing": a variant with a workspace (family s2d_wg, s2d_wg3)
-** takes one per call, stream-ordered on `stream` from a memory pool of its
-** own that keeps its memory, so calls on several streams never share one.
+** "allocates nothing": a variant with a workspace (the s2d_* families and
+** the general ones but gm on a map-read NHWC problem) takes one per call,
+** stream-ordered on `stream` from a memory pool of its own that keeps its
+** memory, so calls on several streams never share one.  A variant whose
+** maps read x or w needs them 16-byte aligned (CT_ERR_INVALID_ARG else).
 ** A context may be shared by threads; concurrent first calls load each
 ** problem once.
 ** On failure nothing is launched and nothing is written.
