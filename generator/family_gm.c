@@ -19,6 +19,10 @@
 ** above 8, ViT's patches; corners or tap offsets past its ranges), and
 ** save the depth that padding each tap's channels to BK wastes when C is
 ** small; their cost is the matrix, R S / (stride_h stride_w) times x.
+** gmk and gmk3 are gm and gm3 with each tile's reduction split into SK
+** runs (split-K: partials in the workspace, gm_reduce adds them), for
+** problems whose tiles leave SMs idle.  pw and pw3 (below) read a 1x1
+** NCHW problem's x in place.
 **
 ** Parameters (each list starts with the template's default):
 **   BM      pixels per tile: 64 x (consumer warpgroups)
@@ -28,12 +32,14 @@
 **           bytes (the swizzle and the maps' box follow from it)
 **   STAGES  k-tiles in flight in the mbarrier ring
 **   KC      gm3: k8 steps per accumulator chunk (whole k-tiles)
+**   SK      gmk: runs a tile's k-tiles are split into
 **
-** Workspace: the NHWC copy of x (gmp: the patch matrix) ([NP][H][W][CP], CP = C rounded up to 4),
-** then at a 1024-byte boundary the packed weights ([KP][R][S][CP]); NP >= N
-** and KP >= K make each at least CT_GM_MIN_MAP_BYTES (see ct_gm.cuh).  gm3
-** has two copies of each, hi then lo ([2 NP][H][W][CP], [2 KP][R][S][CP]);
-** so has gmp3.
+** Workspace: the NHWC copy of x ([NP][H][W][CP], CP = C rounded up to 4;
+** gmp: the patch matrix [NP][P][Q][KG]), then at a 1024-byte boundary the
+** packed weights ([KP][R][S][CP]; gmp: [KP][KG]), then gmk's partials
+** [SPLITS][M][K]; NP >= N and KP >= K make each copy at least
+** CT_GM_MIN_MAP_BYTES (see ct_gm.cuh).  gm3 has two copies of each, hi
+** then lo ([2 NP][H][W][CP], [2 KP][R][S][CP]); so have gmp3 and gmk3.
 ** Layouts: an NHWC problem (x NHWC, w KRSC) is copied along its channels
 ** instead of transposed; for gm, when C % 4 = 0 and x and w are big enough,
 ** not copied at all: the maps read the caller's x and w, TFLOAT32, and the

@@ -1,11 +1,14 @@
-/* ct_gm.cuh — what templates/conv_gm.cu and its descriptor
+/* ct_gm.cuh — what templates/conv_gm.cu and its descriptors
 ** (generator/family_gm.c) share: the slots of the kernels' int64 arguments
 ** (ct_kargs), the threads of each kernel, the shared memory of the main
-** kernel and the smallest tensor a map describes.  Valid as C and CUDA.
-** The generator expands this #include in place.
+** kernels, the smallest tensor a map describes, and the index arithmetic
+** that the kernels run and the CPU tests check (the patch matrix's
+** columns, gm_conv's k-tile order, gm_pw's rows and shared-memory
+** layout).  Valid as C and CUDA.  The generator expands this #include in
+** place.
 **
-** The family is shape-generic: every problem size reaches the kernels as
-** one of these slots, none as a #define.
+** The families are shape-generic: every problem size reaches the kernels
+** as one of these slots, none as a #define.
 */
 #ifndef CT_GM_CUH
 #define CT_GM_CUH
