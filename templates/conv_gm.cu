@@ -180,6 +180,33 @@ __device__ __forceinline__ unsigned char *ring_setup(unsigned char *smem_raw,
   return smem;
 }
 
+// 3xTF32's sums (gm3, gmk3, gmp3, pw3; gm's kernels keep d alone): d
+// takes a chunk's big products, e the tile's cross terms, master the
+// chunks' fp32 sums.  flush_chunk: master += d, every wgmma writing d
+// retired.  tile_sums: at a tile's end, its wgmma retired, the sums the
+// epilogue stores (d, or the masters with the last chunk and e added).
+__device__ __forceinline__ void flush_chunk(float (&master)[SPLIT ? BN / 2 : 1], float (&d)[BN / 2]) {
+#pragma unroll
+  for (int i = 0; i < (SPLIT ? BN / 2 : 0); ++i) {
+    reg_fence(d[i]);
+    master[i] += d[i];
+  }
+}
+__device__ __forceinline__ const float *tile_sums(float (&master)[SPLIT ? BN / 2 : 1], float (&d)[BN / 2],
+                                                  float (&e)[BN / 2]) {
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) reg_fence(d[i]);
+  if constexpr (SPLIT) {
+    flush_chunk(master, d);
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) {
+      reg_fence(e[i]);
+      master[i] += e[i];
+    }
+  }
+  return SPLIT ? master : d;
+}
+
 // A run of 4 floats into a workspace copy at dst (16-byte aligned), rounded
 // to TF32; gm3: then its lo parts, lo_off floats further.
 __device__ __forceinline__ void store_run4(float *dst, const float (&v)[4], long long lo_off) {
@@ -495,17 +522,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const int c = wgi - 1, lt = tid % 128;
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
-  float d[BN / 2];
-  float master[SPLIT ? BN / 2 : 1]; // gm3: the fp32 sums of the chunks
-  float e[BN / 2]; // gm3: the cross terms al*bh + ah*bl of the tile (gm: unused)
-  // gm3: master += d, every wgmma writing d retired.
-  auto flush = [&]() {
-#pragma unroll
-    for (int i = 0; i < (SPLIT ? BN / 2 : 0); ++i) {
-      reg_fence(d[i]);
-      master[i] += d[i];
-    }
-  };
+  float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; // gm3's sums: see tile_sums (gm: d alone)
   unsigned it = 0;
 #pragma unroll 1
   for (int u = blockIdx.x; u < units; u += gridDim.x) {
@@ -531,7 +548,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         const bool opens = kt % KTC == 0;
         if (opens && kt > 0) {
           wgmma_wait<0>();
-          flush();
+          flush_chunk(master, d);
         }
         const unsigned long long dal = da + (A_BYTES >> 4), dbl = db + (B_BYTES >> 4);
         wgmma_fence();
@@ -554,17 +571,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     }
     wgmma_wait<0>();
     if (lt == 0) mbar_arrive(empty + prev);
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) reg_fence(d[i]);
-    if constexpr (SPLIT) {
-      flush();
-#pragma unroll
-      for (int i = 0; i < BN / 2; ++i) {
-        reg_fence(e[i]);
-        master[i] += e[i];
-      }
-    }
-    const float *const acc = SPLIT ? master : d;
+    const float *const acc = tile_sums(master, d, e);
 
     if constexpr (SPLITK) {
       // The unit's sum into partials[split][m][k], as it is.
@@ -709,17 +716,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
   const int px = ct_gm_pw_pixel(c, warp, g); // row g's pixel; row g + 8's is px + 1
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
-  float d[BN / 2];
-  float master[SPLIT ? BN / 2 : 1]; // pw3: the fp32 sums of the chunks (gm_conv's)
-  float e[BN / 2];                  // pw3: the cross terms al*bh + ah*bl of the tile (pw: unused)
-  // pw3: master += d, every wgmma writing d retired.
-  auto flush = [&]() {
-#pragma unroll
-    for (int i = 0; i < (SPLIT ? BN / 2 : 0); ++i) {
-      reg_fence(d[i]);
-      master[i] += d[i];
-    }
-  };
+  float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; // pw3's sums: see tile_sums (pw: d alone)
   // Two sets of fragments, hi (and pw3's lo, rna(a - hi)) per k8 step.
   unsigned fa[PARTS][BK / 8][4], fb[PARTS][BK / 8][4];
   unsigned it = 0, prev = 0;
@@ -754,7 +751,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       const bool opens = kt % KTC == 0;
       if (opens && kt > 0) {
         wgmma_wait<0>();
-        flush();
+        flush_chunk(master, d);
       }
       const unsigned long long dbl = db + (B_BYTES >> 4);
       wgmma_fence();
@@ -794,17 +791,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     if (kt < ncb) ktile(fa, kt);
     wgmma_wait<0>();
     if (lt == 0) mbar_arrive(empty + prev);
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) reg_fence(d[i]);
-    if constexpr (SPLIT) {
-      flush();
-#pragma unroll
-      for (int i = 0; i < BN / 2; ++i) {
-        reg_fence(e[i]);
-        master[i] += e[i];
-      }
-    }
-    const float *const acc = SPLIT ? master : d;
+    const float *const acc = tile_sums(master, d, e);
 
     // Epilogue: acc[4j + 2h + e] = D[row g + 8h][8j + 2t + e], pixel px + h.
 #pragma unroll
