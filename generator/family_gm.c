@@ -244,17 +244,36 @@ static int gm_split_of(const ct_problem *p, const gm_kind *kd, const int *v,
   return sp->part_floats >= 0 && sp->part_floats <= (INT64_C(1) << 50);
 }
 
-/* The hard limits of the six families. */
-static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                         const gm_kind *kd) {
+/* The limits every gm point shares: an sm_90a device, the tile sizes the
+** template takes, and for 3xTF32 (parts 2) at most 128 output channels
+** (accumulators and masters in registers) and whole k-tiles per chunk. */
+static int gm_point_valid(const ct_gen_limits *lim, const int *v, int parts) {
   if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0) return 0;
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
-  const int parts = kd->parts;
   if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128 && bn != 256) ||
       (bk != 8 && bk != 16 && bk != 32) || stages < 2)
     return 0;
-  /* gm3: accumulators and masters in registers, whole k-tiles per chunk. */
-  if (parts == 2 && (bn > 128 || v[GM_KC] < 1 || v[GM_KC] % (bk / 8) != 0)) return 0;
+  return parts != 2 || (bn <= 128 && v[GM_KC] >= 1 && v[GM_KC] % (bk / 8) == 0);
+}
+
+/* The pruning rule every gm point shares: STAGES one of the two deepest
+** rings of family f's list that fit (a_parts copies of A, parts of B). */
+static int gm_ring_worth(const ct_gen_limits *lim, const int *v, const ct_gen_family *f,
+                         int a_parts, int parts) {
+  const ct_gen_param *sp = &f->params[GM_STAGES];
+  int deeper = 0;
+  for (int i = 0; i < sp->n_values; i++)
+    deeper += sp->values[i] > v[GM_STAGES] &&
+              gm_fits(lim, v[GM_BM], v[GM_BN], v[GM_BK], sp->values[i], a_parts, parts);
+  return deeper <= 1;
+}
+
+/* The hard limits of the six families. */
+static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                         const gm_kind *kd) {
+  const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
+  const int parts = kd->parts;
+  if (!gm_point_valid(lim, v, parts)) return 0;
   if (!kd->patch && !gm_im2col_fits(p)) return 0;
   ct_problem g;
   gm_shape sh;
@@ -300,7 +319,7 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 /* The pruning heuristic of the six families. */
 static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                          const gm_kind *kd) {
-  const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
+  const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK];
   ct_problem g;
   if (!gm_gemm_problem(p, kd, &g)) return 0;
   const int64_t cp = round_up(g.c, 4);
@@ -347,12 +366,7 @@ static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const in
         most = skp->values[i];
     if (2 * sp.units < sms && v[kd->family->n_params - 1] != most) return 0;
   }
-  /* The two deepest rings of the list that fit. */
-  const ct_gen_param *sp = &kd->family->params[GM_STAGES];
-  int deeper = 0;
-  for (int i = 0; i < sp->n_values; i++)
-    deeper += sp->values[i] > stages && gm_fits(lim, bm, bn, bk, sp->values[i], kd->parts, kd->parts);
-  return deeper <= 1;
+  return gm_ring_worth(lim, v, kd->family, kd->parts, kd->parts);
 }
 
 static void gm_launch(ct_gen_launch *l, const char *name, int64_t gx, int64_t gy,
@@ -554,14 +568,9 @@ static int pw_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
 
 static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                           int parts) {
-  if (lim->cc_major != 9 || lim->cc_minor != 0 || strcmp(lim->arch, "sm_90a") != 0) return 0;
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
-  if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128 && bn != 256) ||
-      (bk != 8 && bk != 16 && bk != 32) || stages < 2)
-    return 0;
-  if (parts == 2 && (bn > 128 || v[GM_KC] < 1 || v[GM_KC] % (bk / 8) != 0 ||
-                     3 * bn / 2 + 16 * (bk / 8) + 24 > 232))
-    return 0;
+  if (!gm_point_valid(lim, v, parts)) return 0;
+  if (parts == 2 && 3 * bn / 2 + 16 * (bk / 8) + 24 > 232) return 0;
   if (p->r != 1 || p->s != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_h != 0 ||
       p->pad_w != 0 || p->layout != CT_LAYOUT_NCHW)
     return 0;
@@ -585,18 +594,14 @@ static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const i
 
 static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                           const ct_gen_family *f, int parts) {
-  const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
+  const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK];
   if (bk != gm_want_bk(round_up(p->c, 4)) && !(parts == 2 && bn == 128)) return 0;
   if (bn > 64 && bn / 2 >= round_up(p->k, 64)) return 0;
   if (bm == 64) {
     const int64_t tiles128 = p->n * ((p->h * p->w + 127) / 128) * ((p->k + bn - 1) / bn);
     if (tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
   }
-  const ct_gen_param *sp = &f->params[GM_STAGES];
-  int deeper = 0;
-  for (int i = 0; i < sp->n_values; i++)
-    deeper += sp->values[i] > stages && gm_fits(lim, bm, bn, bk, sp->values[i], 1, parts);
-  return deeper <= 1;
+  return gm_ring_worth(lim, v, f, 1, parts);
 }
 
 static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
