@@ -715,6 +715,8 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const int c = wgi - 1, lt = tid % 128;
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
   const int px = ct_gm_pw_pixel(c, warp, g); // row g's pixel; row g + 8's is px + 1
+  // y 16-byte aligned: the epilogue's 16-byte stores; else one float at a time.
+  const bool vec_store = (reinterpret_cast<unsigned long long>(y) & 15u) == 0;
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
   float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; // pw3's sums: see tile_sums (pw: d alone)
   // Two sets of fragments, hi (and pw3's lo, rna(a - hi)) per k8 step.
@@ -794,19 +796,48 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     const float *const acc = tile_sums(master, d, e);
 
     // Epilogue: acc[4j + 2h + e] = D[row g + 8h][8j + 2t + e], pixel px + h.
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int hw = hw0 + px + h;
-      if (hw >= HW) continue;
-      float *const yp = y + (long long)img * K * HW + hw;
+    if (vec_store) {
+      // Lanes g and g ^ 1 (4 apart) hold pixels px .. px + 3 of channels
+      // k0, k0 + 1 (ct_gm_pw_pixel: px + 2 is g ^ 1's, px % 4 = 0 for even
+      // g); one exchange gives the even lane channel k0's four, the odd
+      // lane k0 + 1's, each stored as one 16-byte run, so a warp's store
+      // fills whole 32-byte sectors (2-pixel-strided scalar stores fill
+      // half of each, and HBM's ECC turns a half-sector write into a
+      // read-modify-write).  HW % 4 = 0 and px0 % 4 = 0 keep the runs
+      // aligned and within the image.  The exchange moves finished values,
+      // bias and activation applied: a shuffle of the accumulators
+      // themselves makes ptxas serialize every wgmma (its C7514).
+      const int odd = g & 1, px0 = hw0 + px - 2 * odd;
+      float *const yp = y + (long long)img * K * HW + px0;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
-        const int k0 = n0 + 8 * j + 2 * t;
-        if (k0 < K)
-          __stcs(yp + (long long)k0 * HW, ct_act(acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f)));
-        if (k0 + 1 < K)
-          __stcs(yp + (long long)(k0 + 1) * HW,
-                 ct_act(acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f)));
+        // q: pixels px, px + 1 of channel k0 (q[0], q[2]) and k0 + 1 (q[1], q[3]).
+        const int k0 = n0 + 8 * j + 2 * t, k = k0 + odd;
+        const float b0 = b && k0 < K ? __ldg(b + k0) : 0.0f, b1 = b && k0 + 1 < K ? __ldg(b + k0 + 1) : 0.0f;
+        float q[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) q[i] = ct_act(acc[4 * j + i] + (i % 2 ? b1 : b0));
+        const float r0 = __shfl_xor_sync(0xffffffffu, odd ? q[0] : q[1], 4);
+        const float r1 = __shfl_xor_sync(0xffffffffu, odd ? q[2] : q[3], 4);
+        if (px0 < HW && k < K)
+          __stcs(reinterpret_cast<float4 *>(yp + (long long)k * HW),
+                 odd ? make_float4(r0, r1, q[1], q[3]) : make_float4(q[0], q[2], r0, r1));
+      }
+    } else {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int hw = hw0 + px + h;
+        if (hw >= HW) continue;
+        float *const yp = y + (long long)img * K * HW + hw;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const int k0 = n0 + 8 * j + 2 * t;
+          if (k0 < K)
+            __stcs(yp + (long long)k0 * HW, ct_act(acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f)));
+          if (k0 + 1 < K)
+            __stcs(yp + (long long)(k0 + 1) * HW,
+                   ct_act(acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f)));
+        }
       }
     }
   }

@@ -552,7 +552,9 @@ static void test_gmp_patches(void) {
 /* Families pw and pw3: a 1x1 NCHW problem read in place.  Its rows-to-pixels order
 ** (ct_gm_pw_pixel) is a bijection onto each tile's pixels, the boxes'
 ** swizzled offsets (ct_gm_pw_smem) one onto the stage's A floats, and the
-** fragment reads of every half-warp hit the 32 banks once.  The plan maps
+** fragment reads of every half-warp hit the 32 banks once, and lanes 4
+** apart hold 4 aligned consecutive pixels (the epilogue's 16-byte stores).
+** The plan maps
 ** the caller's x ({HW, C, N, 1}, 32-pixel boxes) and the packed weights
 ** (pw3: hi and lo copies); pw at tf32 and pw3 at fp32 are offered for
 ** ResNet-50's stride-1 1x1 layers and declined where x's map cannot be
@@ -571,6 +573,11 @@ static void test_pw_layout(void) {
               seen_px[px]++;
               /* Rows of consumer c are the tile's pixels 64 c .. 64 c + 63. */
               ASSERT_TRUE(px / 64 == c);
+              /* The epilogue's 16-byte runs: lanes g and g ^ 1 hold px .. px + 3. */
+              if (g % 2 == 0 && h == 0) {
+                ASSERT_EQ_INT(px % 4, 0);
+                ASSERT_EQ_INT(ct_gm_pw_pixel(c, warp, g + 1), px + 2);
+              }
             }
       for (int px = 0; px < bm; px++) ASSERT_EQ_INT(seen_px[px], 1);
       for (int cl = 0; cl < bk; cl++)
