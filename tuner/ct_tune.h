@@ -235,10 +235,11 @@ int ct_tune_worker_main(int argc, char **argv);
 ** third of max_screen, or sqrt(n) under a time budget alone; each family
 ** in proportion to its size and at least its default variant, points
 ** spread evenly over its enumeration order; round-robin over the
-** families, those with tensor cores first), then hill climbing: the
-** untried neighbours (same family, one parameter different, or two where
-** no one-parameter step between them is valid) of the
-** fastest timed variant, the one a cheap model predicts fastest first
+** families, those with tensor cores first, in enumeration order: the
+** families made for one kind of shape before the general gm, gen.c), then
+** hill climbing: the untried neighbours (same family, one parameter
+** different, or two where no one-parameter step between them is valid) of
+** the fastest timed variant, the one a cheap model predicts fastest first
 ** (per family, log time additive in each parameter's value, refitted on
 ** every result); that neighbourhood exhausted, the next fastest's; then
 ** the rest.  Stops once max_screen variants have a result (results
