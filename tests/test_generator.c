@@ -554,8 +554,7 @@ static void test_gmp_patches(void) {
 ** swizzled offsets (ct_gm_pw_smem) one onto the stage's A floats, and the
 ** fragment reads of every half-warp hit the 32 banks once, and lanes 4
 ** apart hold 4 aligned consecutive pixels (the epilogue's 16-byte stores).
-** The plan maps
-** the caller's x ({HW, C, N, 1}, 32-pixel boxes) and the packed weights
+** The plan maps the caller's x ({HW, C, N, 1}, 32-pixel boxes) and the packed weights
 ** (pw3: hi and lo copies); pw at tf32 and pw3 at fp32 are offered for
 ** ResNet-50's stride-1 1x1 layers and declined where x's map cannot be
 ** made (HW % 4 != 0, x below 128 KiB), and for NHWC, strides, padding or
