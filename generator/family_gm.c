@@ -534,9 +534,11 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 ** 1}, boxes of 32 pixels x BK channels, 128-byte swizzle) and fed to wgmma
 ** from registers, rounded there (pw3: split there into TF32 hi and lo,
 ** 3xTF32 with gm3's chunked masters); the weights packed by gm_pack (R = S
-** = 1: [KP][CP], pw3 hi then lo, the workspace's only tensors).  No layout
-** pass over x.  Declined where x's map cannot be made: HW % 4 != 0 (its
-** channel planes' 16-byte stride), x below CT_GM_MIN_MAP_BYTES, or a size
+** = 1: [KP][CP], pw3 hi then lo, the workspace's only tensors), or pw's
+** read in place too where a TFLOAT32 map of them can be made (C % 4 = 0,
+** w at least 128 KiB: one launch, no workspace).  No layout pass over x.
+** Declined where x's map cannot be made: HW % 4 != 0 (its channel planes'
+** 16-byte stride), x below CT_GM_MIN_MAP_BYTES, or a size
 ** past the maps' or the kernel's int ranges; x must be 16-byte aligned
 ** (the runtime checks).  pw3 also where a consumer thread's registers
 ** (accumulators, cross terms, masters: 3 BN / 2; two sets of hi and lo
@@ -604,6 +606,12 @@ static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   return gm_ring_worth(lim, v, f, 1, parts);
 }
 
+/* 1 when pw (parts 1) maps the caller's w itself: C % 4 = 0 (its rows'
+** 16-byte stride) and w at least CT_GM_MIN_MAP_BYTES. */
+static int pw_reads_w(const ct_problem *p, int parts) {
+  return parts == 1 && p->c % 4 == 0 && p->k * p->c >= CT_GM_MIN_MAP_BYTES / 4;
+}
+
 static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                           ct_gen_variant *out, char *defines, size_t len, int parts) {
   pw_shape sh;
@@ -611,10 +619,15 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const unsigned threads = (unsigned)CT_GM_THREADS(bm);
   const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, 1, parts);
-  out->n_kernels = 2;
-  gm_launch(&out->kernels[0], "gm_pack", sh.kp, 1, CT_GM_PACK_THREADS, 0);
-  gm_launch(&out->kernels[1], "gm_pw", sh.grid, 1, threads, smem);
-  out->workspace_bytes = (size_t)(parts * sh.kp * sh.cp * 4);
+  /* pw reads the caller's w ([K][C], KCRS with R = S = 1) where a TFLOAT32
+  ** map of it can be made (rows of 16-byte multiples, at least 128 KiB):
+  ** no gm_pack launch and no workspace.  pw3 packs (its hi and lo). */
+  const int wdirect = pw_reads_w(p, parts);
+  out->n_kernels = 0;
+  if (!wdirect)
+    gm_launch(&out->kernels[out->n_kernels++], "gm_pack", sh.kp, 1, CT_GM_PACK_THREADS, 0);
+  gm_launch(&out->kernels[out->n_kernels++], "gm_pw", sh.grid, 1, threads, smem);
+  out->workspace_bytes = wdirect ? 0 : (size_t)(parts * sh.kp * sh.cp * 4);
 
   int64_t *a = out->kargs;
   gm_kargs_problem(a, p);
@@ -634,17 +647,21 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
 
   /* Map 0: tiled over the caller's x, {HW, C, N, 1}, boxes {32, BK, 1, 1}
   ** (a 128-byte row of pixels per channel), FLOAT32 (gm_pw rounds); map 1
-  ** over the packed weights [KP][CP] (pw3: [2 KP][CP], gm's with R = S = 1). */
+  ** over the packed weights [KP][CP] (pw3: [2 KP][CP], gm's with R = S = 1),
+  ** or over the caller's w, {C, 1, 1, K}, TFLOAT32 (rounded as it loads;
+  ** the columns and rows past C and K read as zeros). */
   out->n_maps = 2;
   const uint64_t hw4 = (uint64_t)sh.hw * 4;
   const uint64_t xdims[4] = {(uint64_t)sh.hw, (uint64_t)p->c, (uint64_t)p->n, 1};
   const uint64_t xstrides[3] = {hw4, hw4 * (uint64_t)p->c, hw4 * (uint64_t)(p->c * p->n)};
   const uint32_t xbox[4] = {32, (uint32_t)bk, 1, 1};
   gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, 128, 256);
-  const uint64_t wdims[4] = {(uint64_t)sh.cp, 1, 1, (uint64_t)(parts * sh.kp)};
+  const uint64_t wrows = (uint64_t)(wdirect ? p->k : parts * sh.kp);
+  const uint64_t wdims[4] = {(uint64_t)sh.cp, 1, 1, wrows};
   const uint64_t wrow = (uint64_t)sh.cp * 4, wstrides[3] = {wrow, wrow, wrow};
   const uint32_t wbox[4] = {(uint32_t)bk, 1, 1, (uint32_t)bn};
-  gm_tiled_map(&out->maps[1], CT_GEN_BUF_WS, 0, 0, wdims, wstrides, wbox, (int)(bk * 4), 128);
+  gm_tiled_map(&out->maps[1], wdirect ? CT_GEN_BUF_W : CT_GEN_BUF_WS, 0, wdirect, wdims,
+               wstrides, wbox, (int)(bk * 4), 128);
 
   snprintf(defines, len, "%s#define CT_GM_PW 1\n#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
            parts == 2 ? "#define CT_GM_SPLIT 1\n" : "", threads, smem);

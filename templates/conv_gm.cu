@@ -49,7 +49,9 @@
 // NCHW problem) and gm_wpack (w -> [KP][KG]); its gm_conv is gm's with R =
 // S = 1, stride 1, no padding.
 // gm skips its first two when its maps read the caller's NHWC x and w
-// (generator/family_gm.c).
+// (generator/family_gm.c).  pw and pw3 launch gm_pack and gm_pw (below);
+// pw skips gm_pack where its map reads the caller's w (C % 4 = 0, w at
+// least 128 KiB, rounded to TF32 as it loads).
 //
 // gm_conv.  A persistent grid walks the tiles (BM pixels x BN output
 // channels; the channel tiles of one pixel block are neighbours in the
@@ -650,8 +652,8 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 // The producer loads, per k-tile of BK channels, BM / 32 boxes of 32
 // pixels x BK channels of x (map 0: {HW, C, N, 1}, 128-byte swizzle: a
 // channel's 32 pixels are one 128-byte row whose 16-byte chunks are XORed
-// with the channel's row index mod 8) and the BN x BK packed weights (map
-// 1, as gm).  A consumer thread reads its fragment from the boxes (ld.shared
+// with the channel's row index mod 8) and the BN x BK weights (map 1, as
+// gm: packed, or the caller's [K][C] rounded as it loads).  A consumer thread reads its fragment from the boxes (ld.shared
 // of 2 pixels, two channels a k8 step), rounds it to TF32 (cvt.rna) and
 // issues one RS wgmma per k8 step; fragments alternate between two register
 // sets, the one a wgmma in flight reads left alone.  pw3 (CT_GM_SPLIT 1,

@@ -11,7 +11,8 @@
 ** value not seen yet): x, w, b and y each one float past an allocation's
 ** start, every output checked against the float64 reference under the
 ** precision contract.  A variant whose tensor maps read the caller's x
-** or w (gm on an NHWC problem with C % 4 = 0, pw's x) must refuse such tensors
+** or w (gm on an NHWC problem with C % 4 = 0, pw's x, and its w where
+** C % 4 = 0 and w is at least 128 KiB) must refuse such tensors
 ** instead (CT_ERR_INVALID_ARG, nothing launched), and only those; such a
 ** variant then runs on aligned x and w with b and y still shifted (pw's
 ** epilogue stores y 16 bytes at a time only when y is 16-byte aligned).
@@ -25,14 +26,15 @@ static ct_tune_gpu g;
 
 /* Rows of 220, 64 and 224 floats; stride 4 along the width (wgs, wgr),
 ** K past 64 and not a multiple of 48, C splitting unevenly across a
-** cluster (wg3 KS 2), padding, no bias; a 1x1 over 1024-pixel planes
-** (pw). */
+** cluster (wg3 KS 2), padding, no bias; 1x1s over 1024- and 256-pixel
+** planes (pw; the second's w, 128 KiB, read in place at tf32). */
 static const char *shapes[] = {
     "n=2,c=3,h=45,w=220,k=90,r=11,s=11,stride=4,pad=2",
     "n=1,c=4,h=20,w=64,k=20,r=3,s=3,stride=1,pad=1",
     "n=1,c=3,h=40,w=224,k=70,r=11,s=11,stride=4,pad=2,bias=0",
     "n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc",
     "n=2,c=40,h=16,w=64,k=24,r=1,s=1",
+    "n=2,c=128,h=16,w=16,k=256,r=1,s=1",
 };
 
 /* 1 when a map of v reads the caller's tensors (not the workspace). */
