@@ -653,11 +653,12 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 // pixels x BK channels of x (map 0: {HW, C, N, 1}, 128-byte swizzle: a
 // channel's 32 pixels are one 128-byte row whose 16-byte chunks are XORed
 // with the channel's row index mod 8) and the BN x BK weights (map 1, as
-// gm: packed, or the caller's [K][C] rounded as it loads).  A consumer thread reads its fragment from the boxes (ld.shared
-// of 2 pixels, two channels a k8 step), rounds it to TF32 (cvt.rna) and
-// issues one RS wgmma per k8 step; fragments alternate between two register
-// sets, the one a wgmma in flight reads left alone.  pw3 (CT_GM_SPLIT 1,
-// fp32): the fragments split there, hi = rna(a) and lo = rna(a - hi), the
+// gm: packed, or the caller's [K][C] rounded as it loads).  A consumer
+// thread reads its fragment from the boxes (ld.shared of 2 pixels, two
+// channels a k8 step), rounds it to TF32 (cvt.rna) and issues one RS
+// wgmma per k8 step; fragments alternate between two register sets, the
+// one a wgmma in flight reads left alone.  pw3 (CT_GM_SPLIT 1, fp32): the
+// fragments split there, hi = rna(a) and lo = rna(a - hi), the
 // weights' hi and lo copies loaded (gm_pack's, KP rows apart), and the
 // three wgmma per k8 step with gm3's chunked masters; x itself is read
 // once, with no copy.
