@@ -21,8 +21,10 @@ path, within the spread of summation orders.
 The weights are torchvision's random initialisation (no downloads), with
 the BatchNorm statistics and affine parameters drawn at random from the
 seed, so that folding them changes the weights.  --tune first runs
-convtune.torch.tune on each model, batch and precision (the wall time is
-kept in the JSON: the cost of tuning a network).
+convtune.torch.tune on each model, batch and precision; the JSON's
+models[<model>:<batch>].tune keeps, per precision and layout, the wall
+time (the cost of tuning a network), the problems tuned and skipped, the
+winners per family and each problem's winner with its time.
 
     python3 bench/network.py [--models resnet50:32,resnet50:1,vgg16_bn:8]
                              [--precision tf32,fp32] [--tune] [--budget S]
@@ -194,13 +196,11 @@ def run_rows(name, batch, args, dev, flush, rates, log):
             set_precision(prec)
             t0 = time.time()
             res = ct.tune(m, inp, budget=args.budget, precision=prec, db=args.db, quiet=True)
-            statuses = [r.get("status") for r in res["result"]["problems"]]
             key = prec if impl == "convtune" else prec + "_channels_last"
-            tune_info[key] = {"wall_s": round(time.time() - t0, 1),
-                              "problems": len(statuses),
-                              "tuned": statuses.count("tuned"),
-                              "skipped": statuses.count("skipped")}
-            log("  tuned %s b%d %s: %s" % (name, batch, key, tune_info[key]))
+            tune_info[key] = dict(tune_summary(res["result"]),
+                                  wall_s=round(time.time() - t0, 1))
+            log("  tuned %s b%d %s: %s" % (name, batch, key, {
+                k: v for k, v in tune_info[key].items() if k != "winners"}))
     impls = {"eager": (model, x)}
     for impl, m, inp in ours:
         patched, report = ct.patch(m)
@@ -253,6 +253,26 @@ def run_rows(name, batch, args, dev, flush, rates, log):
     del impls, model, model_cl, ref
     torch.cuda.empty_cache()
     return rows, extra
+
+
+def tune_summary(result):
+    """A tune's record from `convtune tune --problems --json`'s result:
+    how many problems it had, tuned and skipped (tuned before), how many
+    winners each family has (calls counted once per problem), and each
+    problem's winner with its time."""
+    problems = result.get("problems", [])
+    statuses = [r.get("status") for r in problems]
+    families = {}
+    for r in problems:
+        if r.get("winner"):
+            fam = r["winner"].split(":", 1)[0]
+            families[fam] = families.get(fam, 0) + 1
+    return {"problems": len(problems), "tuned": statuses.count("tuned"),
+            "skipped": statuses.count("skipped"),
+            "families": dict(sorted(families.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "winners": [{"problem": r.get("problem"), "calls": r.get("calls"),
+                         "winner": r.get("winner"), "winner_mean_ms": r.get("winner_mean_ms")}
+                        for r in problems]}
 
 
 def add_ratios(rows):

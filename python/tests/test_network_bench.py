@@ -103,3 +103,23 @@ def test_conv_floor_sums_each_convolution_floor_times_its_calls(net):
     for prec in ("tf32", "fp32"):
         want = floor(3, 8, 3, prec) + 2 * floor(8, 8, 1, prec)
         assert net.conv_floor_ms(model, x, prec, rates) == pytest.approx(want, rel=1e-12)
+
+
+def test_tune_summary_counts_statuses_and_winning_families(net):
+    result = {"problems": [
+        {"problem": "n=1,c=64,h=56,w=56,k=64,r=1,s=1", "calls": 3, "status": "tuned",
+         "winner": "pw:BM=128,BN=64,BK=32,STAGES=6", "winner_mean_ms": 0.02},
+        {"problem": "n=1,c=64,h=56,w=56,k=64,r=3,s=3,pad=1", "calls": 2, "status": "skipped",
+         "winner": "gm:BM=128,BN=64,BK=32,STAGES=8", "winner_mean_ms": 0.05},
+        {"problem": "n=1,c=256,h=56,w=56,k=64,r=1,s=1", "calls": 1, "status": "tuned",
+         "winner": "pw:BM=128,BN=128,BK=32,STAGES=4", "winner_mean_ms": 0.03},
+        {"problem": "n=1,c=3,h=9,w=9,k=1,r=1,s=1", "calls": 1, "status": "failed",
+         "winner": None, "winner_mean_ms": None},
+    ]}
+    got = net.tune_summary(result)
+    assert (got["problems"], got["tuned"], got["skipped"]) == (4, 2, 1)
+    assert got["families"] == {"pw": 2, "gm": 1}
+    assert list(got["families"]) == ["pw", "gm"]
+    assert [w["winner"] for w in got["winners"]] == [r["winner"] for r in result["problems"]]
+    assert got["winners"][1]["calls"] == 2
+    assert net.tune_summary({})["problems"] == 0
