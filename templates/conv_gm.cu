@@ -221,6 +221,25 @@ __device__ __forceinline__ void store_run4(float *dst, const float (&v)[4], long
                     round_tf32(v[3] - hi.w));
 }
 
+// The layout passes' shared-memory transpose (gm_nhwc, gm_patch1): a
+// block's tile, tile[c][pl] = channel c0 + c of row row0 + pl, written to
+// the workspace's rows of row_len floats as 16-byte runs of 4 channels
+// (store_run4: rounded; gm3 also the lo parts), the rows at or past `rows`
+// skipped.  row_len and the channels left are multiples of 4.
+__device__ __forceinline__ void store_tile(const float (&tile)[CT_GM_PREP_CH][CT_GM_PREP_PX + 1],
+                                           float *ws, long long row0, long long rows,
+                                           long long row_len, int c0, long long lo_off) {
+  constexpr int CH = CT_GM_PREP_CH, PX = CT_GM_PREP_PX;
+  const int quads = (row_len - c0 < CH ? (int)(row_len - c0) : CH) / 4;
+  for (int e = threadIdx.x; e < PX * quads; e += CT_GM_PREP_THREADS) {
+    // A whole tile's quads per row divide by a constant.
+    const int pl = quads == CH / 4 ? e / (CH / 4) : e / quads, c4 = 4 * (e - pl * quads);
+    if (row0 + pl >= rows) continue;
+    const float v[4] = {tile[c4][pl], tile[c4 + 1][pl], tile[c4 + 2][pl], tile[c4 + 3][pl]};
+    store_run4(ws + (row0 + pl) * row_len + c0 + c4, v, lo_off);
+  }
+}
+
 // The problem's geometry from the kernels' arguments (gmp's passes).
 __device__ __forceinline__ ct_gm_geom patch_geom(const ct_kargs &a) {
   ct_gm_geom g;
@@ -289,31 +308,10 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
   const bool live = pix < real;
   const float *const xb = x + (n * C + c0) * HW + hw;
 #pragma unroll
-  for (int i = ty; i < CH; i += ROWS) {
-    float v = 0.0f;
-    if (live && c0 + i < C) v = __ldg(xb + (long long)i * HW);
-    tile[i][tx] = gm::SPLIT ? v : round_tf32(v);
-  }
+  for (int i = ty; i < CH; i += ROWS)
+    tile[i][tx] = live && c0 + i < C ? __ldg(xb + (long long)i * HW) : 0.0f;
   __syncthreads();
-  float *const wb = ws + pix0 * CP + c0;
-  const int quads = (CP - c0 < CH ? CP - c0 : CH) / 4; // CP is a multiple of 4
-  for (int e = threadIdx.x; e < PX * quads; e += CT_GM_PREP_THREADS) {
-    const int pl = quads == CH / 4 ? e / (CH / 4) : e / quads, c4 = 4 * (e - pl * quads);
-    if (pix0 + pl < pixels) {
-      float4 *const dst = reinterpret_cast<float4 *>(wb + (long long)pl * CP + c4);
-      const float4 v = make_float4(tile[c4][pl], tile[c4 + 1][pl], tile[c4 + 2][pl], tile[c4 + 3][pl]);
-      if constexpr (gm::SPLIT) {
-        const float4 hi = make_float4(round_tf32(v.x), round_tf32(v.y), round_tf32(v.z),
-                                      round_tf32(v.w));
-        *dst = hi;
-        *reinterpret_cast<float4 *>(reinterpret_cast<float *>(dst) + lo_off) =
-            make_float4(round_tf32(v.x - hi.x), round_tf32(v.y - hi.y), round_tf32(v.z - hi.z),
-                        round_tf32(v.w - hi.w));
-      } else {
-        *dst = v;
-      }
-    }
-  }
+  gm::store_tile(tile, ws, pix0, pixels, CP, c0, lo_off);
   (void)w, (void)b, (void)y, (void)m0, (void)m1;
 }
 #endif
@@ -409,13 +407,7 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
   for (int i = ty; i < CH; i += ROWS)
     tile[i][tx] = src >= 0 && c0 + i < C ? __ldg(x + src + (long long)i * g.H * g.W) : 0.0f;
   __syncthreads();
-  const int quads = (KG - c0 < CH ? KG - c0 : CH) / 4; // KG is a multiple of 4
-  for (int e = threadIdx.x; e < PX * quads; e += CT_GM_PREP_THREADS) {
-    const int pl = e / quads, c4 = 4 * (e - pl * quads);
-    if (row0 + pl >= rows) continue;
-    const float v[4] = {tile[c4][pl], tile[c4 + 1][pl], tile[c4 + 2][pl], tile[c4 + 3][pl]};
-    gm::store_run4(ws + (row0 + pl) * KG + c0 + c4, v, lo_off);
-  }
+  gm::store_tile(tile, ws, row0, rows, KG, c0, lo_off); // KG is a multiple of 4
   (void)w, (void)b, (void)y, (void)m0, (void)m1;
 }
 
