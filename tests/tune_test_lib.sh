@@ -30,6 +30,13 @@ print(" ".join(t["status"] for t in d["trials"] if t["variant"] == sys.argv[2]))
 workers_of() { ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' '; }
 # running PID: 0 when it runs (a zombie, dead but not yet reaped, does not).
 running() { [ -r "/proc/$1/stat" ] && ! sed 's/.*) //' "/proc/$1/stat" | grep -q '^Z'; }
+# catches PID SIGNUM: 0 when PID has a handler for the signal installed
+# (its SigCgt mask in /proc).
+catches() {
+  local m
+  m=$(awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null)
+  [ -n "$m" ] && (( (16#$m >> ($2 - 1)) & 1 ))
+}
 # finalists FILE: rows re-timed in a tune's JSON.
 finalists() { python3 -c 'import json,sys; print(sum(r["finalist"] for r in json.load(open(sys.argv[1]))["rows"]))' "$1"; }
 # timed_of FILE PREFIX: timed trials of variants starting with PREFIX.
@@ -45,17 +52,28 @@ below() { python3 -c 'import sys; sys.exit(not float(sys.argv[1]) <= float(sys.a
 distinct_trials() { sql "$1" "SELECT count(*) FROM (SELECT DISTINCT problem_id, device_id, variant, source_hash, status, n_timed, mean_ms, created_at FROM trials)"; }
 
 # interrupt SIGNAL WANT_RC MAX_DELAY_MS: starts `convtune tune` on a warm
-# copy of the database, sends SIGNAL after a random delay, then checks the
-# exit status and message, that no worker is left, integrity, and that a
-# rerun resumes exactly the variants recorded, screens the rest, loses no
-# trial (ids: every trial id the killed run left) and names a winner
-# ($best, when that is set: a deterministic device).
+# copy of the database, sends SIGNAL after a random delay (INT, TERM: once
+# its handlers are installed), then checks the exit status and message,
+# that no worker is left, integrity, and that a rerun resumes exactly the
+# variants recorded, screens the rest, loses no trial (ids: every trial id
+# the killed run left) and names a winner ($best, when that is set: a
+# deterministic device).
 interrupt() {
   local sig=$1 want=$2 max=$3 db="$tmp/kill-$1-$RANDOM.db" ids="$tmp/ids"
   warm "$db"
   : > "$ids"
   "$ct" tune "${common[@]}" --db "$db" > "$tmp/k.out" 2> "$tmp/k.err" &
-  local pid=$! delay=$((RANDOM % max))
+  local pid=$! delay=$((RANDOM % max)) i
+  # INT and TERM: the delay counts from when the tuner's handlers are in
+  # place.  Before that the signal's default action ends the process, which
+  # no program can answer, and a slow start (a sanitizer build) can last
+  # longer than a short delay.
+  if [ "$sig" != KILL ]; then
+    for i in $(seq 1000); do
+      catches $pid "$(kill -l "$sig")" || ! running $pid && break
+      sleep 0.01
+    done
+  fi
   sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
   local kids
   kids=$(workers_of $pid)
