@@ -1145,9 +1145,9 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
       }
       ml.start(); // the first gather, before the turn
       if (wgi == 1 || tile != first) turn_wait(wgi);
-      const bool pass = wgi == 0 ? tile + 1 < NTILES : tile - 1 + step < NTILES;
+      const bool hand_on = wgi == 0 ? tile + 1 < NTILES : tile - 1 + step < NTILES;
       ml.run([&] {
-        if (pass) turn_pass(wgi ^ 1);
+        if (hand_on) turn_pass(wgi ^ 1);
       });
       wg_sync(wgi); // the warpgroup is done reading the band
       // STAGED: the outputs leave through the band buffer before the next

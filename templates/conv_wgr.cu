@@ -185,7 +185,7 @@ static_assert(U * NPX >= Q && (U - 1) * NPX < Q, "every unit holds pixels");
 static_assert(KR >= 1, "no k-step fits the registers");
 static_assert(LP >= 1 && LP <= PTHREADS, "LP: 1 .. 128 producer threads per input row");
 static_assert(!RL || (KPR <= KPR_REG && C * NEWR <= RPP),
-              "RL: a row's new input rows in one pass, at most KPR_REG runs per thread");
+              "RL: a row's new input rows in one load round, at most KPR_REG runs per thread");
 static_assert(2 * 128 * CONSUMER_REGS + 128 * PRODUCER_REGS <= THREADS * ((65536 / THREADS) & ~7),
               "setmaxnreg: more registers than the CTA holds");
 static_assert(4 * (U * NPX - 1) + 4 * SG <= BCP, "band row too short");

@@ -307,8 +307,8 @@ conv_wgs(const float *__restrict__ x, const float *__restrict__ w,
     wgmma_fence();
     issue<0>(acc, a0, db0);
     wgmma_commit();
-    const bool pass = wgi == 0 ? tile + 1 < NTILES : tile - 1 + step < NTILES;
-    if (pass) turn_pass(wgi ^ 1);
+    const bool hand_on = wgi == 0 ? tile + 1 < NTILES : tile - 1 + step < NTILES;
+    if (hand_on) turn_pass(wgi ^ 1);
     const int next = tile + step;
     const int nimg = next / TILES_PER_IMG;
     const int np0 = (next - nimg * TILES_PER_IMG) * TP;

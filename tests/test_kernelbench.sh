@@ -6,7 +6,7 @@
 # with nvcc for sm_90a; with a tuned database (the fake GPU: gm at tf32,
 # then gm3 at fp32) the header names the winners and where they came from
 # and their kernels compile; so do pw's and pw3's, which read x in place;
-# bad arguments are refused.
+# every family's entry passes the checker; bad arguments are refused.
 #   tests/test_kernelbench.sh PATH/TO/convtune SOURCE_ROOT
 set -u
 ct=${1:?usage: test_kernelbench.sh CONVTUNE SOURCE_ROOT}
@@ -57,10 +57,10 @@ nvcc_check() {
   check "$1" "[ $? -eq 0 ] || { cat '$tmp/nvcc'; false; }"
 }
 spec87="n=16,c=64,h=1024,w=1024,k=128,r=1,s=1,bias=0"
-# fake_tune PREC FAMILY [DB]: problem 87 tuned on the fake GPU into DB
-# (default $tmp/t.db).
+# fake_tune PREC FAMILY [DB [SPEC]]: SPEC (default problem 87) tuned on the
+# fake GPU into DB (default $tmp/t.db).
 fake_tune() {
-  CONVTUNE_TEST_FAKE_GPU=1 CONVTUNE_TEST_FAKE_MS=5 "$ct" tune --problem "$spec87" --precision "$1" \
+  CONVTUNE_TEST_FAKE_GPU=1 CONVTUNE_TEST_FAKE_MS=5 "$ct" tune --problem "${4:-$spec87}" --precision "$1" \
     --families "$2" --max-variants 2 --final-trials 3 --db "${3:-$tmp/t.db}" > /dev/null 2>&1
 }
 # winner FAMILY: the winner of that family in $tmp/t.db.
@@ -132,6 +132,22 @@ if [ -n "$nvcc" ] && kernels "$tmp/p87.py" "$tmp/kp"; then
   nvcc_check "pw: its kernels compile with nvcc" "$tmp/kp/tf32.cu"
   nvcc_check "pw3: its kernels compile with nvcc" "$tmp/kp/fp32.cu"
 fi
+
+# Every family's kernels in an entry pass the checker: the words it takes
+# for Python bypasses (pass, try:, except) appear nowhere in the sources
+# outside // comments.  A stride-4 4x4 problem has the wg, wgr, wgs, tc,
+# s2d and gmp families; a one-image 7x7 stride 2 has gmk.
+spec44="n=8,c=3,h=224,w=224,k=96,r=4,s=4,stride=4,bias=1"
+spec77="n=1,c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3,bias=1"
+for pair in "wg wg3 $spec44" "tc tc3 $spec44" "s2d_wg s2d_wg3 $spec44" "gmp gmp3 $spec44" \
+            "wgr direct $spec44" "wgs direct $spec44" "gmk gmk3 $spec77"; do
+  set -- $pair
+  db="$tmp/f-$1.db"
+  fake_tune tf32 "$1" "$db" "$3" && fake_tune fp32 "$2" "$db" "$3" &&
+    "$ct" kernelbench --problem "$3" --db "$db" --out "$tmp/f-$1.py" 2> "$tmp/err"
+  check "$1 and $2: entry written, both winners named" "[ $? -eq 0 ] && grep -q '#   tf32: $1:' '$tmp/f-$1.py' && grep -q '#   fp32: $2:' '$tmp/f-$1.py' || { cat '$tmp/err'; false; }"
+  check "$1 and $2: the static checker passes" "static '$tmp/f-$1.py' > '$tmp/static' || { cat '$tmp/static'; false; }"
+done
 
 # Any problem through --problem; refusals.
 "$ct" kernelbench --problem "n=2,c=5,h=9,w=11,k=7,r=3,s=2,stride=2,pad=1x0,dil=1,bias=1" --db "$tmp/none.db" --out "$tmp/any.py"
