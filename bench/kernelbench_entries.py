@@ -14,7 +14,7 @@ source string with exec (as the harness does), and checks
 then times ModelNew, Model and torch.compile(Model) with the KernelBench
 protocol (bench.py's time_call) at both settings.  First it builds every
 entry's kernels (load_inline's nvcc, most of an entry's time) in parallel
-processes (--jobs).  After each problem it rewrites
+threads (--jobs), each build's time printed.  After each problem it rewrites
 <out>/entries-<gpu>.json, that problem's rows replacing an earlier run's,
 so that runs in parts (--only) add up.  Prints a table of every problem in
 the file, exits 1 when an entry of this run fails a check.
@@ -78,10 +78,10 @@ def header_variants(source):
     return out
 
 
-def check_entry(n, source, ref_source):
-    """The checks above; returns (failures, notes)."""
+def check_entry(n, new, source, ref_source):
+    """The checks above on the entry's namespace `new` (its source run with
+    exec); returns (failures, notes)."""
     fails, notes = [], []
-    new = load(source, "entry_%d" % n)
     ref = load(ref_source, "reference_%d" % n)
     init = ref["get_init_inputs"]()
     torch.manual_seed(1234)
@@ -147,39 +147,36 @@ def log(msg):
     print(msg, flush=True)
 
 
-# A build in its own process: the entry's source run as KernelBench runs it,
-# then its _extension for one precision.
-_BUILD = ("import sys; ns = {'__name__': 'prebuild'}; "
-          "exec(compile(open(sys.argv[1]).read(), sys.argv[1], 'exec'), ns); "
-          "ns['_extension'](sys.argv[2])")
-
-
-def prebuild(paths, jobs):
-    """Builds the kernels of every entry in paths, each distinct build once,
-    in `jobs` child processes at a time, before anything is checked: nvcc takes
-    most of an entry's time and one core, and torch caches each build under
-    its name, so the checks below load them.  A build that fails here is
-    reported and tried again, alone, at the entry's first call."""
+def prebuild(entries, jobs):
+    """Builds the kernels of every entry, each distinct build once, `jobs` at
+    a time in threads of this process, before anything is checked: nvcc takes
+    most of an entry's time and one core.  entries maps a name to the entry's
+    namespace; the checks then use the same namespaces, whose _extension
+    holds the loaded builds, so none is loaded or built twice.  A build that
+    fails here is reported and tried again, alone, at the entry's first call.
+    Each build's time is printed: a few seconds where torch's cache held it."""
     import concurrent.futures
-    tasks, names = [], set()
-    for path in paths:
-        with open(path) as f:
-            sources = load(f.read(), "prebuild_scan")["_SOURCES"]
-        for precision, (_, _, digest, _) in sources.items():
-            if (path, digest) not in names:
-                names.add((path, digest))
-                tasks.append((path, precision))
+    tasks, seen = [], set()
+    for name, ns in entries.items():
+        for precision, (_, _, digest, _) in ns["_SOURCES"].items():
+            if (name, digest) not in seen:
+                seen.add((name, digest))
+                tasks.append((name, precision))
+
     def build(task):
-        return subprocess.run([sys.executable, "-c", _BUILD, task[0], task[1]],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        name, precision = task
+        t0 = time.time()
+        try:
+            entries[name]["_extension"](precision)
+        except Exception as e:  # reported, and met again at the entry's first call
+            last = (str(e).strip().splitlines() or ["no message"])[-1]
+            return "FAILED (%s: %s)" % (type(e).__name__, last), time.time() - t0
+        return "ok", time.time() - t0
 
     t0 = time.time()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
-        for (path, precision), run in zip(tasks, ex.map(build, tasks)):
-            if run.returncode != 0:
-                last = (run.stdout.strip().splitlines() or ["no output"])[-1]
-                log("prebuild %s %s: FAILED (exit %d: %s); built again at its first call"
-                    % (os.path.basename(path), precision, run.returncode, last))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
+        for (name, precision), (what, secs) in zip(tasks, ex.map(build, tasks)):
+            log("prebuild %s %s: %s in %.0f s" % (name, precision, what, secs))
     log("prebuilt %d kernel builds in %.0f s, %d at a time" % (len(tasks), time.time() - t0,
                                                                jobs))
 
@@ -238,14 +235,18 @@ def main(argv=None):
     failed = 0
     paths = {n: os.path.join(a.out, "l1_p%d.py" % n) for n in todo}
     sources = {n: write_entry(a.convtune, a.db, n, paths[n]) for n in todo}
+    # Each entry run from its source string once, as KernelBench's harness
+    # runs it; the prebuild and the checks share these namespaces.
+    spaces = {n: load(sources[n], "entry_%d" % n) for n in todo}
     if a.jobs > 0:
-        prebuild([paths[n] for n in todo], a.jobs)
+        prebuild({os.path.basename(paths[n]): spaces[n] for n in todo}, a.jobs)
     for n in todo:
         t0 = time.time()
         source = sources[n]
         with open(reference_file(n)) as f:
             ref_source = f.read()
-        fails, notes, model, model_new, ref = check_entry(n, source, ref_source)
+        fails, notes, model, model_new, ref = check_entry(n, spaces[n], source, ref_source)
+        checked = time.time() - t0
         for s in notes:
             log("problem %d: %s" % (n, s))
         for s in fails:
@@ -259,7 +260,8 @@ def main(argv=None):
         # rewritten after every problem, so runs in parts add up.
         results = [r for r in results if r["problem"] != n] + rows
         write_results(out, results)
-        log("problem %d: checked and timed in %.0f s; wrote %s" % (n, time.time() - t0, out))
+        log("problem %d: checked in %.0f s, timed in %.0f s; wrote %s"
+            % (n, checked, time.time() - t0 - checked, out))
         del model, model_new
         torch.cuda.empty_cache()
     print()
