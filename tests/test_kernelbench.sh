@@ -6,7 +6,8 @@
 # with nvcc for sm_90a; with a tuned database (the fake GPU: gm at tf32,
 # then gm3 at fp32) the header names the winners and where they came from
 # and their kernels compile; so do pw's and pw3's, which read x in place;
-# every family's entry passes the checker; bad arguments are refused.
+# every family's entry passes the checker; bad arguments are refused; the committed entries (bench/kernelbench/)
+# compile as Python, pass the checker and hold tuned variants.
 #   tests/test_kernelbench.sh PATH/TO/convtune SOURCE_ROOT
 set -u
 ct=${1:?usage: test_kernelbench.sh CONVTUNE SOURCE_ROOT}
@@ -162,6 +163,16 @@ check "--problem with layout=nhwc refused, saying why" "[ $? -eq 2 ] && grep -q 
 check "--out over the database refused" "! '$ct' kernelbench --level1 87 --db '$tmp/t.db' --out '$tmp/t.db' 2>/dev/null"
 printf 'not python\n' > "$tmp/other.txt"
 check "--out over another kind of file refused without --force" "! '$ct' kernelbench --db '$tmp/none.db' --out '$tmp/other.txt' 2>/dev/null && '$ct' kernelbench --db '$tmp/none.db' --out '$tmp/other.txt' --force"
+
+# The committed entries (bench/kernelbench/, tuned on the H200): each of the
+# seven is there, compiles as Python, passes the checker and names a tuned
+# variant for both precisions.
+for n in 50 55 56 62 63 80 87; do
+  f="$root/bench/kernelbench/l1_p$n.py"
+  check "bench/kernelbench/l1_p$n.py: compiles as Python" "[ -f '$f' ] && python3 -m py_compile '$f'"
+  check "bench/kernelbench/l1_p$n.py: the static checker passes" "static '$f' > '$tmp/static' || { cat '$tmp/static'; false; }"
+  check "bench/kernelbench/l1_p$n.py: both variants tuned" "[ \$(grep -c '^#         tuned on ' '$f') -eq 2 ]"
+done
 
 echo "kernelbench: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
