@@ -80,7 +80,7 @@ enum { GM_BM, GM_BN, GM_BK, GM_STAGES, GM_KC /* gm3 */ };
 /* gm_worth reads their STAGES lists. */
 extern const ct_gen_family ct_gen_family_gm, ct_gen_family_gm3, ct_gen_family_gmp,
     ct_gen_family_gmp3, ct_gen_family_gmk, ct_gen_family_gmk3, ct_gen_family_pw,
-    ct_gen_family_pw3;
+    ct_gen_family_pw3, ct_gen_family_tap, ct_gen_family_tap3;
 
 /* Which of the six families: operand copies (1: TF32, 2: 3xTF32 hi and
 ** lo), patch matrix or im2col, the reduction split or not, and the
@@ -543,64 +543,95 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 ** (the runtime checks).  pw3 also where a consumer thread's registers
 ** (accumulators, cross terms, masters: 3 BN / 2; two sets of hi and lo
 ** fragments: 16 BK / 8; about 24 more) pass the 232 setmaxnreg gives it:
-** BN = 128 only with BK = 8.  Pruned as gm is (pw3's BN = 128 at BK = 8
-** kept). */
+** BN = 128 only with BK = 8 (tap3, about 8 more: never).  Pruned as gm is (pw3's BN = 128 at BK = 8
+** kept).
+**
+** Families tap and tap3 (gm_pw with CT_GM_PW 2): the same kernel over any
+** filter, padding, dilation and vertical stride of an NCHW problem whose
+** horizontal stride is 1, x read in place as {W, H, C, N} (W % 4 = 0 for
+** its rows' 16-byte stride), one box of 32 output columns x BK channels
+** per tile row and tap, TMA's zero fill the padding; the weights always
+** packed ([KP][R][S][CP], gm's).  A tile is BM / 32 output rows of one
+** 32-column segment, so Q past a multiple of 32 computes dead columns:
+** declined (worth) where more than half of them are dead, and where pw
+** takes the problem. */
 typedef struct pw_shape {
-  int64_t hw, cp, kp, mt, tiles_m, tiles_n, ncb, grid;
+  int64_t hw, P, Q, cp, kp, mt, tiles_m, tiles_n, ncb, nkt, grid;
 } pw_shape;
 
-static int pw_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+static int pw_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v, int taps,
                        pw_shape *sh) {
   memset(sh, 0, sizeof *sh);
   const int64_t lim31 = INT32_MAX;
   if (p->h > lim31 || p->w > lim31 || p->n > lim31 || p->c > lim31 || p->k > lim31) return 0;
-  sh->hw = p->h * p->w;
+  ct_problem_output(p, &sh->P, &sh->Q);
+  if (sh->P < 1 || sh->Q < 1 || sh->P > lim31 || sh->Q > lim31) return 0;
+  sh->hw = sh->P * sh->Q;
   sh->cp = round_up(p->c, 4);
-  const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4;
+  const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4, rs = p->r * p->s;
   sh->kp = p->k;
-  if (sh->kp * sh->cp < min_floats) sh->kp = (min_floats + sh->cp - 1) / sh->cp;
-  sh->mt = (sh->hw + v[GM_BM] - 1) / v[GM_BM];
+  if (sh->kp * rs * sh->cp < min_floats) sh->kp = (min_floats + rs * sh->cp - 1) / (rs * sh->cp);
+  sh->mt = taps ? (sh->P + v[GM_BM] / 32 - 1) / (v[GM_BM] / 32) * ((sh->Q + 31) / 32)
+                : (sh->hw + v[GM_BM] - 1) / v[GM_BM];
   sh->tiles_m = p->n * sh->mt;
   sh->tiles_n = (p->k + v[GM_BN] - 1) / v[GM_BN];
   sh->ncb = (sh->cp + v[GM_BK] - 1) / v[GM_BK];
+  sh->nkt = taps ? sh->ncb * rs : sh->ncb;
   const int64_t tiles = sh->tiles_m * sh->tiles_n, sms = ct_gen_sm_count(lim);
   sh->grid = tiles < sms ? tiles : sms;
   return 1;
 }
 
+/* 1 when pw (1x1, stride 1, unpadded, NCHW, HW % 4 = 0) takes p. */
+static int pw_fits_problem(const ct_problem *p) {
+  return p->r == 1 && p->s == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_h == 0 &&
+         p->pad_w == 0 && p->layout == CT_LAYOUT_NCHW && (p->h * p->w) % 4 == 0;
+}
+
 static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                          int parts) {
+                          int parts, int taps) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   if (!gm_point_valid(lim, v, parts)) return 0;
-  if (parts == 2 && 3 * bn / 2 + 16 * (bk / 8) + 24 > 232) return 0;
-  if (p->r != 1 || p->s != 1 || p->stride_h != 1 || p->stride_w != 1 || p->pad_h != 0 ||
-      p->pad_w != 0 || p->layout != CT_LAYOUT_NCHW)
-    return 0;
+  /* pw3's consumer registers (above); tap3's tile origin and sizes take
+  ** about 8 more (BN = 128 at BK = 8 spilled 32 bytes). */
+  if (parts == 2 && 3 * bn / 2 + 16 * (bk / 8) + 24 + (taps ? 8 : 0) > 232) return 0;
+  if (p->layout != CT_LAYOUT_NCHW) return 0;
+  if (!taps && !pw_fits_problem(p)) return 0;
+  if (taps && (p->stride_w != 1 || p->w % 4 != 0)) return 0;
   pw_shape sh;
-  if (!pw_shape_of(p, lim, v, &sh)) return 0;
-  const int64_t xf[3] = {p->n, p->c, sh.hw};
-  const int64_t x_floats = ct_gen_checked_product(xf, 3);
+  if (!pw_shape_of(p, lim, v, taps, &sh)) return 0;
+  const int64_t xf[4] = {p->n, p->c, p->h, p->w};
+  const int64_t x_floats = ct_gen_checked_product(xf, 4);
   const int64_t lim31 = INT32_MAX;
-  /* x's map: 16-byte plane stride, at least 128 KiB, strides below 2^40
-  ** bytes; the kernel's int arithmetic: HW and its tiles, the tile walk,
-  ** the ring's counter; gm_pack's grid. */
-  if (sh.hw % 4 != 0 || x_floats < CT_GM_MIN_MAP_BYTES / 4 || x_floats >= (INT64_C(1) << 38))
-    return 0;
-  const int64_t tiles = sh.tiles_m * sh.tiles_n;
-  if (sh.hw > lim31 - 256 || tiles > lim31 / 2 || sh.ncb > lim31 ||
-      (tiles + sh.grid - 1) / sh.grid > lim31 / sh.ncb || parts * sh.kp > lim31 ||
-      sh.kp * sh.cp > (INT64_C(1) << 38))
+  /* x's map: 16-byte plane (tap: row) stride, at least 128 KiB, strides
+  ** below 2^40 bytes; the kernel's int arithmetic: HW and its tiles, a
+  ** tap's box coordinates, the tile walk, the ring's counter; gm_pack's
+  ** grid. */
+  if (x_floats < CT_GM_MIN_MAP_BYTES / 4 || x_floats >= (INT64_C(1) << 38)) return 0;
+  if (taps) {
+    const int64_t reach_h = (sh.P + 3) * p->stride_h + p->pad_h + (p->r - 1) * p->dil_h;
+    const int64_t reach_w = sh.Q + 32 + p->pad_w + (p->s - 1) * p->dil_w;
+    if (reach_h > lim31 || reach_w > lim31) return 0;
+  }
+  const int64_t tiles = sh.tiles_m * sh.tiles_n, rs = p->r * p->s;
+  if (sh.hw > lim31 - 256 || tiles > lim31 / 2 || sh.nkt > lim31 ||
+      (tiles + sh.grid - 1) / sh.grid > lim31 / sh.nkt || parts * sh.kp * rs > lim31 ||
+      sh.kp * rs * sh.cp > (INT64_C(1) << 38))
     return 0;
   return gm_fits(lim, bm, bn, bk, stages, 1, parts);
 }
 
 static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                          const ct_gen_family *f, int parts) {
+                          const ct_gen_family *f, int parts, int taps) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK];
   if (bk != gm_want_bk(round_up(p->c, 4)) && !(parts == 2 && bn == 128)) return 0;
   if (bn > 64 && bn / 2 >= round_up(p->k, 64)) return 0;
+  int64_t P, Q;
+  ct_problem_output(p, &P, &Q);
+  if (taps && (pw_fits_problem(p) || 2 * Q < (Q + 31) / 32 * 32)) return 0;
   if (bm == 64) {
-    const int64_t tiles128 = p->n * ((p->h * p->w + 127) / 128) * ((p->k + bn - 1) / bn);
+    const int64_t m128 = taps ? (P + 3) / 4 * ((Q + 31) / 32) : (P * Q + 127) / 128;
+    const int64_t tiles128 = p->n * m128 * ((p->k + bn - 1) / bn);
     if (tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
   }
   return gm_ring_worth(lim, v, f, 1, parts);
@@ -613,29 +644,34 @@ static int pw_reads_w(const ct_problem *p, int parts) {
 }
 
 static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                          ct_gen_variant *out, char *defines, size_t len, int parts) {
+                          ct_gen_variant *out, char *defines, size_t len, int parts, int taps) {
   pw_shape sh;
-  pw_shape_of(p, lim, v, &sh);
+  pw_shape_of(p, lim, v, taps, &sh);
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const unsigned threads = (unsigned)CT_GM_THREADS(bm);
   const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, 1, parts);
   /* pw reads the caller's w ([K][C], KCRS with R = S = 1) where a TFLOAT32
   ** map of it can be made (rows of 16-byte multiples, at least 128 KiB):
-  ** no gm_pack launch and no workspace.  pw3 packs (its hi and lo). */
-  const int wdirect = pw_reads_w(p, parts);
+  ** no gm_pack launch and no workspace.  pw3, tap and tap3 pack (gm_pack:
+  ** [KP][R][S][CP], pw3 and tap3 hi then lo). */
+  const int wdirect = !taps && pw_reads_w(p, parts);
+  const int64_t rs = p->r * p->s;
   out->n_kernels = 0;
   if (!wdirect)
-    gm_launch(&out->kernels[out->n_kernels++], "gm_pack", sh.kp, 1, CT_GM_PACK_THREADS, 0);
+    gm_launch(&out->kernels[out->n_kernels++], "gm_pack", sh.kp * rs, 1, CT_GM_PACK_THREADS, 0);
   gm_launch(&out->kernels[out->n_kernels++], "gm_pw", sh.grid, 1, threads, smem);
-  out->workspace_bytes = wdirect ? 0 : (size_t)(parts * sh.kp * sh.cp * 4);
+  out->workspace_bytes = wdirect ? 0 : (size_t)(parts * sh.kp * rs * sh.cp * 4);
 
   int64_t *a = out->kargs;
   gm_kargs_problem(a, p);
-  a[CT_GM_A_P] = p->h;
-  a[CT_GM_A_Q] = p->w;
-  a[CT_GM_A_SH] = a[CT_GM_A_SW] = 1;
-  a[CT_GM_A_PH] = a[CT_GM_A_PW] = 0;
-  a[CT_GM_A_DH] = a[CT_GM_A_DW] = 1;
+  a[CT_GM_A_P] = sh.P;
+  a[CT_GM_A_Q] = sh.Q;
+  a[CT_GM_A_SH] = p->stride_h;
+  a[CT_GM_A_SW] = p->stride_w;
+  a[CT_GM_A_PH] = p->pad_h;
+  a[CT_GM_A_PW] = p->pad_w;
+  a[CT_GM_A_DH] = p->dil_h;
+  a[CT_GM_A_DW] = p->dil_w;
   a[CT_GM_A_CP] = sh.cp;
   a[CT_GM_A_NP] = p->n;
   a[CT_GM_A_KP] = sh.kp;
@@ -645,48 +681,55 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   a[CT_GM_A_NCB] = sh.ncb;
   a[CT_GM_A_WOFF] = 0;
 
-  /* Map 0: tiled over the caller's x, {HW, C, N, 1}, boxes {32, BK, 1, 1}
-  ** (a 128-byte row of pixels per channel), FLOAT32 (gm_pw rounds); map 1
-  ** over the packed weights [KP][CP] (pw3: [2 KP][CP], gm's with R = S = 1),
-  ** or over the caller's w, {C, 1, 1, K}, TFLOAT32 (rounded as it loads;
-  ** the columns and rows past C and K read as zeros). */
+  /* Map 0: tiled over the caller's x, FLOAT32 (gm_pw rounds), boxes of a
+  ** 128-byte row of 32 pixels per channel: pw {HW, C, N, 1}, box {32, BK,
+  ** 1, 1}; tap {W, H, C, N}, box {32, 1, BK, 1}, each box a row segment
+  ** whose start may lie outside x (the padding, read as zeros).  Map 1
+  ** over the packed weights {CP, S, R, KP} (pw3, tap3: 2 KP), box {BK, 1,
+  ** 1, BN}, or pw's over the caller's w, {C, 1, 1, K}, TFLOAT32 (rounded
+  ** as it loads; the columns and rows past C and K read as zeros). */
   out->n_maps = 2;
-  const uint64_t hw4 = (uint64_t)sh.hw * 4;
-  const uint64_t xdims[4] = {(uint64_t)sh.hw, (uint64_t)p->c, (uint64_t)p->n, 1};
-  const uint64_t xstrides[3] = {hw4, hw4 * (uint64_t)p->c, hw4 * (uint64_t)(p->c * p->n)};
-  const uint32_t xbox[4] = {32, (uint32_t)bk, 1, 1};
-  gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, 128, 256);
+  if (taps) {
+    const uint64_t row = (uint64_t)p->w * 4, plane = row * (uint64_t)p->h;
+    const uint64_t xdims[4] = {(uint64_t)p->w, (uint64_t)p->h, (uint64_t)p->c, (uint64_t)p->n};
+    const uint64_t xstrides[3] = {row, plane, plane * (uint64_t)p->c};
+    const uint32_t xbox[4] = {32, 1, (uint32_t)bk, 1};
+    gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, 128, 256);
+  } else {
+    const uint64_t hw4 = (uint64_t)sh.hw * 4;
+    const uint64_t xdims[4] = {(uint64_t)sh.hw, (uint64_t)p->c, (uint64_t)p->n, 1};
+    const uint64_t xstrides[3] = {hw4, hw4 * (uint64_t)p->c, hw4 * (uint64_t)(p->c * p->n)};
+    const uint32_t xbox[4] = {32, (uint32_t)bk, 1, 1};
+    gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, 128, 256);
+  }
   const uint64_t wrows = (uint64_t)(wdirect ? p->k : parts * sh.kp);
-  const uint64_t wdims[4] = {(uint64_t)sh.cp, 1, 1, wrows};
-  const uint64_t wrow = (uint64_t)sh.cp * 4, wstrides[3] = {wrow, wrow, wrow};
+  const uint64_t wdims[4] = {(uint64_t)sh.cp, (uint64_t)p->s, (uint64_t)p->r, wrows};
+  const uint64_t wrow = (uint64_t)sh.cp * 4;
+  const uint64_t wstrides[3] = {wrow, wrow * (uint64_t)p->s, wrow * (uint64_t)rs};
   const uint32_t wbox[4] = {(uint32_t)bk, 1, 1, (uint32_t)bn};
   gm_tiled_map(&out->maps[1], wdirect ? CT_GEN_BUF_W : CT_GEN_BUF_WS, 0, wdirect, wdims,
                wstrides, wbox, (int)(bk * 4), 128);
 
-  snprintf(defines, len, "%s#define CT_GM_PW 1\n#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
-           parts == 2 ? "#define CT_GM_SPLIT 1\n" : "", threads, smem);
+  snprintf(defines, len, "%s#define CT_GM_PW %d\n#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
+           parts == 2 ? "#define CT_GM_SPLIT 1\n" : "", taps ? 2 : 1, threads, smem);
 }
 
-static int pw_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
-  return pw_valid_parts(p, lim, v, 1);
-}
-static int pw3_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
-  return pw_valid_parts(p, lim, v, 2);
-}
-static int pw_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
-  return pw_worth_parts(p, lim, v, &ct_gen_family_pw, 1);
-}
-static int pw3_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
-  return pw_worth_parts(p, lim, v, &ct_gen_family_pw3, 2);
-}
-static void pw_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                    ct_gen_variant *out, char *defines, size_t len) {
-  pw_plan_parts(p, lim, v, out, defines, len, 1);
-}
-static void pw3_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                     ct_gen_variant *out, char *defines, size_t len) {
-  pw_plan_parts(p, lim, v, out, defines, len, 2);
-}
+/* The entry points of pw, pw3, tap and tap3: parts, taps. */
+#define PW_ENTRIES(fam, parts, taps)                                                      \
+  static int fam##_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {  \
+    return pw_valid_parts(p, lim, v, parts, taps);                                       \
+  }                                                                                       \
+  static int fam##_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {  \
+    return pw_worth_parts(p, lim, v, &ct_gen_family_##fam, parts, taps);                 \
+  }                                                                                       \
+  static void fam##_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,    \
+                         ct_gen_variant *out, char *defines, size_t len) {               \
+    pw_plan_parts(p, lim, v, out, defines, len, parts, taps);                            \
+  }
+PW_ENTRIES(pw, 1, 0)
+PW_ENTRIES(pw3, 2, 0)
+PW_ENTRIES(tap, 1, 1)
+PW_ENTRIES(tap3, 2, 1)
 
 /* The descriptors' entry points. */
 #define GM_ENTRIES(fam)                                                                   \
@@ -744,30 +787,22 @@ GM_FAMILY(gmp3, CT_PREC_FP32, GM_FP32_PARAMS)
 GM_FAMILY(gmk, CT_PREC_TF32, GM_TF32_SK_PARAMS)
 GM_FAMILY(gmk3, CT_PREC_FP32, GM_FP32_SK_PARAMS)
 
-const ct_gen_family ct_gen_family_pw = {
-  .name = "pw",
-  .template_name = "conv_gm.cu",
-  .precisions = 1u << CT_PREC_TF32,
-  .args = CT_GEN_ARGS_TENSOR_MAPS,
-  .tensor_cores = 1,
-  .big_tensors = 1,
-  .shape_generic = 1,
-  GM_TF32_PARAMS,
-  .valid = pw_valid,
-  .worth = pw_worth,
-  .plan = pw_plan,
-};
-
-const ct_gen_family ct_gen_family_pw3 = {
-  .name = "pw3",
-  .template_name = "conv_gm.cu",
-  .precisions = 1u << CT_PREC_FP32,
-  .args = CT_GEN_ARGS_TENSOR_MAPS,
-  .tensor_cores = 1,
-  .big_tensors = 1,
-  .shape_generic = 1,
-  GM_FP32_PARAMS,
-  .valid = pw3_valid,
-  .worth = pw3_worth,
-  .plan = pw3_plan,
-};
+/* pw, pw3, tap and tap3: NCHW only (no .nhwc). */
+#define PW_FAMILY(fam, prec, params)                                                     \
+  const ct_gen_family ct_gen_family_##fam = {                                            \
+    .name = #fam,                                                                        \
+    .template_name = "conv_gm.cu",                                                       \
+    .precisions = 1u << (prec),                                                          \
+    .args = CT_GEN_ARGS_TENSOR_MAPS,                                                     \
+    .tensor_cores = 1,                                                                   \
+    .big_tensors = 1,                                                                    \
+    .shape_generic = 1,                                                                  \
+    params,                                                                              \
+    .valid = fam##_valid,                                                                \
+    .worth = fam##_worth,                                                                \
+    .plan = fam##_plan,                                                                  \
+  };
+PW_FAMILY(pw, CT_PREC_TF32, GM_TF32_PARAMS)
+PW_FAMILY(pw3, CT_PREC_FP32, GM_FP32_PARAMS)
+PW_FAMILY(tap, CT_PREC_TF32, GM_TF32_PARAMS)
+PW_FAMILY(tap3, CT_PREC_FP32, GM_FP32_PARAMS)

@@ -26,6 +26,7 @@
 ** first.  The order is also the search's: under a time budget its seeds
 ** go round-robin over the tensor-core families in this order, so the
 ** families offered only where they fit their shape (pw: a 1x1 NCHW read
+** in place; tap: any NCHW filter with horizontal stride 1 read
 ** in place; gmk: too few tiles for the SMs; gmp: what im2col cannot
 ** gather, or a cheap patch matrix) come before the general gm, which
 ** covers almost every shape.  On a large problem the first screen can
@@ -39,6 +40,7 @@
   X(wgr) \
   X(s2d_wg) X(s2d_wg3) \
   X(pw) X(pw3) \
+  X(tap) X(tap3) \
   X(gmk) X(gmk3) \
   X(gmp) X(gmp3) \
   X(gm) X(gm3)

@@ -49,7 +49,7 @@
 // NCHW problem) and gm_wpack (w -> [KP][KG]); its gm_conv is gm's with R =
 // S = 1, stride 1, no padding.
 // gm skips its first two when its maps read the caller's NHWC x and w
-// (generator/family_gm.c).  pw and pw3 launch gm_pack and gm_pw (below);
+// (generator/family_gm.c).  pw, pw3, tap and tap3 launch gm_pack and gm_pw (below);
 // pw skips gm_pack where its map reads the caller's w (C % 4 = 0, w at
 // least 128 KiB, rounded to TF32 as it loads).
 //
@@ -122,7 +122,8 @@ namespace gm {
 
 constexpr bool SPLIT = CT_GM_SPLIT != 0;
 constexpr bool PATCH = CT_GM_PATCH != 0;     // gmp: the GEMM over the patch matrix
-constexpr bool POINTWISE = CT_GM_PW != 0;    // pw: a 1x1 over NCHW x, gm_pw
+constexpr bool POINTWISE = CT_GM_PW != 0;    // pw, tap: NCHW x read in place, gm_pw
+constexpr bool TAPS = CT_GM_PW == 2;         // tap: any filter, a box per tap
 constexpr bool SPLITK = CT_GM_SPLITK != 0;   // gmk: the reduction split, gm_reduce
 constexpr int PARTS = SPLIT ? 2 : 1;         // copies of each operand: hi (, lo)
 constexpr int A_PARTS = POINTWISE ? 1 : PARTS; // pw3 splits A in registers
@@ -660,6 +661,16 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 // and a half-warp's 16 8-byte loads hit the 32 banks once; ct_gm_pw_smem
 // is the boxes' swizzled layout).  The epilogue stores each accumulator
 // at its pixel, y[n][k][hw].
+//
+// tap, tap3 (CT_GM_PW 2): the same kernel over any filter, padding,
+// dilation and vertical stride (the horizontal stride 1).  Map 0 is x as
+// {W, H, C, N}; a tile is BM / 32 output rows of one 32-column segment
+// (ct_gm_tap_tile), box i its row p0 + i; a tile's k-tiles go over the
+// taps (r, s) and channel blocks as gm_conv's (ct_gm_ktile), each box
+// loaded from where tap (r, s)'s window starts, (q0 - PW + s DW, (p0 + i)
+// SH - PH + r DH), TMA filling what lies outside x with zeros: the
+// padding.  The weights are gm_pack's [KP][R][S][CP], box (cb BK, s, r,
+// n0).  Rows and columns past the image are computed and not stored.
 extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     gm_pw(const float *x, const float *w, const float *__restrict__ b, float *__restrict__ y,
           float *ws, const __grid_constant__ ct_kargs a, const __grid_constant__ ct_tmap tx,
@@ -670,12 +681,26 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   unsigned long long *full, *empty;
   unsigned char *const smem = ring_setup(smem_raw, full, empty);
 
-  const int K = (int)a.v[CT_GM_A_K];
-  const int HW = (int)(a.v[CT_GM_A_P] * a.v[CT_GM_A_Q]), mt = (HW + BM - 1) / BM;
+  const int K = (int)a.v[CT_GM_A_K], P = (int)a.v[CT_GM_A_P], Q = (int)a.v[CT_GM_A_Q];
+  const int HW = P * Q;
   const int tiles_n = (int)a.v[CT_GM_A_TILES_N];
   const int tiles = (int)a.v[CT_GM_A_TILES_M] * tiles_n;
   const int ncb = (int)a.v[CT_GM_A_NCB];
+  const int S = (int)a.v[CT_GM_A_S];
+  const int nkt = TAPS ? ncb * (int)a.v[CT_GM_A_R] * S : ncb; // k-tiles of a tile
   const int tid = threadIdx.x, wgi = tid / 128;
+  // Tile tm's image and first pixel: pw, hw0 = p0 along the flattened
+  // plane; tap, output row p0 and column q0 of its BM / 32 box rows.
+  auto origin = [&](int tm, int &img, int &p0, int &q0) {
+    if constexpr (TAPS) {
+      ct_gm_tap_tile(tm, P, Q, BM / 32, &img, &p0, &q0);
+    } else {
+      const int mt = (HW + BM - 1) / BM;
+      img = tm / mt;
+      p0 = (tm - img * mt) * BM;
+      q0 = 0;
+    }
+  };
 
   if (wgi == 0) {
     // The producer.
@@ -684,22 +709,35 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     tmap_prefetch(&tx);
     tmap_prefetch(&tw);
     const int KP = (int)a.v[CT_GM_A_KP];
+    const int SH = (int)a.v[CT_GM_A_SH], PH = (int)a.v[CT_GM_A_PH], PW = (int)a.v[CT_GM_A_PW];
+    const int DH = (int)a.v[CT_GM_A_DH], DW = (int)a.v[CT_GM_A_DW];
     unsigned it = 0;
 #pragma unroll 1
     for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
       const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
-      const int img = tm / mt, hw0 = (tm - img * mt) * BM;
+      int img, p0, q0;
+      origin(tm, img, p0, q0);
 #pragma unroll 1
-      for (int cb = 0; cb < ncb; ++cb, ++it) {
+      for (int kt = 0; kt < nkt; ++kt, ++it) {
+        int r = 0, s = 0, cb = kt;
+        if constexpr (TAPS) ct_gm_ktile(kt, ncb, S, &r, &s, &cb);
         const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
         unsigned char *const sa = smem + st * STAGE_BYTES;
         mbar_wait(empty + st, ph ^ 1u);
         mbar_arrive_expect_tx(full + st, STAGE_BYTES);
+        // tap: box i is output row p0 + i, columns q0 .. q0 + 31, at tap
+        // (r, s); its input row and columns start where that tap's
+        // window does, TMA's zero fill outside x being the padding.
 #pragma unroll
-        for (int i = 0; i < BM / 32; ++i)
-          tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, hw0 + 32 * i, cb * BK, img, 0);
-        tma_load_tile4(sa + B_OFF, &tw, full + st, cb * BK, 0, 0, n0);
-        if constexpr (SPLIT) tma_load_tile4(sa + B_OFF + B_BYTES, &tw, full + st, cb * BK, 0, 0, n0 + KP);
+        for (int i = 0; i < BM / 32; ++i) {
+          if constexpr (TAPS)
+            tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, q0 - PW + s * DW,
+                           (p0 + i) * SH - PH + r * DH, cb * BK, img);
+          else
+            tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, p0 + 32 * i, cb * BK, img, 0);
+        }
+        tma_load_tile4(sa + B_OFF, &tw, full + st, cb * BK, s, r, n0);
+        if constexpr (SPLIT) tma_load_tile4(sa + B_OFF + B_BYTES, &tw, full + st, cb * BK, s, r, n0 + KP);
       }
     }
     return;
@@ -710,8 +748,21 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const int c = wgi - 1, lt = tid % 128;
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
   const int px = ct_gm_pw_pixel(c, warp, g); // row g's pixel; row g + 8's is px + 1
-  // y 16-byte aligned: the epilogue's 16-byte stores; else one float at a time.
-  const bool vec_store = (reinterpret_cast<unsigned long long>(y) & 15u) == 0;
+  // y 16-byte aligned (and, for tap, rows of whole 16-byte runs): the
+  // epilogue's 16-byte stores; else one float at a time.
+  const bool vec_store = (reinterpret_cast<unsigned long long>(y) & 15u) == 0 && (!TAPS || Q % 4 == 0);
+  // Pixel pi of the tile at (p0, q0): 1 when it is in the image, its offset
+  // in an output channel plane in off.
+  auto pixel = [&](int p0, int q0, int pi, int &off) {
+    if constexpr (TAPS) {
+      const int p = p0 + pi / 32, q = q0 + pi % 32;
+      off = p * Q + q;
+      return p < P && q < Q;
+    } else {
+      off = p0 + pi;
+      return off < HW;
+    }
+  };
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
   float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; // pw3's sums: see tile_sums (pw: d alone)
   // Two sets of fragments, hi (and pw3's lo, rna(a - hi)) per k8 step.
@@ -774,18 +825,19 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
 #pragma unroll 1
   for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
     const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
-    const int img = tm / mt, hw0 = (tm - img * mt) * BM;
+    int img, p0, q0;
+    origin(tm, img, p0, q0);
     if constexpr (SPLIT) {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) master[i] = 0.0f;
     }
     int kt = 0;
 #pragma unroll 1
-    for (; kt + 1 < ncb; kt += 2) {
+    for (; kt + 1 < nkt; kt += 2) {
       ktile(fa, kt);
       ktile(fb, kt + 1);
     }
-    if (kt < ncb) ktile(fa, kt);
+    if (kt < nkt) ktile(fa, kt);
     wgmma_wait<0>();
     if (lt == 0) mbar_arrive(empty + prev);
     const float *const acc = tile_sums(master, d, e);
@@ -798,12 +850,15 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       // lane k0 + 1's, each stored as one 16-byte run, so a warp's store
       // fills whole 32-byte sectors (2-pixel-strided scalar stores fill
       // half of each, and HBM's ECC turns a half-sector write into a
-      // read-modify-write).  HW % 4 = 0 and px0 % 4 = 0 keep the runs
-      // aligned and within the image.  The exchange moves finished values,
-      // bias and activation applied: a shuffle of the accumulators
-      // themselves makes ptxas serialize every wgmma (its C7514).
-      const int odd = g & 1, px0 = hw0 + px - 2 * odd;
-      float *const yp = y + (long long)img * K * HW + px0;
+      // read-modify-write).  HW % 4 = 0 (tap: Q % 4 = 0) and px0 % 4 = 0
+      // keep the runs aligned and within the image (tap: within a row).
+      // The exchange moves finished values, bias and activation applied: a
+      // shuffle of the accumulators themselves makes ptxas serialize every
+      // wgmma (its C7514).
+      const int odd = g & 1;
+      int off;
+      const bool live = pixel(p0, q0, px - 2 * odd, off);
+      float *const yp = y + (long long)img * K * HW + off;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
         // q: pixels px, px + 1 of channel k0 (q[0], q[2]) and k0 + 1 (q[1], q[3]).
@@ -814,16 +869,16 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         for (int i = 0; i < 4; ++i) q[i] = ct_act(acc[4 * j + i] + (i % 2 ? b1 : b0));
         const float r0 = __shfl_xor_sync(0xffffffffu, odd ? q[0] : q[1], 4);
         const float r1 = __shfl_xor_sync(0xffffffffu, odd ? q[2] : q[3], 4);
-        if (px0 < HW && k < K)
+        if (live && k < K)
           __stcs(reinterpret_cast<float4 *>(yp + (long long)k * HW),
                  odd ? make_float4(r0, r1, q[1], q[3]) : make_float4(q[0], q[2], r0, r1));
       }
     } else {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int hw = hw0 + px + h;
-        if (hw >= HW) continue;
-        float *const yp = y + (long long)img * K * HW + hw;
+        int off;
+        if (!pixel(p0, q0, px + h, off)) continue;
+        float *const yp = y + (long long)img * K * HW + off;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
           const int k0 = n0 + 8 * j + 2 * t;

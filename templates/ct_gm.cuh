@@ -137,6 +137,18 @@ CT_GM_FN int ct_gm_pw_smem(int bk, int cl, int px) {
   return (px >> 5) * 32 * bk + cl * 32 + ((((px & 31) >> 2) ^ (cl & 7)) << 2) + (px & 3);
 }
 
+/* Family tap (gm_pw over any filter): tile tm's image and first output
+** pixel.  A tile is `rows` box rows of 32 output columns, rows p0 ..
+** p0 + rows - 1 and columns q0 .. q0 + 31 of one image; the tiles of an
+** image go along its rows of 32-column segments, then down. */
+CT_GM_FN void ct_gm_tap_tile(int tm, int P, int Q, int rows, int *img, int *p0, int *q0) {
+  const int segs = (Q + 31) / 32, per = (P + rows - 1) / rows * segs;
+  *img = tm / per;
+  const int rem = tm - *img * per, pb = rem / segs;
+  *p0 = pb * rows;
+  *q0 = (rem - pb * segs) * 32;
+}
+
 /* A tensor map of a tensor below 128 KiB may get a wrong out-of-bounds
 ** mode on drivers up to 13.1 (CUTLASS's changelog): the workspace tensors
 ** are made at least this big, the input with extra zero images, the

@@ -669,6 +669,112 @@ static void test_pw_layout(void) {
   }
 }
 
+/* Families tap and tap3: any filter of an NCHW problem with horizontal
+** stride 1 and W % 4 = 0, x read in place.  ct_gm_tap_tile puts every
+** output pixel in exactly one tile's box rows (rows p0 .. p0 + BM/32 - 1,
+** columns q0 .. q0 + 31); the plan maps x as {W, H, C, N} with boxes {32,
+** 1, BK, 1} and the weights gm_pack writes, [KP][R][S][CP] ({CP, S, R,
+** KP}, tap3 hi and lo), passes the problem's strides, padding and
+** dilations and counts R S ceil(CP / BK) k-tiles; tap3 keeps BN = 64.
+** Offered for ResNet-50's and KernelBench's stride-1 3x3 and larger
+** filters, dilated and padded ones and a vertical stride; declined for a
+** horizontal stride, W % 4 != 0, NHWC, where pw takes the problem (a
+** plain 1x1), and where most of a 32-column segment would be dead. */
+static void test_tap_plan(void) {
+  static const int sizes[][2] = {{1, 1}, {7, 5}, {28, 28}, {56, 56}, {33, 64}, {5, 100}};
+  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+    for (int rows = 2; rows <= 4; rows += 2) {
+      const int P = sizes[si][0], Q = sizes[si][1], N = 3;
+      const int per = (P + rows - 1) / rows * ((Q + 31) / 32);
+      char *seen = calloc((size_t)N * P * Q, 1);
+      ASSERT_TRUE(seen != NULL);
+      for (int tm = 0; tm < N * per; tm++) {
+        int img, p0, q0;
+        ct_gm_tap_tile(tm, P, Q, rows, &img, &p0, &q0);
+        ASSERT_TRUE(img >= 0 && img < N && p0 >= 0 && p0 < P && q0 >= 0 && q0 < Q);
+        ASSERT_TRUE(p0 % rows == 0 && q0 % 32 == 0);
+        for (int i = 0; i < rows; i++)
+          for (int j = 0; j < 32; j++)
+            if (p0 + i < P && q0 + j < Q) seen[((size_t)img * P + p0 + i) * Q + q0 + j]++;
+      }
+      for (int i = 0; i < N * P * Q; i++) ASSERT_EQ_INT(seen[i], 1);
+      free(seen);
+    }
+
+  ct_gen_limits lim = h200();
+  static const struct { const char *spec; int offered; } cases[] = {
+    {"n=32,c=64,h=56,w=56,k=64,r=3,s=3,pad=1", 1},
+    {"n=8,c=64,h=512,w=1024,k=128,r=3,s=3,bias=0", 1},
+    {"n=8,c=32,h=512,w=512,k=64,r=5,s=9,pad=2x4,dil=2x3,bias=0", 1},
+    {"n=32,c=128,h=28,w=28,k=128,r=3,s=3,pad=1,act=relu", 1},
+    {"n=4,c=40,h=40,w=36,k=70,r=3,s=5,stride=2x1,pad=1x2", 1},
+    {"n=32,c=64,h=56,w=56,k=64,r=1,s=1,pad=1", 1},          /* a padded 1x1 */
+    {"n=32,c=64,h=56,w=56,k=64,r=1,s=1", 0},                /* pw's */
+    {"n=32,c=128,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", 0}, /* stride along W */
+    {"n=32,c=64,h=30,w=30,k=64,r=3,s=3,pad=1", 0},          /* W % 4 = 2 */
+    {"n=32,c=256,h=12,w=12,k=256,r=3,s=3,pad=1", 0},        /* 12 of 32 columns live */
+    {"n=32,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,layout=nhwc", 0},
+    {"n=1,c=8,h=16,w=16,k=8,r=3,s=3,pad=1", 0},             /* x: 8 KiB */
+  };
+  for (size_t i = 0; i < 2 * (sizeof cases / sizeof cases[0]); i++) {
+    const int fp32 = i % 2, parts = fp32 ? 2 : 1;
+    ct_problem p;
+    ASSERT_EQ_INT(parse(cases[i / 2].spec, fp32 ? CT_PREC_FP32 : CT_PREC_TF32, &p), 0);
+    ct_gen_variant *v = NULL;
+    size_t n = 0, n_tap = 0;
+    ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+    int64_t P, Q;
+    ct_problem_output(&p, &P, &Q);
+    for (size_t j = 0; j < n; j++) {
+      if (strcmp(v[j].family->name, fp32 ? "tap3" : "tap") != 0) continue;
+      n_tap++;
+      const ct_gen_variant *u = &v[j];
+      const int64_t cp = (p.c + 3) / 4 * 4, rs = p.r * p.s;
+      const int64_t bm = u->values[0], bn = u->values[1], bk = u->values[2];
+      const int64_t kp = u->kargs[CT_GM_A_KP];
+      const ct_gen_map *mx = &u->maps[0], *mw = &u->maps[1];
+      ASSERT_EQ_INT(u->n_kernels, 2);
+      ASSERT_EQ_STR(u->kernels[0].name, "gm_pack");
+      ASSERT_EQ_INT(u->kernels[0].grid[0], kp * rs);
+      ASSERT_EQ_STR(u->kernels[1].name, "gm_pw");
+      char *src = NULL;
+      ASSERT_EQ_INT(ct_gen_source(&p, u, &src), CT_OK);
+      const int pw2 = strstr(src, "\n#define CT_GM_PW 2\n") != NULL;
+      free(src);
+      ASSERT_TRUE(pw2);
+      ASSERT_TRUE(mx->kind == CT_GEN_MAP_TILED && mx->buffer == CT_GEN_BUF_X && !mx->tf32);
+      ASSERT_TRUE(mx->dims[0] == (uint64_t)p.w && mx->dims[1] == (uint64_t)p.h &&
+                  mx->dims[2] == (uint64_t)p.c && mx->dims[3] == (uint64_t)p.n);
+      ASSERT_TRUE(mx->strides[0] == (uint64_t)p.w * 4 && mx->strides[1] == (uint64_t)(p.h * p.w * 4) &&
+                  mx->strides[2] == (uint64_t)(p.c * p.h * p.w * 4));
+      ASSERT_TRUE(mx->box[0] == 32 && mx->box[1] == 1 && mx->box[2] == (uint32_t)bk &&
+                  mx->box[3] == 1 && mx->swizzle == 128);
+      ASSERT_TRUE(mw->kind == CT_GEN_MAP_TILED && mw->buffer == CT_GEN_BUF_WS && !mw->tf32);
+      ASSERT_TRUE(mw->dims[0] == (uint64_t)cp && mw->dims[1] == (uint64_t)p.s &&
+                  mw->dims[2] == (uint64_t)p.r && mw->dims[3] == (uint64_t)(parts * kp) && kp >= p.k);
+      ASSERT_TRUE(mw->strides[0] == (uint64_t)cp * 4 && mw->strides[1] == (uint64_t)(p.s * cp * 4) &&
+                  mw->strides[2] == (uint64_t)(rs * cp * 4));
+      ASSERT_TRUE(mw->box[0] == (uint32_t)bk && mw->box[3] == (uint32_t)bn &&
+                  (uint64_t)kp * rs * cp * 4 >= CT_GM_MIN_MAP_BYTES);
+      ASSERT_TRUE(u->workspace_bytes == (size_t)(parts * kp * rs * cp * 4));
+      ASSERT_TRUE(!fp32 || bn == 64);
+      ASSERT_EQ_INT(u->kargs[CT_GM_A_P], P);
+      ASSERT_EQ_INT(u->kargs[CT_GM_A_Q], Q);
+      ASSERT_EQ_INT(u->kargs[CT_GM_A_SH], p.stride_h);
+      ASSERT_EQ_INT(u->kargs[CT_GM_A_PH], p.pad_h);
+      ASSERT_EQ_INT(u->kargs[CT_GM_A_PW], p.pad_w);
+      ASSERT_EQ_INT(u->kargs[CT_GM_A_DH], p.dil_h);
+      ASSERT_EQ_INT(u->kargs[CT_GM_A_DW], p.dil_w);
+      ASSERT_EQ_INT(u->kargs[CT_GM_A_TILES_M], p.n * ((P + bm / 32 - 1) / (bm / 32)) * ((Q + 31) / 32));
+      ASSERT_EQ_INT(u->kargs[CT_GM_A_NCB], (cp + bk - 1) / bk);
+    }
+    free(v);
+    if ((n_tap > 0) != cases[i / 2].offered)
+      fprintf(stderr, "%s: %zu %s variants\n", cases[i / 2].spec, n_tap, fp32 ? "tap3" : "tap");
+    ASSERT_EQ_INT(n_tap > 0, cases[i / 2].offered);
+  }
+}
+
 /* Families gmk and gmk3: the reduction split.  The plan cuts each tile's
 ** k-tiles into SPLITS runs of KTPER, none empty, walks TILES x SPLITS
 ** units, keeps the partials [SPLITS][M][K] after the layout copies (or
@@ -1138,6 +1244,7 @@ int main(void) {
   RUN_TEST(test_gm3_layout);
   RUN_TEST(test_gmp_patches);
   RUN_TEST(test_pw_layout);
+  RUN_TEST(test_tap_plan);
   RUN_TEST(test_gmk_split);
   RUN_TEST(test_gm_nhwc_plans);
   TEST_EXIT();

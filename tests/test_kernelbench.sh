@@ -137,11 +137,13 @@ fi
 # Every family's kernels in an entry pass the checker: the words it takes
 # for Python bypasses (pass, try:, except) appear nowhere in the sources
 # outside // comments.  A stride-4 4x4 problem has the wg, wgr, wgs, tc,
-# s2d and gmp families; a one-image 7x7 stride 2 has gmk.
+# s2d and gmp families; a one-image 7x7 stride 2 has gmk; a padded 3x3
+# has tap.
 spec44="n=8,c=3,h=224,w=224,k=96,r=4,s=4,stride=4,bias=1"
 spec77="n=1,c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3,bias=1"
+spec33="n=8,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,bias=1"
 for pair in "wg wg3 $spec44" "tc tc3 $spec44" "s2d_wg s2d_wg3 $spec44" "gmp gmp3 $spec44" \
-            "wgr direct $spec44" "wgs direct $spec44" "gmk gmk3 $spec77"; do
+            "wgr direct $spec44" "wgs direct $spec44" "gmk gmk3 $spec77" "tap tap3 $spec33"; do
   set -- $pair
   db="$tmp/f-$1.db"
   fake_tune tf32 "$1" "$db" "$3" && fake_tune fp32 "$2" "$db" "$3" &&
