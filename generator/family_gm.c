@@ -76,6 +76,8 @@
 #include "ct_gm.cuh"
 
 enum { GM_BM, GM_BN, GM_BK, GM_STAGES, GM_KC /* gm3 */ };
+/* tap's BQ: its last parameter (after KC in tap3). */
+#define TAP_BQ(v, parts) ((v)[(parts) == 2 ? 5 : 4])
 
 /* gm_worth reads their STAGES lists. */
 extern const ct_gen_family ct_gen_family_gm, ct_gen_family_gm3, ct_gen_family_gmp,
@@ -552,15 +554,18 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 ** its rows' 16-byte stride), one box of 32 output columns x BK channels
 ** per tile row and tap, TMA's zero fill the padding; the weights always
 ** packed ([KP][R][S][CP], gm's).  A tile is BM / 32 output rows of one
-** 32-column segment, so Q past a multiple of 32 computes dead columns:
-** declined (worth) where more than half of them are dead, and where pw
-** takes the problem. */
+** 32-column segment, so Q past a multiple of 32 computes dead columns;
+** BQ = 16 (boxes of 2 rows x 16 columns, 64-byte swizzle, BM / 16 rows of
+** 16 columns a tile; a vertical stride up to 8, TMA's traversal stride)
+** fits narrower images.  Declined (worth) where more than half of a
+** segment's columns are dead, BQ = 16 where it leaves no fewer dead than
+** 32, and where pw takes the problem. */
 typedef struct pw_shape {
   int64_t hw, P, Q, cp, kp, mt, tiles_m, tiles_n, ncb, nkt, grid;
 } pw_shape;
 
-static int pw_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v, int taps,
-                       pw_shape *sh) {
+static int pw_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v, int parts,
+                       int taps, pw_shape *sh) {
   memset(sh, 0, sizeof *sh);
   const int64_t lim31 = INT32_MAX;
   if (p->h > lim31 || p->w > lim31 || p->n > lim31 || p->c > lim31 || p->k > lim31) return 0;
@@ -571,8 +576,12 @@ static int pw_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4, rs = p->r * p->s;
   sh->kp = p->k;
   if (sh->kp * rs * sh->cp < min_floats) sh->kp = (min_floats + rs * sh->cp - 1) / (rs * sh->cp);
-  sh->mt = taps ? (sh->P + v[GM_BM] / 32 - 1) / (v[GM_BM] / 32) * ((sh->Q + 31) / 32)
-                : (sh->hw + v[GM_BM] - 1) / v[GM_BM];
+  if (taps) {
+    const int64_t bq = TAP_BQ(v, parts), rows = v[GM_BM] / 32 * (32 / bq);
+    sh->mt = (sh->P + rows - 1) / rows * ((sh->Q + bq - 1) / bq);
+  } else {
+    sh->mt = (sh->hw + v[GM_BM] - 1) / v[GM_BM];
+  }
   sh->tiles_m = p->n * sh->mt;
   sh->tiles_n = (p->k + v[GM_BN] - 1) / v[GM_BN];
   sh->ncb = (sh->cp + v[GM_BK] - 1) / v[GM_BK];
@@ -599,7 +608,8 @@ static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   if (!taps && !pw_fits_problem(p)) return 0;
   if (taps && (p->stride_w != 1 || p->w % 4 != 0)) return 0;
   pw_shape sh;
-  if (!pw_shape_of(p, lim, v, taps, &sh)) return 0;
+  if (taps && TAP_BQ(v, parts) == 16 && p->stride_h > 8) return 0; /* traversal stride */
+  if (!pw_shape_of(p, lim, v, parts, taps, &sh)) return 0;
   const int64_t xf[4] = {p->n, p->c, p->h, p->w};
   const int64_t x_floats = ct_gen_checked_product(xf, 4);
   const int64_t lim31 = INT32_MAX;
@@ -609,7 +619,7 @@ static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   ** grid. */
   if (x_floats < CT_GM_MIN_MAP_BYTES / 4 || x_floats >= (INT64_C(1) << 38)) return 0;
   if (taps) {
-    const int64_t reach_h = (sh.P + 3) * p->stride_h + p->pad_h + (p->r - 1) * p->dil_h;
+    const int64_t reach_h = (sh.P + 8) * p->stride_h + p->pad_h + (p->r - 1) * p->dil_h;
     const int64_t reach_w = sh.Q + 32 + p->pad_w + (p->s - 1) * p->dil_w;
     if (reach_h > lim31 || reach_w > lim31) return 0;
   }
@@ -628,9 +638,13 @@ static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   if (bn > 64 && bn / 2 >= round_up(p->k, 64)) return 0;
   int64_t P, Q;
   ct_problem_output(p, &P, &Q);
-  if (taps && (pw_fits_problem(p) || 2 * Q < (Q + 31) / 32 * 32)) return 0;
+  const int64_t bq = taps ? TAP_BQ(v, parts) : 32, span = (Q + bq - 1) / bq * bq;
+  if (taps && (pw_fits_problem(p) || 2 * Q < span)) return 0;
+  /* BQ = 16 only where it leaves fewer dead columns than 32 (Q / span up). */
+  if (taps && bq == 16 && span >= (Q + 31) / 32 * 32) return 0;
   if (bm == 64) {
-    const int64_t m128 = taps ? (P + 3) / 4 * ((Q + 31) / 32) : (P * Q + 127) / 128;
+    const int64_t rows128 = 4 * (32 / bq);
+    const int64_t m128 = taps ? (P + rows128 - 1) / rows128 * (span / bq) : (P * Q + 127) / 128;
     const int64_t tiles128 = p->n * m128 * ((p->k + bn - 1) / bn);
     if (tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
   }
@@ -646,7 +660,7 @@ static int pw_reads_w(const ct_problem *p, int parts) {
 static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                           ct_gen_variant *out, char *defines, size_t len, int parts, int taps) {
   pw_shape sh;
-  pw_shape_of(p, lim, v, taps, &sh);
+  pw_shape_of(p, lim, v, parts, taps, &sh);
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const unsigned threads = (unsigned)CT_GM_THREADS(bm);
   const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, 1, parts);
@@ -693,8 +707,12 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
     const uint64_t row = (uint64_t)p->w * 4, plane = row * (uint64_t)p->h;
     const uint64_t xdims[4] = {(uint64_t)p->w, (uint64_t)p->h, (uint64_t)p->c, (uint64_t)p->n};
     const uint64_t xstrides[3] = {row, plane, plane * (uint64_t)p->c};
-    const uint32_t xbox[4] = {32, 1, (uint32_t)bk, 1};
-    gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, 128, 256);
+    /* BQ = 16: 2 rows SH apart (traversal stride SH, box SH x 2 rows). */
+    const int64_t bq = TAP_BQ(v, parts), bh = 32 / bq;
+    const uint32_t xbox[4] = {(uint32_t)bq, (uint32_t)(bh * (bh > 1 ? p->stride_h : 1)),
+                              (uint32_t)bk, 1};
+    gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, (int)(bq * 4), 256);
+    if (bh > 1) out->maps[0].elem_strides[1] = (uint32_t)p->stride_h;
   } else {
     const uint64_t hw4 = (uint64_t)sh.hw * 4;
     const uint64_t xdims[4] = {(uint64_t)sh.hw, (uint64_t)p->c, (uint64_t)p->n, 1};
@@ -752,7 +770,8 @@ GM_ENTRIES(gmk3)
 
 /* The parameter lists: gm, gmp and pw take the same, gm3, gmp3 and pw3
 ** too; gmk and gmk3 add SK, the runs a tile's reduction is split into
-** (fewer when runs would be empty). */
+** (fewer when runs would be empty); tap and tap3 add BQ, a box's output
+** columns. */
 #define GM_TF32_LIST                                                                     \
   {"BM", 2, {128, 64}}, {"BN", 3, {128, 64, 256}}, {"BK", 3, {32, 16, 8}},                 \
       {"STAGES", 4, {4, 3, 6, 8}}
@@ -760,10 +779,13 @@ GM_ENTRIES(gmk3)
   {"BM", 2, {128, 64}}, {"BN", 2, {128, 64}}, {"BK", 3, {32, 16, 8}},                      \
       {"STAGES", 5, {3, 4, 2, 6, 8}}, {"KC", 2, {8, 4}}
 #define GM_SK {"SK", 5, {4, 2, 8, 16, 32}}
+#define GM_BQ {"BQ", 2, {32, 16}}
 #define GM_TF32_PARAMS .n_params = 4, .params = {GM_TF32_LIST}
 #define GM_FP32_PARAMS .n_params = 5, .params = {GM_FP32_LIST}
 #define GM_TF32_SK_PARAMS .n_params = 5, .params = {GM_TF32_LIST, GM_SK}
 #define GM_FP32_SK_PARAMS .n_params = 6, .params = {GM_FP32_LIST, GM_SK}
+#define GM_TF32_BQ_PARAMS .n_params = 5, .params = {GM_TF32_LIST, GM_BQ}
+#define GM_FP32_BQ_PARAMS .n_params = 6, .params = {GM_FP32_LIST, GM_BQ}
 #define GM_FAMILY(fam, prec, params)                                                     \
   const ct_gen_family ct_gen_family_##fam = {                                            \
     .name = #fam,                                                                        \
@@ -804,5 +826,5 @@ GM_FAMILY(gmk3, CT_PREC_FP32, GM_FP32_SK_PARAMS)
   };
 PW_FAMILY(pw, CT_PREC_TF32, GM_TF32_PARAMS)
 PW_FAMILY(pw3, CT_PREC_FP32, GM_FP32_PARAMS)
-PW_FAMILY(tap, CT_PREC_TF32, GM_TF32_PARAMS)
-PW_FAMILY(tap3, CT_PREC_FP32, GM_FP32_PARAMS)
+PW_FAMILY(tap, CT_PREC_TF32, GM_TF32_BQ_PARAMS)
+PW_FAMILY(tap3, CT_PREC_FP32, GM_FP32_BQ_PARAMS)

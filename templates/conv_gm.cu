@@ -107,6 +107,9 @@
 #ifndef CT_GM_SPLITK
 #define CT_GM_SPLITK 0
 #endif
+#ifndef BQ
+#define BQ 32 // tap: output columns of a box (16: 2 rows of 16, 64-byte swizzle)
+#endif
 #ifndef SK
 #define SK 4 // gmk: runs asked for; the plan's SPLITS slot has the runs made
 #endif
@@ -124,6 +127,7 @@ constexpr bool SPLIT = CT_GM_SPLIT != 0;
 constexpr bool PATCH = CT_GM_PATCH != 0;     // gmp: the GEMM over the patch matrix
 constexpr bool POINTWISE = CT_GM_PW != 0;    // pw, tap: NCHW x read in place, gm_pw
 constexpr bool TAPS = CT_GM_PW == 2;         // tap: any filter, a box per tap
+constexpr int TAP_BH = 32 / BQ;              // tap: output rows of a box
 constexpr bool SPLITK = CT_GM_SPLITK != 0;   // gmk: the reduction split, gm_reduce
 constexpr int PARTS = SPLIT ? 2 : 1;         // copies of each operand: hi (, lo)
 constexpr int A_PARTS = POINTWISE ? 1 : PARTS; // pw3 splits A in registers
@@ -146,6 +150,7 @@ static_assert(!SPLIT || BN <= 128, "gm3: two accumulators and masters of BN <= 1
 static_assert(!SPLIT || (KC % (BK / 8) == 0 && KTC >= 1), "KC: whole k-tiles");
 static_assert(STAGE_BYTES == A_PARTS * A_BYTES + PARTS * B_BYTES, "stage layout");
 static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
+static_assert(BQ == 32 || (TAPS && BQ == 16), "BQ: 32, or 16 for tap");
 static_assert(!SPLITK || (!POINTWISE && !PATCH && SK >= 2), "gmk: gm_conv over im2col, split");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
@@ -665,7 +670,9 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 // tap, tap3 (CT_GM_PW 2): the same kernel over any filter, padding,
 // dilation and vertical stride (the horizontal stride 1).  Map 0 is x as
 // {W, H, C, N}; a tile is BM / 32 output rows of one 32-column segment
-// (ct_gm_tap_tile), box i its row p0 + i; a tile's k-tiles go over the
+// (ct_gm_tap_tile), box i its row p0 + i (BQ = 16: BM / 16 rows of 16
+// columns, box i rows p0 + 2 i and p0 + 2 i + 1, 64-byte swizzle,
+// ct_gm_tap16_pixel and ct_gm_tap16_smem); a tile's k-tiles go over the
 // taps (r, s) and channel blocks as gm_conv's (ct_gm_ktile), each box
 // loaded from where tap (r, s)'s window starts, (q0 - PW + s DW, (p0 + i)
 // SH - PH + r DH), TMA filling what lies outside x with zeros: the
@@ -693,7 +700,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   // plane; tap, output row p0 and column q0 of its BM / 32 box rows.
   auto origin = [&](int tm, int &img, int &p0, int &q0) {
     if constexpr (TAPS) {
-      ct_gm_tap_tile(tm, P, Q, BM / 32, &img, &p0, &q0);
+      ct_gm_tap_tile(tm, P, Q, BM / 32 * TAP_BH, BQ, &img, &p0, &q0);
     } else {
       const int mt = (HW + BM - 1) / BM;
       img = tm / mt;
@@ -725,14 +732,15 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         unsigned char *const sa = smem + st * STAGE_BYTES;
         mbar_wait(empty + st, ph ^ 1u);
         mbar_arrive_expect_tx(full + st, STAGE_BYTES);
-        // tap: box i is output row p0 + i, columns q0 .. q0 + 31, at tap
-        // (r, s); its input row and columns start where that tap's
-        // window does, TMA's zero fill outside x being the padding.
+        // tap: box i is output rows p0 + i TAP_BH .. (map 0 steps SH input
+        // rows between them), columns q0 .. q0 + BQ - 1, at tap (r, s); its
+        // input rows and columns start where that tap's window does, TMA's
+        // zero fill outside x being the padding.
 #pragma unroll
         for (int i = 0; i < BM / 32; ++i) {
           if constexpr (TAPS)
             tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, q0 - PW + s * DW,
-                           (p0 + i) * SH - PH + r * DH, cb * BK, img);
+                           (p0 + i * TAP_BH) * SH - PH + r * DH, cb * BK, img);
           else
             tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, p0 + 32 * i, cb * BK, img, 0);
         }
@@ -747,7 +755,8 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   if constexpr (CWG == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
   const int c = wgi - 1, lt = tid % 128;
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
-  const int px = ct_gm_pw_pixel(c, warp, g); // row g's pixel; row g + 8's is px + 1
+  // Row g's pixel; row g + 8's is px + 1.
+  const int px = BQ == 32 ? ct_gm_pw_pixel(c, warp, g) : ct_gm_tap16_pixel(c, warp, g);
   // y 16-byte aligned (and, for tap, rows of whole 16-byte runs): the
   // epilogue's 16-byte stores; else one float at a time.
   const bool vec_store = (reinterpret_cast<unsigned long long>(y) & 15u) == 0 && (!TAPS || Q % 4 == 0);
@@ -755,7 +764,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   // in an output channel plane in off.
   auto pixel = [&](int p0, int q0, int pi, int &off) {
     if constexpr (TAPS) {
-      const int p = p0 + pi / 32, q = q0 + pi % 32;
+      const int p = p0 + pi / 32 * TAP_BH + pi % 32 / BQ, q = q0 + pi % BQ;
       off = p * Q + q;
       return p < P && q < Q;
     } else {
@@ -776,8 +785,10 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
 #pragma unroll
     for (int j = 0; j < BK / 8; ++j) {
       const int c0 = 8 * j + t, c1 = c0 + 4;
-      const float2 v0 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c0, px));
-      const float2 v1 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c1, px));
+      const int o0 = BQ == 32 ? ct_gm_pw_smem(BK, c0, px) : ct_gm_tap16_smem(BK, c0, px);
+      const int o1 = BQ == 32 ? ct_gm_pw_smem(BK, c1, px) : ct_gm_tap16_smem(BK, c1, px);
+      const float2 v0 = *reinterpret_cast<const float2 *>(as + o0);
+      const float2 v1 = *reinterpret_cast<const float2 *>(as + o1);
       const float v[4] = {v0.x, v0.y, v1.x, v1.y};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {

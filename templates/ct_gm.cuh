@@ -138,15 +138,34 @@ CT_GM_FN int ct_gm_pw_smem(int bk, int cl, int px) {
 }
 
 /* Family tap (gm_pw over any filter): tile tm's image and first output
-** pixel.  A tile is `rows` box rows of 32 output columns, rows p0 ..
-** p0 + rows - 1 and columns q0 .. q0 + 31 of one image; the tiles of an
-** image go along its rows of 32-column segments, then down. */
-CT_GM_FN void ct_gm_tap_tile(int tm, int P, int Q, int rows, int *img, int *p0, int *q0) {
-  const int segs = (Q + 31) / 32, per = (P + rows - 1) / rows * segs;
+** pixel.  A tile is `rows` output rows of bq columns, rows p0 .. p0 +
+** rows - 1 and columns q0 .. q0 + bq - 1 of one image; the tiles of an
+** image go along its rows of bq-column segments, then down. */
+CT_GM_FN void ct_gm_tap_tile(int tm, int P, int Q, int rows, int bq, int *img, int *p0,
+                             int *q0) {
+  const int segs = (Q + bq - 1) / bq, per = (P + rows - 1) / rows * segs;
   *img = tm / per;
   const int rem = tm - *img * per, pb = rem / segs;
   *p0 = pb * rows;
-  *q0 = (rem - pb * segs) * 32;
+  *q0 = (rem - pb * segs) * bq;
+}
+
+/* Family tap with BQ = 16: boxes of 2 output rows x 16 columns (pixel 16 h
+** + w of a box), a channel's 32 pixels one 128-byte row of two 64-byte box
+** rows, laid out by TMA's 64-byte swizzle: the 16-byte chunk w / 4 of box
+** row h XORed with the channel's row index mod 4.  Row g of warp `warp`
+** of consumer c holds pixel ct_gm_tap16_pixel (row g + 8: the next one):
+** g's bit 0 is +2 pixels and bit 1 the box row, so a half-warp's 4 g x 4
+** channels (t, rows t mod 4 apart) read 16 distinct 8-byte slots of the
+** 128 bytes: the 32 banks once; lanes g and g ^ 1 hold 4 consecutive
+** pixels of one row (the epilogue's 16-byte stores), as pw's do. */
+CT_GM_FN int ct_gm_tap16_pixel(int c, int warp, int g) {
+  return 32 * (2 * c + (warp >> 1)) + 16 * ((g >> 1) & 1) + 4 * (2 * (warp & 1) + (g >> 2)) +
+         2 * (g & 1);
+}
+CT_GM_FN int ct_gm_tap16_smem(int bk, int cl, int px) {
+  return (px >> 5) * 32 * bk + cl * 32 + (px & 16) + ((((px & 15) >> 2) ^ (cl & 3)) << 2) +
+         (px & 3);
 }
 
 /* A tensor map of a tensor below 128 KiB may get a wrong out-of-bounds

@@ -676,29 +676,80 @@ static void test_pw_layout(void) {
 ** 1, BK, 1} and the weights gm_pack writes, [KP][R][S][CP] ({CP, S, R,
 ** KP}, tap3 hi and lo), passes the problem's strides, padding and
 ** dilations and counts R S ceil(CP / BK) k-tiles; tap3 keeps BN = 64.
+** BQ = 16 (2 x 16 boxes, 64-byte swizzle): ct_gm_tap16_pixel is a
+** bijection whose half-warp reads hit the 32 banks once, ct_gm_tap16_smem
+** is TMA's 64-byte swizzle of the dense box, and the plan offers it only
+** where it leaves fewer columns dead than 32 (16 wide, 12 wide).
 ** Offered for ResNet-50's and KernelBench's stride-1 3x3 and larger
 ** filters, dilated and padded ones and a vertical stride; declined for a
 ** horizontal stride, W % 4 != 0, NHWC, where pw takes the problem (a
 ** plain 1x1), and where most of a 32-column segment would be dead. */
 static void test_tap_plan(void) {
-  static const int sizes[][2] = {{1, 1}, {7, 5}, {28, 28}, {56, 56}, {33, 64}, {5, 100}};
+  static const int sizes[][2] = {{1, 1}, {7, 5}, {28, 28}, {56, 56}, {33, 64}, {5, 100}, {14, 14}};
   for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
-    for (int rows = 2; rows <= 4; rows += 2) {
-      const int P = sizes[si][0], Q = sizes[si][1], N = 3;
-      const int per = (P + rows - 1) / rows * ((Q + 31) / 32);
-      char *seen = calloc((size_t)N * P * Q, 1);
-      ASSERT_TRUE(seen != NULL);
-      for (int tm = 0; tm < N * per; tm++) {
-        int img, p0, q0;
-        ct_gm_tap_tile(tm, P, Q, rows, &img, &p0, &q0);
-        ASSERT_TRUE(img >= 0 && img < N && p0 >= 0 && p0 < P && q0 >= 0 && q0 < Q);
-        ASSERT_TRUE(p0 % rows == 0 && q0 % 32 == 0);
-        for (int i = 0; i < rows; i++)
-          for (int j = 0; j < 32; j++)
-            if (p0 + i < P && q0 + j < Q) seen[((size_t)img * P + p0 + i) * Q + q0 + j]++;
+    for (int bq = 16; bq <= 32; bq *= 2)
+      for (int rows = 2; rows <= 8; rows *= 2) {
+        const int P = sizes[si][0], Q = sizes[si][1], N = 3;
+        const int per = (P + rows - 1) / rows * ((Q + bq - 1) / bq);
+        char *seen = calloc((size_t)N * P * Q, 1);
+        ASSERT_TRUE(seen != NULL);
+        for (int tm = 0; tm < N * per; tm++) {
+          int img, p0, q0;
+          ct_gm_tap_tile(tm, P, Q, rows, bq, &img, &p0, &q0);
+          ASSERT_TRUE(img >= 0 && img < N && p0 >= 0 && p0 < P && q0 >= 0 && q0 < Q);
+          ASSERT_TRUE(p0 % rows == 0 && q0 % bq == 0);
+          for (int i = 0; i < rows; i++)
+            for (int j = 0; j < bq; j++)
+              if (p0 + i < P && q0 + j < Q) seen[((size_t)img * P + p0 + i) * Q + q0 + j]++;
+        }
+        for (int i = 0; i < N * P * Q; i++) ASSERT_EQ_INT(seen[i], 1);
+        free(seen);
       }
-      for (int i = 0; i < N * P * Q; i++) ASSERT_EQ_INT(seen[i], 1);
-      free(seen);
+
+  /* BQ = 16: as test_pw_layout checks pw's order, over the 64-byte swizzle. */
+  for (int bm = 64; bm <= 128; bm += 64)
+    for (int bk = 8; bk <= 32; bk *= 2) {
+      int seen_px[128] = {0}, seen_off[128 * 32] = {0};
+      for (int c = 0; c < bm / 64; c++)
+        for (int warp = 0; warp < 4; warp++)
+          for (int g = 0; g < 8; g++)
+            for (int h = 0; h < 2; h++) {
+              const int px = ct_gm_tap16_pixel(c, warp, g) + h;
+              ASSERT_TRUE(px >= 0 && px < bm && px / 64 == c);
+              seen_px[px]++;
+              if (g % 2 == 0 && h == 0) {
+                ASSERT_EQ_INT(px % 4, 0);
+                ASSERT_EQ_INT(ct_gm_tap16_pixel(c, warp, g + 1), px + 2);
+              }
+            }
+      for (int px = 0; px < bm; px++) ASSERT_EQ_INT(seen_px[px], 1);
+      for (int cl = 0; cl < bk; cl++)
+        for (int px = 0; px < bm; px++) {
+          const int off = ct_gm_tap16_smem(bk, cl, px);
+          ASSERT_TRUE(off >= 0 && off < bm * bk);
+          /* TMA's 64-byte swizzle of the dense box [BK][2][16]: byte bits
+          ** 4-5 XOR bits 7-8 (boxes start on 512-byte multiples). */
+          const int dense = (px >> 5) * 32 * bk + cl * 32 + (px & 31);
+          const int bytes = dense * 4;
+          ASSERT_EQ_INT(off * 4, bytes ^ (((bytes >> 7) & 3) << 4));
+          seen_off[off]++;
+        }
+      for (int i = 0; i < bm * bk; i++) ASSERT_EQ_INT(seen_off[i], 1);
+      for (int c = 0; c < bm / 64; c++)
+        for (int warp = 0; warp < 4; warp++)
+          for (int half = 0; half < 2; half++)
+            for (int j = 0; j < bk / 8; j++)
+              for (int hi = 0; hi < 2; hi++) {
+                int banks[32] = {0};
+                for (int lane = 16 * half; lane < 16 * half + 16; lane++) {
+                  const int g = lane / 4, t = lane % 4;
+                  const int off = ct_gm_tap16_smem(bk, 8 * j + t + 4 * hi, ct_gm_tap16_pixel(c, warp, g));
+                  ASSERT_EQ_INT(off % 2, 0);
+                  banks[off % 32]++;
+                  banks[(off + 1) % 32]++;
+                }
+                for (int i = 0; i < 32; i++) ASSERT_EQ_INT(banks[i], 1);
+              }
     }
 
   ct_gen_limits lim = h200();
@@ -712,7 +763,10 @@ static void test_tap_plan(void) {
     {"n=32,c=64,h=56,w=56,k=64,r=1,s=1", 0},                /* pw's */
     {"n=32,c=128,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", 0}, /* stride along W */
     {"n=32,c=64,h=30,w=30,k=64,r=3,s=3,pad=1", 0},          /* W % 4 = 2 */
-    {"n=32,c=256,h=12,w=12,k=256,r=3,s=3,pad=1", 0},        /* 12 of 32 columns live */
+    {"n=32,c=256,h=16,w=16,k=256,r=3,s=3,pad=1", 1},        /* BQ = 16 */
+    {"n=32,c=256,h=14,w=14,k=256,r=3,s=3,pad=1", 0},        /* W % 4 = 2 */
+    {"n=32,c=256,h=12,w=12,k=256,r=3,s=3,pad=1,stride=2x1", 1}, /* 16 x 2 boxes, rows 2 apart */
+    {"n=32,c=64,h=4,w=4,k=64,r=3,s=3,pad=1", 0},            /* 4 of 16 columns live */
     {"n=32,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,layout=nhwc", 0},
     {"n=1,c=8,h=16,w=16,k=8,r=3,s=3,pad=1", 0},             /* x: 8 KiB */
   };
@@ -731,7 +785,10 @@ static void test_tap_plan(void) {
       const ct_gen_variant *u = &v[j];
       const int64_t cp = (p.c + 3) / 4 * 4, rs = p.r * p.s;
       const int64_t bm = u->values[0], bn = u->values[1], bk = u->values[2];
+      const int64_t bq = u->values[fp32 ? 5 : 4], bh = 32 / bq, rows = bm / 32 * bh;
       const int64_t kp = u->kargs[CT_GM_A_KP];
+      /* BQ = 16 only where 32-column segments leave more columns dead. */
+      ASSERT_TRUE(bq == 32 || (bq == 16 && (Q + 15) / 16 * 16 < (Q + 31) / 32 * 32));
       const ct_gen_map *mx = &u->maps[0], *mw = &u->maps[1];
       ASSERT_EQ_INT(u->n_kernels, 2);
       ASSERT_EQ_STR(u->kernels[0].name, "gm_pack");
@@ -747,8 +804,14 @@ static void test_tap_plan(void) {
                   mx->dims[2] == (uint64_t)p.c && mx->dims[3] == (uint64_t)p.n);
       ASSERT_TRUE(mx->strides[0] == (uint64_t)p.w * 4 && mx->strides[1] == (uint64_t)(p.h * p.w * 4) &&
                   mx->strides[2] == (uint64_t)(p.c * p.h * p.w * 4));
-      ASSERT_TRUE(mx->box[0] == 32 && mx->box[1] == 1 && mx->box[2] == (uint32_t)bk &&
-                  mx->box[3] == 1 && mx->swizzle == 128);
+      ASSERT_TRUE(mx->box[0] == (uint32_t)bq && mx->box[2] == (uint32_t)bk && mx->box[3] == 1 &&
+                  mx->swizzle == (int)(bq * 4));
+      /* A box's rows: one, or two stride_h apart (the traversal stride). */
+      if (bh == 1)
+        ASSERT_TRUE(mx->box[1] == 1 && mx->elem_strides[1] == 1);
+      else
+        ASSERT_TRUE(mx->box[1] == (uint32_t)(2 * p.stride_h) &&
+                    mx->elem_strides[1] == (uint32_t)p.stride_h);
       ASSERT_TRUE(mw->kind == CT_GEN_MAP_TILED && mw->buffer == CT_GEN_BUF_WS && !mw->tf32);
       ASSERT_TRUE(mw->dims[0] == (uint64_t)cp && mw->dims[1] == (uint64_t)p.s &&
                   mw->dims[2] == (uint64_t)p.r && mw->dims[3] == (uint64_t)(parts * kp) && kp >= p.k);
@@ -765,7 +828,7 @@ static void test_tap_plan(void) {
       ASSERT_EQ_INT(u->kargs[CT_GM_A_PW], p.pad_w);
       ASSERT_EQ_INT(u->kargs[CT_GM_A_DH], p.dil_h);
       ASSERT_EQ_INT(u->kargs[CT_GM_A_DW], p.dil_w);
-      ASSERT_EQ_INT(u->kargs[CT_GM_A_TILES_M], p.n * ((P + bm / 32 - 1) / (bm / 32)) * ((Q + 31) / 32));
+      ASSERT_EQ_INT(u->kargs[CT_GM_A_TILES_M], p.n * ((P + rows - 1) / rows) * ((Q + bq - 1) / bq));
       ASSERT_EQ_INT(u->kargs[CT_GM_A_NCB], (cp + bk - 1) / bk);
     }
     free(v);
