@@ -545,8 +545,8 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 ** (the runtime checks).  pw3 also where a consumer thread's registers
 ** (accumulators, cross terms, masters: 3 BN / 2; two sets of hi and lo
 ** fragments: 16 BK / 8; about 24 more) pass the 232 setmaxnreg gives it:
-** BN = 128 only with BK = 8 (tap3, about 8 more: never).  Pruned as gm is (pw3's BN = 128 at BK = 8
-** kept).
+** BN = 128 only with BK = 8 (tap3, about 8 more: never).  Pruned as gm
+** is (pw3's BN = 128 at BK = 8 kept).
 **
 ** Families tap and tap3 (gm_pw with CT_GM_PW 2): the same kernel over any
 ** filter, padding, dilation and vertical stride of an NCHW problem whose
