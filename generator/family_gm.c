@@ -557,12 +557,21 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 ** 32-column segment, so Q past a multiple of 32 computes dead columns;
 ** BQ = 16 (boxes of 2 rows x 16 columns, 64-byte swizzle, BM / 16 rows of
 ** 16 columns a tile; a vertical stride up to 8, TMA's traversal stride)
-** fits narrower images.  Declined (worth) where more than half of a
-** segment's columns are dead, BQ = 16 where it leaves no fewer dead than
-** 32, and where pw takes the problem. */
+** fits narrower images.  Where both strides are 1 and H W % 4 = 0 (any
+** W: ResNet's 14-wide layers), the plan takes the flattened plane instead
+** (CT_GM_PW 3): x as pw's {HW, C, N, 1}, the output W wide, each tap a
+** shift along the plane, wrapped columns zeroed in registers; BQ = 32
+** only.  Declined (worth) where more than half of a segment's (flat: a
+** row's) columns are dead, BQ = 16 where it leaves no fewer dead than 32,
+** and where pw takes the problem. */
 typedef struct pw_shape {
   int64_t hw, P, Q, cp, kp, mt, tiles_m, tiles_n, ncb, nkt, grid;
 } pw_shape;
+
+/* 1 when tap takes p over the flattened plane (CT_GM_PW 3). */
+static int tap_flat(const ct_problem *p) {
+  return p->stride_h == 1 && p->stride_w == 1 && (p->h * p->w) % 4 == 0;
+}
 
 static int pw_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v, int parts,
                        int taps, pw_shape *sh) {
@@ -576,7 +585,9 @@ static int pw_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4, rs = p->r * p->s;
   sh->kp = p->k;
   if (sh->kp * rs * sh->cp < min_floats) sh->kp = (min_floats + rs * sh->cp - 1) / (rs * sh->cp);
-  if (taps) {
+  if (taps && tap_flat(p)) {
+    sh->mt = (sh->P * p->w + v[GM_BM] - 1) / v[GM_BM];
+  } else if (taps) {
     const int64_t bq = TAP_BQ(v, parts), rows = v[GM_BM] / 32 * (32 / bq);
     sh->mt = (sh->P + rows - 1) / rows * ((sh->Q + bq - 1) / bq);
   } else {
@@ -606,7 +617,8 @@ static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   if (parts == 2 && 3 * bn / 2 + 16 * (bk / 8) + 24 + (taps ? 8 : 0) > 232) return 0;
   if (p->layout != CT_LAYOUT_NCHW) return 0;
   if (!taps && !pw_fits_problem(p)) return 0;
-  if (taps && (p->stride_w != 1 || p->w % 4 != 0)) return 0;
+  if (taps && !tap_flat(p) && (p->stride_w != 1 || p->w % 4 != 0)) return 0;
+  if (taps && tap_flat(p) && TAP_BQ(v, parts) != 32) return 0;
   pw_shape sh;
   if (taps && TAP_BQ(v, parts) == 16 && p->stride_h > 8) return 0; /* traversal stride */
   if (!pw_shape_of(p, lim, v, parts, taps, &sh)) return 0;
@@ -621,7 +633,9 @@ static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   if (taps) {
     const int64_t reach_h = (sh.P + 8) * p->stride_h + p->pad_h + (p->r - 1) * p->dil_h;
     const int64_t reach_w = sh.Q + 32 + p->pad_w + (p->s - 1) * p->dil_w;
-    if (reach_h > lim31 || reach_w > lim31) return 0;
+    /* flat: a box's start along the plane, tap shifts included */
+    const int64_t reach_flat = (reach_h + 1) * (p->w + 1) + reach_w + v[GM_BM];
+    if (reach_h > lim31 || reach_w > lim31 || reach_flat > lim31) return 0;
   }
   const int64_t tiles = sh.tiles_m * sh.tiles_n, rs = p->r * p->s;
   if (sh.hw > lim31 - 256 || tiles > lim31 / 2 || sh.nkt > lim31 ||
@@ -638,13 +652,17 @@ static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   if (bn > 64 && bn / 2 >= round_up(p->k, 64)) return 0;
   int64_t P, Q;
   ct_problem_output(p, &P, &Q);
-  const int64_t bq = taps ? TAP_BQ(v, parts) : 32, span = (Q + bq - 1) / bq * bq;
+  const int flat = taps && tap_flat(p);
+  const int64_t bq = taps ? TAP_BQ(v, parts) : 32;
+  const int64_t span = flat ? p->w : (Q + bq - 1) / bq * bq; /* computed columns of a row */
   if (taps && (pw_fits_problem(p) || 2 * Q < span)) return 0;
   /* BQ = 16 only where it leaves fewer dead columns than 32 (Q / span up). */
-  if (taps && bq == 16 && span >= (Q + 31) / 32 * 32) return 0;
+  if (taps && !flat && bq == 16 && span >= (Q + 31) / 32 * 32) return 0;
   if (bm == 64) {
     const int64_t rows128 = 4 * (32 / bq);
-    const int64_t m128 = taps ? (P + rows128 - 1) / rows128 * (span / bq) : (P * Q + 127) / 128;
+    const int64_t m128 = flat   ? (P * p->w + 127) / 128
+                         : taps ? (P + rows128 - 1) / rows128 * (span / bq)
+                                : (P * Q + 127) / 128;
     const int64_t tiles128 = p->n * m128 * ((p->k + bn - 1) / bn);
     if (tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
   }
@@ -696,14 +714,16 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   a[CT_GM_A_WOFF] = 0;
 
   /* Map 0: tiled over the caller's x, FLOAT32 (gm_pw rounds), boxes of a
-  ** 128-byte row of 32 pixels per channel: pw {HW, C, N, 1}, box {32, BK,
-  ** 1, 1}; tap {W, H, C, N}, box {32, 1, BK, 1}, each box a row segment
-  ** whose start may lie outside x (the padding, read as zeros).  Map 1
+  ** 128-byte row of 32 pixels per channel: pw and flat tap {HW, C, N, 1},
+  ** box {32, BK, 1, 1}; tap {W, H, C, N}, box {32, 1, BK, 1}, each box a
+  ** row segment whose start may lie outside x (the padding, read as
+  ** zeros).  Map 1
   ** over the packed weights {CP, S, R, KP} (pw3, tap3: 2 KP), box {BK, 1,
   ** 1, BN}, or pw's over the caller's w, {C, 1, 1, K}, TFLOAT32 (rounded
   ** as it loads; the columns and rows past C and K read as zeros). */
   out->n_maps = 2;
-  if (taps) {
+  const int flat = taps && tap_flat(p);
+  if (taps && !flat) {
     const uint64_t row = (uint64_t)p->w * 4, plane = row * (uint64_t)p->h;
     const uint64_t xdims[4] = {(uint64_t)p->w, (uint64_t)p->h, (uint64_t)p->c, (uint64_t)p->n};
     const uint64_t xstrides[3] = {row, plane, plane * (uint64_t)p->c};
@@ -714,8 +734,8 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
     gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, (int)(bq * 4), 256);
     if (bh > 1) out->maps[0].elem_strides[1] = (uint32_t)p->stride_h;
   } else {
-    const uint64_t hw4 = (uint64_t)sh.hw * 4;
-    const uint64_t xdims[4] = {(uint64_t)sh.hw, (uint64_t)p->c, (uint64_t)p->n, 1};
+    const uint64_t hw4 = (uint64_t)(p->h * p->w) * 4; /* x's plane (pw: = P Q) */
+    const uint64_t xdims[4] = {(uint64_t)(p->h * p->w), (uint64_t)p->c, (uint64_t)p->n, 1};
     const uint64_t xstrides[3] = {hw4, hw4 * (uint64_t)p->c, hw4 * (uint64_t)(p->c * p->n)};
     const uint32_t xbox[4] = {32, (uint32_t)bk, 1, 1};
     gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, 128, 256);
@@ -729,7 +749,7 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
                wstrides, wbox, (int)(bk * 4), 128);
 
   snprintf(defines, len, "%s#define CT_GM_PW %d\n#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
-           parts == 2 ? "#define CT_GM_SPLIT 1\n" : "", taps ? 2 : 1, threads, smem);
+           parts == 2 ? "#define CT_GM_SPLIT 1\n" : "", flat ? 3 : taps ? 2 : 1, threads, smem);
 }
 
 /* The entry points of pw, pw3, tap and tap3: parts, taps. */

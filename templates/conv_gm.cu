@@ -126,7 +126,8 @@ namespace gm {
 constexpr bool SPLIT = CT_GM_SPLIT != 0;
 constexpr bool PATCH = CT_GM_PATCH != 0;     // gmp: the GEMM over the patch matrix
 constexpr bool POINTWISE = CT_GM_PW != 0;    // pw, tap: NCHW x read in place, gm_pw
-constexpr bool TAPS = CT_GM_PW == 2;         // tap: any filter, a box per tap
+constexpr bool TAPS = CT_GM_PW >= 2;         // tap: any filter, a box per tap
+constexpr bool FLAT = CT_GM_PW == 3;         // tap over the flattened plane
 constexpr int TAP_BH = 32 / BQ;              // tap: output rows of a box
 constexpr bool SPLITK = CT_GM_SPLITK != 0;   // gmk: the reduction split, gm_reduce
 constexpr int PARTS = SPLIT ? 2 : 1;         // copies of each operand: hi (, lo)
@@ -150,7 +151,7 @@ static_assert(!SPLIT || BN <= 128, "gm3: two accumulators and masters of BN <= 1
 static_assert(!SPLIT || (KC % (BK / 8) == 0 && KTC >= 1), "KC: whole k-tiles");
 static_assert(STAGE_BYTES == A_PARTS * A_BYTES + PARTS * B_BYTES, "stage layout");
 static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
-static_assert(BQ == 32 || (TAPS && BQ == 16), "BQ: 32, or 16 for tap");
+static_assert(BQ == 32 || (TAPS && !FLAT && BQ == 16), "BQ: 32, or 16 for tap's rows");
 static_assert(!SPLITK || (!POINTWISE && !PATCH && SK >= 2), "gmk: gm_conv over im2col, split");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
@@ -678,6 +679,13 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 // SH - PH + r DH), TMA filling what lies outside x with zeros: the
 // padding.  The weights are gm_pack's [KP][R][S][CP], box (cb BK, s, r,
 // n0).  Rows and columns past the image are computed and not stored.
+// CT_GM_PW 3 (tap's plan where both strides are 1 and H W % 4 = 0, any
+// W): x is pw's map {HW, C, N, 1}; the output is taken W wide (columns Q
+// .. W - 1 computed and not stored), so tap (r, s) of a run of 32 output
+// pixels is a run of 32 input pixels (r DH - PH) W + s DW - PW further:
+// one box; rows above or below x lie outside the plane (zeros), and the
+// consumers zero the pixels whose input column wrapped into a
+// neighbouring row (their registers hold A anyway).
 extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     gm_pw(const float *x, const float *w, const float *__restrict__ b, float *__restrict__ y,
           float *ws, const __grid_constant__ ct_kargs a, const __grid_constant__ ct_tmap tx,
@@ -689,7 +697,9 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   unsigned char *const smem = ring_setup(smem_raw, full, empty);
 
   const int K = (int)a.v[CT_GM_A_K], P = (int)a.v[CT_GM_A_P], Q = (int)a.v[CT_GM_A_Q];
-  const int HW = P * Q;
+  const int HW = P * Q, W = (int)a.v[CT_GM_A_W];
+  const int PV = FLAT ? P * W : HW; // pixels of an image's (tap, flat: virtual, W wide) output
+  const int DW = (int)a.v[CT_GM_A_DW], PW = (int)a.v[CT_GM_A_PW];
   const int tiles_n = (int)a.v[CT_GM_A_TILES_N];
   const int tiles = (int)a.v[CT_GM_A_TILES_M] * tiles_n;
   const int ncb = (int)a.v[CT_GM_A_NCB];
@@ -699,10 +709,10 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   // Tile tm's image and first pixel: pw, hw0 = p0 along the flattened
   // plane; tap, output row p0 and column q0 of its BM / 32 box rows.
   auto origin = [&](int tm, int &img, int &p0, int &q0) {
-    if constexpr (TAPS) {
+    if constexpr (TAPS && !FLAT) {
       ct_gm_tap_tile(tm, P, Q, BM / 32 * TAP_BH, BQ, &img, &p0, &q0);
     } else {
-      const int mt = (HW + BM - 1) / BM;
+      const int mt = (PV + BM - 1) / BM;
       img = tm / mt;
       p0 = (tm - img * mt) * BM;
       q0 = 0;
@@ -716,8 +726,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     tmap_prefetch(&tx);
     tmap_prefetch(&tw);
     const int KP = (int)a.v[CT_GM_A_KP];
-    const int SH = (int)a.v[CT_GM_A_SH], PH = (int)a.v[CT_GM_A_PH], PW = (int)a.v[CT_GM_A_PW];
-    const int DH = (int)a.v[CT_GM_A_DH], DW = (int)a.v[CT_GM_A_DW];
+    const int SH = (int)a.v[CT_GM_A_SH], PH = (int)a.v[CT_GM_A_PH], DH = (int)a.v[CT_GM_A_DH];
     unsigned it = 0;
 #pragma unroll 1
     for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
@@ -736,9 +745,16 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         // rows between them), columns q0 .. q0 + BQ - 1, at tap (r, s); its
         // input rows and columns start where that tap's window does, TMA's
         // zero fill outside x being the padding.
+        // tap, flat: box i is virtual pixels p0 + 32 i .., tap (r, s) the
+        // input pixels (r DH - PH) W + s DW - PW further along the plane:
+        // rows outside x fall outside the plane (zeros); columns that wrap
+        // into the next or previous row the consumers zero.
 #pragma unroll
         for (int i = 0; i < BM / 32; ++i) {
-          if constexpr (TAPS)
+          if constexpr (FLAT)
+            tma_load_tile4(sa + i * 32 * ROW, &tx, full + st,
+                           p0 + 32 * i + (r * DH - PH) * W + s * DW - PW, cb * BK, img, 0);
+          else if constexpr (TAPS)
             tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, q0 - PW + s * DW,
                            (p0 + i * TAP_BH) * SH - PH + r * DH, cb * BK, img);
           else
@@ -759,11 +775,17 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const int px = BQ == 32 ? ct_gm_pw_pixel(c, warp, g) : ct_gm_tap16_pixel(c, warp, g);
   // y 16-byte aligned (and, for tap, rows of whole 16-byte runs): the
   // epilogue's 16-byte stores; else one float at a time.
-  const bool vec_store = (reinterpret_cast<unsigned long long>(y) & 15u) == 0 && (!TAPS || Q % 4 == 0);
+  // (Flat: whole runs where the virtual row is the real one, Q = W.)
+  const bool vec_store = (reinterpret_cast<unsigned long long>(y) & 15u) == 0 &&
+                         (!TAPS || Q % 4 == 0) && (!FLAT || (Q == W && HW % 4 == 0));
   // Pixel pi of the tile at (p0, q0): 1 when it is in the image, its offset
   // in an output channel plane in off.
   auto pixel = [&](int p0, int q0, int pi, int &off) {
-    if constexpr (TAPS) {
+    if constexpr (FLAT) {
+      const int v = p0 + pi, p = v / W, q = v - p * W;
+      off = p * Q + q;
+      return v < PV && q < Q;
+    } else if constexpr (TAPS) {
       const int p = p0 + pi / 32 * TAP_BH + pi % 32 / BQ, q = q0 + pi % BQ;
       off = p * Q + q;
       return p < P && q < Q;
@@ -777,9 +799,20 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   // Two sets of fragments, hi (and pw3's lo, rna(a - hi)) per k8 step.
   unsigned fa[PARTS][BK / 8][4], fb[PARTS][BK / 8][4];
   unsigned it = 0, prev = 0;
+  // Flat: the input columns of this thread's pixels px, px + 1 at tap
+  // column 0, set per tile; a tap whose column falls outside [0, W) reads
+  // a wrapped neighbour, zeroed.
+  int col0 = 0, col1 = 0;
   // One k-tile: the fragments into fr, the wgmma, the stage before released.
   auto ktile = [&](unsigned (&fr)[PARTS][BK / 8][4], int kt) {
     const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
+    bool in0 = true, in1 = true;
+    if constexpr (FLAT) {
+      int r, s, cb;
+      ct_gm_ktile(kt, ncb, S, &r, &s, &cb);
+      in0 = (unsigned)(col0 + s * DW) < (unsigned)W;
+      in1 = (unsigned)(col1 + s * DW) < (unsigned)W;
+    }
     mbar_wait(full + st, ph);
     const float *const as = reinterpret_cast<const float *>(smem + st * STAGE_BYTES);
 #pragma unroll
@@ -789,7 +822,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       const int o1 = BQ == 32 ? ct_gm_pw_smem(BK, c1, px) : ct_gm_tap16_smem(BK, c1, px);
       const float2 v0 = *reinterpret_cast<const float2 *>(as + o0);
       const float2 v1 = *reinterpret_cast<const float2 *>(as + o1);
-      const float v[4] = {v0.x, v0.y, v1.x, v1.y};
+      const float v[4] = {in0 ? v0.x : 0.0f, in1 ? v0.y : 0.0f, in0 ? v1.x : 0.0f, in1 ? v1.y : 0.0f};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         fr[0][j][i] = to_tf32(v[i]);
@@ -838,6 +871,10 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
     int img, p0, q0;
     origin(tm, img, p0, q0);
+    if constexpr (FLAT) {
+      col0 = (p0 + px) % W - PW;
+      col1 = (p0 + px + 1) % W - PW;
+    }
     if constexpr (SPLIT) {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) master[i] = 0.0f;

@@ -679,7 +679,10 @@ static void test_pw_layout(void) {
 ** BQ = 16 (2 x 16 boxes, 64-byte swizzle): ct_gm_tap16_pixel is a
 ** bijection whose half-warp reads hit the 32 banks once, ct_gm_tap16_smem
 ** is TMA's 64-byte swizzle of the dense box, and the plan offers it only
-** where it leaves fewer columns dead than 32 (16 wide, 12 wide).
+** where it leaves fewer columns dead than 32 (12 wide).  Where both
+** strides are 1 and H W % 4 = 0, any W (14, 22, 30 wide), the plan takes
+** the flattened plane (CT_GM_PW 3: pw's map, the output W wide, BQ = 32
+** only); neither where W % 4 != 0 with a vertical stride, nor H W = 49.
 ** Offered for ResNet-50's and KernelBench's stride-1 3x3 and larger
 ** filters, dilated and padded ones and a vertical stride; declined for a
 ** horizontal stride, W % 4 != 0, NHWC, where pw takes the problem (a
@@ -762,11 +765,14 @@ static void test_tap_plan(void) {
     {"n=32,c=64,h=56,w=56,k=64,r=1,s=1,pad=1", 1},          /* a padded 1x1 */
     {"n=32,c=64,h=56,w=56,k=64,r=1,s=1", 0},                /* pw's */
     {"n=32,c=128,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", 0}, /* stride along W */
-    {"n=32,c=64,h=30,w=30,k=64,r=3,s=3,pad=1", 0},          /* W % 4 = 2 */
-    {"n=32,c=256,h=16,w=16,k=256,r=3,s=3,pad=1", 1},        /* BQ = 16 */
-    {"n=32,c=256,h=14,w=14,k=256,r=3,s=3,pad=1", 0},        /* W % 4 = 2 */
+    {"n=32,c=64,h=30,w=30,k=64,r=3,s=3,pad=1", 1},          /* W % 4 = 2: flat */
+    {"n=32,c=64,h=30,w=30,k=64,r=3,s=3,pad=1,stride=2x1", 0}, /* neither */
+    {"n=3,c=40,h=18,w=22,k=33,r=3,s=5,pad=0x1,dil=1x2", 1}, /* flat, Q = 16 of 22 */
+    {"n=32,c=512,h=7,w=7,k=512,r=3,s=3,pad=1", 0},          /* H W = 49 */
+    {"n=32,c=256,h=16,w=16,k=256,r=3,s=3,pad=1", 1},        /* flat */
+    {"n=32,c=256,h=14,w=14,k=256,r=3,s=3,pad=1", 1},        /* W % 4 = 2: flat */
     {"n=32,c=256,h=12,w=12,k=256,r=3,s=3,pad=1,stride=2x1", 1}, /* 16 x 2 boxes, rows 2 apart */
-    {"n=32,c=64,h=4,w=4,k=64,r=3,s=3,pad=1", 0},            /* 4 of 16 columns live */
+    {"n=16,c=64,h=8,w=4,k=64,r=3,s=3,pad=1,stride=2x1", 0}, /* 4 of 16 columns live */
     {"n=32,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,layout=nhwc", 0},
     {"n=1,c=8,h=16,w=16,k=8,r=3,s=3,pad=1", 0},             /* x: 8 KiB */
   };
@@ -787,8 +793,9 @@ static void test_tap_plan(void) {
       const int64_t bm = u->values[0], bn = u->values[1], bk = u->values[2];
       const int64_t bq = u->values[fp32 ? 5 : 4], bh = 32 / bq, rows = bm / 32 * bh;
       const int64_t kp = u->kargs[CT_GM_A_KP];
+      const int flat = p.stride_h == 1 && p.stride_w == 1 && (p.h * p.w) % 4 == 0;
       /* BQ = 16 only where 32-column segments leave more columns dead. */
-      ASSERT_TRUE(bq == 32 || (bq == 16 && (Q + 15) / 16 * 16 < (Q + 31) / 32 * 32));
+      ASSERT_TRUE(bq == 32 || (!flat && bq == 16 && (Q + 15) / 16 * 16 < (Q + 31) / 32 * 32));
       const ct_gen_map *mx = &u->maps[0], *mw = &u->maps[1];
       ASSERT_EQ_INT(u->n_kernels, 2);
       ASSERT_EQ_STR(u->kernels[0].name, "gm_pack");
@@ -796,22 +803,30 @@ static void test_tap_plan(void) {
       ASSERT_EQ_STR(u->kernels[1].name, "gm_pw");
       char *src = NULL;
       ASSERT_EQ_INT(ct_gen_source(&p, u, &src), CT_OK);
-      const int pw2 = strstr(src, "\n#define CT_GM_PW 2\n") != NULL;
+      const int pw2 = strstr(src, flat ? "\n#define CT_GM_PW 3\n" : "\n#define CT_GM_PW 2\n") != NULL;
       free(src);
       ASSERT_TRUE(pw2);
       ASSERT_TRUE(mx->kind == CT_GEN_MAP_TILED && mx->buffer == CT_GEN_BUF_X && !mx->tf32);
-      ASSERT_TRUE(mx->dims[0] == (uint64_t)p.w && mx->dims[1] == (uint64_t)p.h &&
-                  mx->dims[2] == (uint64_t)p.c && mx->dims[3] == (uint64_t)p.n);
-      ASSERT_TRUE(mx->strides[0] == (uint64_t)p.w * 4 && mx->strides[1] == (uint64_t)(p.h * p.w * 4) &&
-                  mx->strides[2] == (uint64_t)(p.c * p.h * p.w * 4));
-      ASSERT_TRUE(mx->box[0] == (uint32_t)bq && mx->box[2] == (uint32_t)bk && mx->box[3] == 1 &&
-                  mx->swizzle == (int)(bq * 4));
-      /* A box's rows: one, or two stride_h apart (the traversal stride). */
-      if (bh == 1)
-        ASSERT_TRUE(mx->box[1] == 1 && mx->elem_strides[1] == 1);
-      else
-        ASSERT_TRUE(mx->box[1] == (uint32_t)(2 * p.stride_h) &&
-                    mx->elem_strides[1] == (uint32_t)p.stride_h);
+      const uint64_t hw = (uint64_t)(p.h * p.w);
+      if (flat) { /* pw's map: {HW, C, N, 1}, 32-pixel boxes */
+        ASSERT_TRUE(mx->dims[0] == hw && mx->dims[1] == (uint64_t)p.c &&
+                    mx->dims[2] == (uint64_t)p.n && mx->dims[3] == 1);
+        ASSERT_TRUE(mx->strides[0] == hw * 4 && mx->strides[1] == hw * 4 * (uint64_t)p.c);
+        ASSERT_TRUE(mx->box[0] == 32 && mx->box[1] == (uint32_t)bk && mx->swizzle == 128);
+      } else {
+        ASSERT_TRUE(mx->dims[0] == (uint64_t)p.w && mx->dims[1] == (uint64_t)p.h &&
+                    mx->dims[2] == (uint64_t)p.c && mx->dims[3] == (uint64_t)p.n);
+        ASSERT_TRUE(mx->strides[0] == (uint64_t)p.w * 4 && mx->strides[1] == hw * 4 &&
+                    mx->strides[2] == hw * 4 * (uint64_t)p.c);
+        ASSERT_TRUE(mx->box[0] == (uint32_t)bq && mx->box[2] == (uint32_t)bk && mx->box[3] == 1 &&
+                    mx->swizzle == (int)(bq * 4));
+        /* A box's rows: one, or two stride_h apart (the traversal stride). */
+        if (bh == 1)
+          ASSERT_TRUE(mx->box[1] == 1 && mx->elem_strides[1] == 1);
+        else
+          ASSERT_TRUE(mx->box[1] == (uint32_t)(2 * p.stride_h) &&
+                      mx->elem_strides[1] == (uint32_t)p.stride_h);
+      }
       ASSERT_TRUE(mw->kind == CT_GEN_MAP_TILED && mw->buffer == CT_GEN_BUF_WS && !mw->tf32);
       ASSERT_TRUE(mw->dims[0] == (uint64_t)cp && mw->dims[1] == (uint64_t)p.s &&
                   mw->dims[2] == (uint64_t)p.r && mw->dims[3] == (uint64_t)(parts * kp) && kp >= p.k);
@@ -828,7 +843,10 @@ static void test_tap_plan(void) {
       ASSERT_EQ_INT(u->kargs[CT_GM_A_PW], p.pad_w);
       ASSERT_EQ_INT(u->kargs[CT_GM_A_DH], p.dil_h);
       ASSERT_EQ_INT(u->kargs[CT_GM_A_DW], p.dil_w);
-      ASSERT_EQ_INT(u->kargs[CT_GM_A_TILES_M], p.n * ((P + rows - 1) / rows) * ((Q + bq - 1) / bq));
+      if (flat) /* the output W wide, cut in BM-pixel runs */
+        ASSERT_EQ_INT(u->kargs[CT_GM_A_TILES_M], p.n * ((P * p.w + bm - 1) / bm));
+      else
+        ASSERT_EQ_INT(u->kargs[CT_GM_A_TILES_M], p.n * ((P + rows - 1) / rows) * ((Q + bq - 1) / bq));
       ASSERT_EQ_INT(u->kargs[CT_GM_A_NCB], (cp + bk - 1) / bk);
     }
     free(v);

@@ -332,6 +332,7 @@ static void test_relu_every_family(void) {
     "act=relu,n=1,c=3,h=224,w=224,k=96,r=11,s=11,stride=4,pad=2,prec=fp32",
     "act=relu,n=2,c=64,h=28,w=28,k=64,r=3,s=3,pad=1,bias=0,prec=tf32",
     "act=relu,n=2,c=64,h=24,w=12,k=64,r=3,s=3,stride=2x1,pad=1,prec=tf32",
+    "act=relu,n=2,c=64,h=24,w=40,k=64,r=3,s=3,stride=2x1,pad=1,prec=tf32",
     "act=relu,n=2,c=64,h=24,w=12,k=64,r=3,s=3,stride=2x1,pad=1,prec=fp32",
     "act=relu,n=2,c=64,h=28,w=28,k=64,r=3,s=3,pad=1,bias=0,prec=fp32",
     "act=relu,n=2,c=3,h=64,w=48,k=40,r=16,s=16,stride=16,prec=tf32",
