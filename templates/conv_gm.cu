@@ -773,11 +773,12 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
   // Row g's pixel; row g + 8's is px + 1.
   const int px = BQ == 32 ? ct_gm_pw_pixel(c, warp, g) : ct_gm_tap16_pixel(c, warp, g);
-  // y 16-byte aligned (and, for tap, rows of whole 16-byte runs): the
-  // epilogue's 16-byte stores; else one float at a time.
-  // (Flat: whole runs where the virtual row is the real one, Q = W.)
-  const bool vec_store = (reinterpret_cast<unsigned long long>(y) & 15u) == 0 &&
-                         (!TAPS || Q % 4 == 0) && (!FLAT || (Q == W && HW % 4 == 0));
+  // y 16-byte aligned and its runs whole: the epilogue's 16-byte stores;
+  // else one float at a time.  Runs: pw's plane (HW % 4 = 0); tap's rows
+  // where Q % 4 = 0; flat tap's plane where the virtual row is the real
+  // one (Q = W) and HW % 4 = 0.
+  const bool runs = !TAPS ? true : FLAT ? Q == W && HW % 4 == 0 : Q % 4 == 0;
+  const bool vec_store = (reinterpret_cast<unsigned long long>(y) & 15u) == 0 && runs;
   // Pixel pi of the tile at (p0, q0): 1 when it is in the image, its offset
   // in an output channel plane in off.
   auto pixel = [&](int p0, int q0, int pi, int &off) {
