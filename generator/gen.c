@@ -26,11 +26,13 @@
 ** first.  The order is also the search's: under a time budget its seeds
 ** go round-robin over the tensor-core families in this order, so the
 ** families offered only where they fit their shape (pw: a 1x1 NCHW read
-** in place; tap: any NCHW filter with horizontal stride 1 read
 ** in place; gmk: too few tiles for the SMs; gmp: what im2col cannot
 ** gather, or a cheap patch matrix) come before the general gm, which
 ** covers almost every shape.  On a large problem the first screen can
-** take a short budget whole (kb87: one of 44 in 5 s). */
+** take a short budget whole (kb87: one of 44 in 5 s).  tap (any NCHW
+** filter with horizontal stride 1, read in place) comes after gm until
+** it has been measured on a GPU (docs/PERFORMANCE.md v18): a short budget
+** screens gm first. */
 #define CT_GEN_FAMILY_LIST(X) \
   X(direct) \
   X(wg) \
@@ -40,10 +42,10 @@
   X(wgr) \
   X(s2d_wg) X(s2d_wg3) \
   X(pw) X(pw3) \
-  X(tap) X(tap3) \
   X(gmk) X(gmk3) \
   X(gmp) X(gmp3) \
-  X(gm) X(gm3)
+  X(gm) X(gm3) \
+  X(tap) X(tap3)
 
 #define CT_GEN_DECLARE_FAMILY(f) extern const ct_gen_family ct_gen_family_##f;
 CT_GEN_FAMILY_LIST(CT_GEN_DECLARE_FAMILY)
