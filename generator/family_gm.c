@@ -120,10 +120,13 @@ static int gm_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   int64_t tap_floats = ct_gen_checked_product(tap, 3);
   if (img_floats < 0 || tap_floats < 0) return 0;
   const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4;
-  sh->np = p->n;
-  if (sh->np * img_floats < min_floats) sh->np = (min_floats + img_floats - 1) / img_floats;
-  sh->kp = p->k;
-  if (sh->kp * tap_floats < min_floats) sh->kp = (min_floats + tap_floats - 1) / tap_floats;
+  /* At least min_floats each: n or k images (channels) of img (tap)
+  ** floats, raised to the ceiling quotient (compared, not multiplied: the
+  ** product of int32 sizes may pass 2^63). */
+  const int64_t np_min = (min_floats + img_floats - 1) / img_floats;
+  const int64_t kp_min = (min_floats + tap_floats - 1) / tap_floats;
+  sh->np = p->n < np_min ? np_min : p->n;
+  sh->kp = p->k < kp_min ? kp_min : p->k;
   int64_t xf[3] = {parts, sh->np, img_floats}, wf[3] = {parts, sh->kp, tap_floats},
           mf[3] = {p->n, sh->P, sh->Q};
   sh->x_floats = ct_gen_checked_product(xf, 3);
@@ -565,7 +568,7 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 ** row's) columns are dead, BQ = 16 where it leaves no fewer dead than 32,
 ** and where pw takes the problem. */
 typedef struct pw_shape {
-  int64_t hw, P, Q, cp, kp, mt, tiles_m, tiles_n, ncb, nkt, grid;
+  int64_t hw, P, Q, cp, kp, mt, tiles_m, tiles_n, tiles, ncb, nkt, grid;
 } pw_shape;
 
 /* 1 when tap takes p over the flattened plane (CT_GM_PW 3). */
@@ -577,14 +580,21 @@ static int pw_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
                        int taps, pw_shape *sh) {
   memset(sh, 0, sizeof *sh);
   const int64_t lim31 = INT32_MAX;
-  if (p->h > lim31 || p->w > lim31 || p->n > lim31 || p->c > lim31 || p->k > lim31) return 0;
+  if (p->h > lim31 || p->w > lim31 || p->n > lim31 || p->c > lim31 || p->k > lim31 ||
+      p->r > lim31 || p->s > lim31)
+    return 0;
   ct_problem_output(p, &sh->P, &sh->Q);
   if (sh->P < 1 || sh->Q < 1 || sh->P > lim31 || sh->Q > lim31) return 0;
-  sh->hw = sh->P * sh->Q;
+  sh->hw = sh->P * sh->Q; /* below 2^62 */
+  /* The kernel's int pixel arithmetic: the output plane (flat: W wide). */
+  if (sh->hw > lim31 - 256 || (taps && tap_flat(p) && sh->P * p->w > lim31 - 256)) return 0;
   sh->cp = round_up(p->c, 4);
   const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4, rs = p->r * p->s;
-  sh->kp = p->k;
-  if (sh->kp * rs * sh->cp < min_floats) sh->kp = (min_floats + rs * sh->cp - 1) / (rs * sh->cp);
+  const int64_t tf[3] = {p->r, p->s, sh->cp};
+  const int64_t tap_floats = ct_gen_checked_product(tf, 3);
+  if (tap_floats < 0) return 0;
+  const int64_t kp_min = (min_floats + tap_floats - 1) / tap_floats;
+  sh->kp = p->k < kp_min ? kp_min : p->k;
   if (taps && tap_flat(p)) {
     sh->mt = (sh->P * p->w + v[GM_BM] - 1) / v[GM_BM];
   } else if (taps) {
@@ -593,12 +603,15 @@ static int pw_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   } else {
     sh->mt = (sh->hw + v[GM_BM] - 1) / v[GM_BM];
   }
-  sh->tiles_m = p->n * sh->mt;
+  sh->tiles_m = p->n * sh->mt; /* mt below 2^31 */
   sh->tiles_n = (p->k + v[GM_BN] - 1) / v[GM_BN];
   sh->ncb = (sh->cp + v[GM_BK] - 1) / v[GM_BK];
-  sh->nkt = taps ? sh->ncb * rs : sh->ncb;
-  const int64_t tiles = sh->tiles_m * sh->tiles_n, sms = ct_gen_sm_count(lim);
-  sh->grid = tiles < sms ? tiles : sms;
+  const int64_t tiles_f[2] = {sh->tiles_m, sh->tiles_n}, kt_f[2] = {sh->ncb, taps ? rs : 1};
+  sh->tiles = ct_gen_checked_product(tiles_f, 2);
+  sh->nkt = ct_gen_checked_product(kt_f, 2);
+  if (sh->tiles < 0 || sh->nkt < 0) return 0;
+  const int64_t sms = ct_gen_sm_count(lim);
+  sh->grid = sh->tiles < sms ? sh->tiles : sms;
   return 1;
 }
 
@@ -630,17 +643,19 @@ static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   ** tap's box coordinates, the tile walk, the ring's counter; gm_pack's
   ** grid. */
   if (x_floats < CT_GM_MIN_MAP_BYTES / 4 || x_floats >= (INT64_C(1) << 38)) return 0;
-  if (taps) {
-    const int64_t reach_h = (sh.P + 8) * p->stride_h + p->pad_h + (p->r - 1) * p->dil_h;
-    const int64_t reach_w = sh.Q + 32 + p->pad_w + (p->s - 1) * p->dil_w;
+  if (taps) { /* in double: the products of int32 fields may pass 2^63 */
+    const double reach_h = (double)(sh.P + 8) * p->stride_h + p->pad_h + (double)(p->r - 1) * p->dil_h;
+    const double reach_w = (double)sh.Q + 32 + p->pad_w + (double)(p->s - 1) * p->dil_w;
     /* flat: a box's start along the plane, tap shifts included */
-    const int64_t reach_flat = (reach_h + 1) * (p->w + 1) + reach_w + v[GM_BM];
+    const double reach_flat = (reach_h + 1) * ((double)p->w + 1) + reach_w + (double)v[GM_BM];
     if (reach_h > lim31 || reach_w > lim31 || reach_flat > lim31) return 0;
   }
-  const int64_t tiles = sh.tiles_m * sh.tiles_n, rs = p->r * p->s;
-  if (sh.hw > lim31 - 256 || tiles > lim31 / 2 || sh.nkt > lim31 ||
-      (tiles + sh.grid - 1) / sh.grid > lim31 / sh.nkt || parts * sh.kp * rs > lim31 ||
-      sh.kp * rs * sh.cp > (INT64_C(1) << 38))
+  const int64_t tiles = sh.tiles;
+  const int64_t packs_f[3] = {parts, sh.kp, p->r * p->s}, wf[2] = {sh.kp, p->r * p->s};
+  const int64_t packs = ct_gen_checked_product(packs_f, 3); /* gm_pack's grid */
+  const int64_t w_rows = ct_gen_checked_product(wf, 2);
+  if (tiles > lim31 / 2 || sh.nkt > lim31 || (tiles + sh.grid - 1) / sh.grid > lim31 / sh.nkt ||
+      packs < 0 || packs > lim31 || w_rows < 0 || w_rows > (INT64_C(1) << 38) / sh.cp)
     return 0;
   return gm_fits(lim, bm, bn, bk, stages, 1, parts);
 }
