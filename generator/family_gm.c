@@ -821,12 +821,13 @@ GM_ENTRIES(gmk3)
 #define GM_FP32_SK_PARAMS .n_params = 6, .params = {GM_FP32_LIST, GM_SK}
 #define GM_TF32_BQ_PARAMS .n_params = 5, .params = {GM_TF32_LIST, GM_BQ}
 #define GM_FP32_BQ_PARAMS .n_params = 6, .params = {GM_FP32_LIST, GM_BQ}
-#define GM_FAMILY(fam, prec, params)                                                     \
+/* pw, pw3, tap and tap3 read NCHW x in place: no NHWC (nhwc 0). */
+#define GM_FAMILY(fam, prec, params, nhwc_too)                                           \
   const ct_gen_family ct_gen_family_##fam = {                                            \
     .name = #fam,                                                                        \
     .template_name = "conv_gm.cu",                                                       \
     .precisions = 1u << (prec),                                                          \
-    .nhwc = 1,                                                                           \
+    .nhwc = (nhwc_too),                                                                  \
     .args = CT_GEN_ARGS_TENSOR_MAPS,                                                     \
     .tensor_cores = 1,                                                                   \
     .big_tensors = 1,                                                                    \
@@ -836,30 +837,15 @@ GM_ENTRIES(gmk3)
     .worth = fam##_worth,                                                                \
     .plan = fam##_plan,                                                                  \
   };
-GM_FAMILY(gm, CT_PREC_TF32, GM_TF32_PARAMS)
-GM_FAMILY(gm3, CT_PREC_FP32, GM_FP32_PARAMS)
-GM_FAMILY(gmp, CT_PREC_TF32, GM_TF32_PARAMS)
-GM_FAMILY(gmp3, CT_PREC_FP32, GM_FP32_PARAMS)
+GM_FAMILY(gm, CT_PREC_TF32, GM_TF32_PARAMS, 1)
+GM_FAMILY(gm3, CT_PREC_FP32, GM_FP32_PARAMS, 1)
+GM_FAMILY(gmp, CT_PREC_TF32, GM_TF32_PARAMS, 1)
+GM_FAMILY(gmp3, CT_PREC_FP32, GM_FP32_PARAMS, 1)
 
-GM_FAMILY(gmk, CT_PREC_TF32, GM_TF32_SK_PARAMS)
-GM_FAMILY(gmk3, CT_PREC_FP32, GM_FP32_SK_PARAMS)
+GM_FAMILY(gmk, CT_PREC_TF32, GM_TF32_SK_PARAMS, 1)
+GM_FAMILY(gmk3, CT_PREC_FP32, GM_FP32_SK_PARAMS, 1)
 
-/* pw, pw3, tap and tap3: NCHW only (no .nhwc). */
-#define PW_FAMILY(fam, prec, params)                                                     \
-  const ct_gen_family ct_gen_family_##fam = {                                            \
-    .name = #fam,                                                                        \
-    .template_name = "conv_gm.cu",                                                       \
-    .precisions = 1u << (prec),                                                          \
-    .args = CT_GEN_ARGS_TENSOR_MAPS,                                                     \
-    .tensor_cores = 1,                                                                   \
-    .big_tensors = 1,                                                                    \
-    .shape_generic = 1,                                                                  \
-    params,                                                                              \
-    .valid = fam##_valid,                                                                \
-    .worth = fam##_worth,                                                                \
-    .plan = fam##_plan,                                                                  \
-  };
-PW_FAMILY(pw, CT_PREC_TF32, GM_TF32_PARAMS)
-PW_FAMILY(pw3, CT_PREC_FP32, GM_FP32_PARAMS)
-PW_FAMILY(tap, CT_PREC_TF32, GM_TF32_BQ_PARAMS)
-PW_FAMILY(tap3, CT_PREC_FP32, GM_FP32_BQ_PARAMS)
+GM_FAMILY(pw, CT_PREC_TF32, GM_TF32_PARAMS, 0)
+GM_FAMILY(pw3, CT_PREC_FP32, GM_FP32_PARAMS, 0)
+GM_FAMILY(tap, CT_PREC_TF32, GM_TF32_BQ_PARAMS, 0)
+GM_FAMILY(tap3, CT_PREC_FP32, GM_FP32_BQ_PARAMS, 0)

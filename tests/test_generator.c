@@ -549,6 +549,60 @@ static void test_gmp_patches(void) {
     }
 }
 
+/* A k-tile's x boxes as gm_pw reads them (families pw and tap): for BM =
+** 64 and 128 and BK = 8, 16 and 32, `pixel` (row g of warp `warp` of
+** consumer c; row g + 8 the next pixel) is a bijection onto the tile's
+** pixels with consumer c's rows its pixels 64 c .. 64 c + 63, lanes g and
+** g ^ 1 hold 4 aligned consecutive pixels (the epilogue's 16-byte runs);
+** `smem` (channel, pixel) is a bijection onto the stage's A floats and
+** equals TMA's `span`-byte swizzle of the dense boxes [BK][32 pixels]
+** (byte bits 4 .. XORed with bits 7 .., boxes on 1024-byte multiples);
+** and each half-warp's 8-byte fragment reads of a k8 step (channels t and
+** t + 4) hit the 32 banks once. */
+static void check_box_layout(int (*pixel)(int, int, int), int (*smem)(int, int, int), int span) {
+  for (int bm = 64; bm <= 128; bm += 64)
+    for (int bk = 8; bk <= 32; bk *= 2) {
+      int seen_px[128] = {0}, seen_off[128 * 32] = {0};
+      for (int c = 0; c < bm / 64; c++)
+        for (int warp = 0; warp < 4; warp++)
+          for (int g = 0; g < 8; g++)
+            for (int h = 0; h < 2; h++) {
+              const int px = pixel(c, warp, g) + h;
+              ASSERT_TRUE(px >= 0 && px < bm && px / 64 == c);
+              seen_px[px]++;
+              if (g % 2 == 0 && h == 0) {
+                ASSERT_EQ_INT(px % 4, 0);
+                ASSERT_EQ_INT(pixel(c, warp, g + 1), px + 2);
+              }
+            }
+      for (int px = 0; px < bm; px++) ASSERT_EQ_INT(seen_px[px], 1);
+      for (int cl = 0; cl < bk; cl++)
+        for (int px = 0; px < bm; px++) {
+          const int off = smem(bk, cl, px);
+          ASSERT_TRUE(off >= 0 && off < bm * bk);
+          const int bytes = ((px >> 5) * 32 * bk + cl * 32 + (px & 31)) * 4;
+          ASSERT_EQ_INT(off * 4, bytes ^ (((bytes >> 7) & (span / 16 - 1)) << 4));
+          seen_off[off]++;
+        }
+      for (int i = 0; i < bm * bk; i++) ASSERT_EQ_INT(seen_off[i], 1);
+      for (int c = 0; c < bm / 64; c++)
+        for (int warp = 0; warp < 4; warp++)
+          for (int half = 0; half < 2; half++)
+            for (int j = 0; j < bk / 8; j++)
+              for (int hi = 0; hi < 2; hi++) {
+                int banks[32] = {0};
+                for (int lane = 16 * half; lane < 16 * half + 16; lane++) {
+                  const int g = lane / 4, t = lane % 4;
+                  const int off = smem(bk, 8 * j + t + 4 * hi, pixel(c, warp, g));
+                  ASSERT_EQ_INT(off % 2, 0);
+                  banks[off % 32]++;
+                  banks[(off + 1) % 32]++;
+                }
+                for (int i = 0; i < 32; i++) ASSERT_EQ_INT(banks[i], 1);
+              }
+    }
+}
+
 /* Families pw and pw3: a 1x1 NCHW problem read in place.  Its
 ** rows-to-pixels order (ct_gm_pw_pixel) is a bijection onto each tile's
 ** pixels, the boxes' swizzled offsets (ct_gm_pw_smem) one onto the stage's
@@ -562,49 +616,7 @@ static void test_gmp_patches(void) {
 ** NHWC, strides, padding or larger filters; pw3 keeps BN = 128 only at
 ** BK = 8 (its registers). */
 static void test_pw_layout(void) {
-  for (int bm = 64; bm <= 128; bm += 64)
-    for (int bk = 8; bk <= 32; bk *= 2) {
-      int seen_px[128] = {0}, seen_off[128 * 32] = {0};
-      for (int c = 0; c < bm / 64; c++)
-        for (int warp = 0; warp < 4; warp++)
-          for (int g = 0; g < 8; g++)
-            for (int h = 0; h < 2; h++) {
-              const int px = ct_gm_pw_pixel(c, warp, g) + h;
-              ASSERT_TRUE(px >= 0 && px < bm);
-              seen_px[px]++;
-              /* Rows of consumer c are the tile's pixels 64 c .. 64 c + 63. */
-              ASSERT_TRUE(px / 64 == c);
-              /* The epilogue's 16-byte runs: lanes g and g ^ 1 hold px .. px + 3. */
-              if (g % 2 == 0 && h == 0) {
-                ASSERT_EQ_INT(px % 4, 0);
-                ASSERT_EQ_INT(ct_gm_pw_pixel(c, warp, g + 1), px + 2);
-              }
-            }
-      for (int px = 0; px < bm; px++) ASSERT_EQ_INT(seen_px[px], 1);
-      for (int cl = 0; cl < bk; cl++)
-        for (int px = 0; px < bm; px++) {
-          const int off = ct_gm_pw_smem(bk, cl, px);
-          ASSERT_TRUE(off >= 0 && off < bm * bk);
-          seen_off[off]++;
-        }
-      for (int i = 0; i < bm * bk; i++) ASSERT_EQ_INT(seen_off[i], 1);
-      /* Each half-warp's 8-byte loads of one k8 step: channel t (+4). */
-      for (int c = 0; c < bm / 64; c++)
-        for (int warp = 0; warp < 4; warp++)
-          for (int half = 0; half < 2; half++)
-            for (int j = 0; j < bk / 8; j++)
-              for (int hi = 0; hi < 2; hi++) {
-                int banks[32] = {0};
-                for (int lane = 16 * half; lane < 16 * half + 16; lane++) {
-                  const int g = lane / 4, t = lane % 4;
-                  const int off = ct_gm_pw_smem(bk, 8 * j + t + 4 * hi, ct_gm_pw_pixel(c, warp, g));
-                  ASSERT_EQ_INT(off % 2, 0);
-                  banks[off % 32]++;
-                  banks[(off + 1) % 32]++;
-                }
-                for (int i = 0; i < 32; i++) ASSERT_EQ_INT(banks[i], 1);
-              }
-    }
+  check_box_layout(ct_gm_pw_pixel, ct_gm_pw_smem, 128);
 
   ct_gen_limits lim = h200();
   static const struct { const char *spec; int offered; } cases[] = {
@@ -709,51 +721,8 @@ static void test_tap_plan(void) {
         free(seen);
       }
 
-  /* BQ = 16: as test_pw_layout checks pw's order, over the 64-byte swizzle. */
-  for (int bm = 64; bm <= 128; bm += 64)
-    for (int bk = 8; bk <= 32; bk *= 2) {
-      int seen_px[128] = {0}, seen_off[128 * 32] = {0};
-      for (int c = 0; c < bm / 64; c++)
-        for (int warp = 0; warp < 4; warp++)
-          for (int g = 0; g < 8; g++)
-            for (int h = 0; h < 2; h++) {
-              const int px = ct_gm_tap16_pixel(c, warp, g) + h;
-              ASSERT_TRUE(px >= 0 && px < bm && px / 64 == c);
-              seen_px[px]++;
-              if (g % 2 == 0 && h == 0) {
-                ASSERT_EQ_INT(px % 4, 0);
-                ASSERT_EQ_INT(ct_gm_tap16_pixel(c, warp, g + 1), px + 2);
-              }
-            }
-      for (int px = 0; px < bm; px++) ASSERT_EQ_INT(seen_px[px], 1);
-      for (int cl = 0; cl < bk; cl++)
-        for (int px = 0; px < bm; px++) {
-          const int off = ct_gm_tap16_smem(bk, cl, px);
-          ASSERT_TRUE(off >= 0 && off < bm * bk);
-          /* TMA's 64-byte swizzle of the dense box [BK][2][16]: byte bits
-          ** 4-5 XOR bits 7-8 (boxes start on 512-byte multiples). */
-          const int dense = (px >> 5) * 32 * bk + cl * 32 + (px & 31);
-          const int bytes = dense * 4;
-          ASSERT_EQ_INT(off * 4, bytes ^ (((bytes >> 7) & 3) << 4));
-          seen_off[off]++;
-        }
-      for (int i = 0; i < bm * bk; i++) ASSERT_EQ_INT(seen_off[i], 1);
-      for (int c = 0; c < bm / 64; c++)
-        for (int warp = 0; warp < 4; warp++)
-          for (int half = 0; half < 2; half++)
-            for (int j = 0; j < bk / 8; j++)
-              for (int hi = 0; hi < 2; hi++) {
-                int banks[32] = {0};
-                for (int lane = 16 * half; lane < 16 * half + 16; lane++) {
-                  const int g = lane / 4, t = lane % 4;
-                  const int off = ct_gm_tap16_smem(bk, 8 * j + t + 4 * hi, ct_gm_tap16_pixel(c, warp, g));
-                  ASSERT_EQ_INT(off % 2, 0);
-                  banks[off % 32]++;
-                  banks[(off + 1) % 32]++;
-                }
-                for (int i = 0; i < 32; i++) ASSERT_EQ_INT(banks[i], 1);
-              }
-    }
+  /* BQ = 16: its order over the 64-byte swizzle. */
+  check_box_layout(ct_gm_tap16_pixel, ct_gm_tap16_smem, 64);
 
   ct_gen_limits lim = h200();
   static const struct { const char *spec; int offered; } cases[] = {
