@@ -149,12 +149,20 @@ static int gm_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   return 1;
 }
 
-/* 1 when a block of (bm, bn, bk) with `stages` stages of a_parts copies
-** of A and `parts` of B fits the device. */
+/* The shared memory of a block of (bm, bn, bk) with `stages` stages of
+** a_parts copies of A and `parts` of B; bq > 0: tap's A, boxes of bq + 4
+** columns (ct_gm.cuh). */
+static int64_t gm_smem(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int a_parts,
+                       int parts, int64_t bq) {
+  return bq > 0 ? CT_GM_RING_SMEM(CT_GM_TAP_STAGE_BYTES(bm, bn, bk, bq, parts), stages)
+                : CT_GM_SMEM(bm, bn, bk, stages, a_parts, parts);
+}
+
+/* 1 when such a block fits the device. */
 static int gm_fits(const ct_gen_limits *lim, int64_t bm, int64_t bn, int64_t bk,
-                   int64_t stages, int a_parts, int parts) {
+                   int64_t stages, int a_parts, int parts, int64_t bq) {
   ct_gen_budget bud = {.threads = CT_GM_THREADS(bm),
-                       .smem = CT_GM_SMEM(bm, bn, bk, stages, a_parts, parts),
+                       .smem = gm_smem(bm, bn, bk, stages, a_parts, parts, bq),
                        .blocks_per_sm = 1};
   return ct_gen_budget_fits(lim, &bud);
 }
@@ -262,14 +270,15 @@ static int gm_point_valid(const ct_gen_limits *lim, const int *v, int parts) {
 }
 
 /* The pruning rule every gm point shares: STAGES one of the two deepest
-** rings of family f's list that fit (a_parts copies of A, parts of B). */
+** rings of family f's list that fit (a_parts copies of A, parts of B; bq
+** as gm_smem's). */
 static int gm_ring_worth(const ct_gen_limits *lim, const int *v, const ct_gen_family *f,
-                         int a_parts, int parts) {
+                         int a_parts, int parts, int64_t bq) {
   const ct_gen_param *sp = &f->params[GM_STAGES];
   int deeper = 0;
   for (int i = 0; i < sp->n_values; i++)
     deeper += sp->values[i] > v[GM_STAGES] &&
-              gm_fits(lim, v[GM_BM], v[GM_BN], v[GM_BK], sp->values[i], a_parts, parts);
+              gm_fits(lim, v[GM_BM], v[GM_BN], v[GM_BK], sp->values[i], a_parts, parts, bq);
   return deeper <= 1;
 }
 
@@ -318,7 +327,7 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   if (parts * sh.np > lim31 || g.h > d32 || g.w > d32 || parts * sh.kp > lim31 ||
       sh.x_floats / (parts * sh.np) * 4 >= s40 || sh.w_floats / (parts * sh.kp) * 4 >= s40)
     return 0;
-  return gm_fits(lim, bm, bn, bk, stages, parts, parts);
+  return gm_fits(lim, bm, bn, bk, stages, parts, parts, 0);
 }
 
 /* The pruning heuristic of the six families. */
@@ -371,7 +380,7 @@ static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const in
         most = skp->values[i];
     if (2 * sp.units < sms && v[kd->family->n_params - 1] != most) return 0;
   }
-  return gm_ring_worth(lim, v, kd->family, kd->parts, kd->parts);
+  return gm_ring_worth(lim, v, kd->family, kd->parts, kd->parts, 0);
 }
 
 static void gm_launch(ct_gen_launch *l, const char *name, int64_t gx, int64_t gy,
@@ -555,13 +564,14 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 ** filter, padding, dilation and vertical stride of an NCHW problem whose
 ** horizontal stride is 1, x read in place as {W, H, C, N} (W % 4 = 0 for
 ** its rows' 16-byte stride), one box of 32 output columns x BK channels
-** per tile row and tap, TMA's zero fill the padding; the weights always
+** per tile row and tap, TMA's zero fill the padding (a box starts on a
+** 16-byte boundary, 4 columns wider: ct_gm.cuh); the weights always
 ** packed ([KP][R][S][CP], gm's).  A tile is BM / 32 output rows of one
 ** 32-column segment, so Q past a multiple of 32 computes dead columns;
-** BQ = 16 (boxes of 2 rows x 16 columns, 64-byte swizzle, BM / 16 rows of
-** 16 columns a tile; a vertical stride up to 8, TMA's traversal stride)
-** fits narrower images.  Where both strides are 1 and H W % 4 = 0 (any
-** W: ResNet's 14-wide layers), the plan takes the flattened plane instead
+** BQ = 16 (boxes of 2 rows x 16 columns, BM / 16 rows of 16 columns a
+** tile; a vertical stride up to 8, TMA's traversal stride) fits narrower
+** images.  Where both strides are 1, H W % 4 = 0 and Q <= W (any W:
+** ResNet's 14-wide layers), the plan takes the flattened plane instead
 ** (CT_GM_PW 3): x as pw's {HW, C, N, 1}, the output W wide, each tap a
 ** shift along the plane, wrapped columns zeroed in registers; BQ = 32
 ** only.  Declined (worth) where more than half of a segment's (flat: a
@@ -571,9 +581,15 @@ typedef struct pw_shape {
   int64_t hw, P, Q, cp, kp, mt, tiles_m, tiles_n, tiles, ncb, nkt, grid;
 } pw_shape;
 
-/* 1 when tap takes p over the flattened plane (CT_GM_PW 3). */
+/* 1 when tap takes p over the flattened plane (CT_GM_PW 3): both strides
+** 1, H W % 4 = 0, and an output row no wider than x's (Q <= W; a padding
+** past the filter's reach widens it, and the W-wide virtual rows would
+** leave columns W .. Q - 1 unwritten). */
 static int tap_flat(const ct_problem *p) {
-  return p->stride_h == 1 && p->stride_w == 1 && (p->h * p->w) % 4 == 0;
+  if (p->stride_h != 1 || p->stride_w != 1 || (p->h * p->w) % 4 != 0) return 0;
+  int64_t P, Q;
+  ct_problem_output(p, &P, &Q);
+  return Q <= p->w;
 }
 
 static int pw_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int *v, int parts,
@@ -645,7 +661,7 @@ static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   if (x_floats < CT_GM_MIN_MAP_BYTES / 4 || x_floats >= (INT64_C(1) << 38)) return 0;
   if (taps) { /* in double: the products of int32 fields may pass 2^63 */
     const double reach_h = (double)(sh.P + 8) * p->stride_h + p->pad_h + (double)(p->r - 1) * p->dil_h;
-    const double reach_w = (double)sh.Q + 32 + p->pad_w + (double)(p->s - 1) * p->dil_w;
+    const double reach_w = (double)sh.Q + 36 + p->pad_w + (double)(p->s - 1) * p->dil_w;
     /* flat: a box's start along the plane, tap shifts included */
     const double reach_flat = (reach_h + 1) * ((double)p->w + 1) + reach_w + (double)v[GM_BM];
     if (reach_h > lim31 || reach_w > lim31 || reach_flat > lim31) return 0;
@@ -657,7 +673,7 @@ static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   if (tiles > lim31 / 2 || sh.nkt > lim31 || (tiles + sh.grid - 1) / sh.grid > lim31 / sh.nkt ||
       packs < 0 || packs > lim31 || w_rows < 0 || w_rows > (INT64_C(1) << 38) / sh.cp)
     return 0;
-  return gm_fits(lim, bm, bn, bk, stages, 1, parts);
+  return gm_fits(lim, bm, bn, bk, stages, 1, parts, taps ? TAP_BQ(v, parts) : 0);
 }
 
 static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
@@ -681,7 +697,7 @@ static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const i
     const int64_t tiles128 = p->n * m128 * ((p->k + bn - 1) / bn);
     if (tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
   }
-  return gm_ring_worth(lim, v, f, 1, parts);
+  return gm_ring_worth(lim, v, f, 1, parts, taps ? bq : 0);
 }
 
 /* 1 when pw (parts 1) maps the caller's w itself: C % 4 = 0 (its rows'
@@ -696,7 +712,8 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   pw_shape_of(p, lim, v, parts, taps, &sh);
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const unsigned threads = (unsigned)CT_GM_THREADS(bm);
-  const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, 1, parts);
+  const int64_t bq = taps ? TAP_BQ(v, parts) : 0, bh = taps ? 32 / bq : 1;
+  const unsigned smem = (unsigned)gm_smem(bm, bn, bk, stages, 1, parts, bq);
   /* pw reads the caller's w ([K][C], KCRS with R = S = 1) where a TFLOAT32
   ** map of it can be made (rows of 16-byte multiples, at least 128 KiB):
   ** no gm_pack launch and no workspace.  pw3, tap and tap3 pack (gm_pack:
@@ -728,11 +745,13 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   a[CT_GM_A_NCB] = sh.ncb;
   a[CT_GM_A_WOFF] = 0;
 
-  /* Map 0: tiled over the caller's x, FLOAT32 (gm_pw rounds), boxes of a
-  ** 128-byte row of 32 pixels per channel: pw and flat tap {HW, C, N, 1},
-  ** box {32, BK, 1, 1}; tap {W, H, C, N}, box {32, 1, BK, 1}, each box a
-  ** row segment whose start may lie outside x (the padding, read as
-  ** zeros).  Map 1
+  /* Map 0: tiled over the caller's x, FLOAT32 (gm_pw rounds): pw {HW, C,
+  ** N, 1}, box {32, BK, 1, 1}, a channel's 32 pixels one 128-byte swizzled
+  ** row; tap's boxes BQ + 4 columns from a 16-byte boundary, unswizzled
+  ** (ct_gm.cuh), flat {HW, C, N, 1}, box {36, BK, 1, 1}, or {W, H, C, N},
+  ** box {BQ + 4, 1, BK, 1} (BQ = 16: 2 rows SH apart, the traversal
+  ** stride SH, box SH x 2 rows), each box a row segment whose start may
+  ** lie outside x (the padding, read as zeros).  Map 1
   ** over the packed weights {CP, S, R, KP} (pw3, tap3: 2 KP), box {BK, 1,
   ** 1, BN}, or pw's over the caller's w, {C, 1, 1, K}, TFLOAT32 (rounded
   ** as it loads; the columns and rows past C and K read as zeros). */
@@ -742,18 +761,16 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
     const uint64_t row = (uint64_t)p->w * 4, plane = row * (uint64_t)p->h;
     const uint64_t xdims[4] = {(uint64_t)p->w, (uint64_t)p->h, (uint64_t)p->c, (uint64_t)p->n};
     const uint64_t xstrides[3] = {row, plane, plane * (uint64_t)p->c};
-    /* BQ = 16: 2 rows SH apart (traversal stride SH, box SH x 2 rows). */
-    const int64_t bq = TAP_BQ(v, parts), bh = 32 / bq;
-    const uint32_t xbox[4] = {(uint32_t)bq, (uint32_t)(bh * (bh > 1 ? p->stride_h : 1)),
+    const uint32_t xbox[4] = {(uint32_t)(bq + 4), (uint32_t)(bh * (bh > 1 ? p->stride_h : 1)),
                               (uint32_t)bk, 1};
-    gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, (int)(bq * 4), 256);
+    gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, 0, 256);
     if (bh > 1) out->maps[0].elem_strides[1] = (uint32_t)p->stride_h;
   } else {
     const uint64_t hw4 = (uint64_t)(p->h * p->w) * 4; /* x's plane (pw: = P Q) */
     const uint64_t xdims[4] = {(uint64_t)(p->h * p->w), (uint64_t)p->c, (uint64_t)p->n, 1};
     const uint64_t xstrides[3] = {hw4, hw4 * (uint64_t)p->c, hw4 * (uint64_t)(p->c * p->n)};
-    const uint32_t xbox[4] = {32, (uint32_t)bk, 1, 1};
-    gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, 128, 256);
+    const uint32_t xbox[4] = {taps ? 36 : 32, (uint32_t)bk, 1, 1};
+    gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, taps ? 0 : 128, 256);
   }
   const uint64_t wrows = (uint64_t)(wdirect ? p->k : parts * sh.kp);
   const uint64_t wdims[4] = {(uint64_t)sh.cp, (uint64_t)p->s, (uint64_t)p->r, wrows};

@@ -108,7 +108,7 @@
 #define CT_GM_SPLITK 0
 #endif
 #ifndef BQ
-#define BQ 32 // tap: output columns of a box (16: 2 rows of 16, 64-byte swizzle)
+#define BQ 32 // tap: output columns of a box (16: 2 rows of 16)
 #endif
 #ifndef SK
 #define SK 4 // gmk: runs asked for; the plan's SPLITS slot has the runs made
@@ -137,9 +137,14 @@ constexpr int THREADS = CT_GM_THREADS(BM);
 constexpr int ROW = BK * 4;                  // bytes of a stage row
 // A stage: A hi, (A lo,) B hi, (B lo).
 constexpr int A_BYTES = BM * ROW, B_BYTES = BN * ROW;
-constexpr int B_OFF = A_PARTS * A_BYTES;     // B hi within a stage
-constexpr int STAGE_BYTES = CT_GM_STAGE_BYTES(BM, BN, BK, A_PARTS, PARTS);
-constexpr int SMEM_BYTES = CT_GM_SMEM(BM, BN, BK, STAGES, A_PARTS, PARTS);
+// tap: a stage's x boxes, BQ + 4 columns each (ct_gm.cuh), then B from
+// the next 1024-byte boundary.
+constexpr int TAP_BOX = BK * CT_GM_TAP_PITCH(BQ) * 4, TAP_A = CT_GM_TAP_A_BYTES(BM, BK, BQ);
+constexpr int B_OFF = TAPS ? CT_GM_TAP_B_OFF(BM, BK, BQ) : A_PARTS * A_BYTES; // B hi within a stage
+constexpr int STAGE_BYTES = TAPS ? CT_GM_TAP_STAGE_BYTES(BM, BN, BK, BQ, PARTS)
+                                 : CT_GM_STAGE_BYTES(BM, BN, BK, A_PARTS, PARTS);
+constexpr int TX_BYTES = TAPS ? TAP_A + PARTS * B_BYTES : STAGE_BYTES; // a stage's loads
+constexpr int SMEM_BYTES = CT_GM_RING_SMEM(STAGE_BYTES, STAGES);
 constexpr int KTC = SPLIT ? KC / (BK / 8) : 1; // gm3: k-tiles per chunk
 constexpr int CONSUMER_REGS = 232, PRODUCER_REGS = 40;
 
@@ -149,7 +154,8 @@ static_assert(BK == 8 || BK == 16 || BK == 32, "BK: 8, 16 or 32 (one swizzled ro
 static_assert(STAGES >= 2 && SMEM_BYTES <= 232448, "stages exceed shared memory");
 static_assert(!SPLIT || BN <= 128, "gm3: two accumulators and masters of BN <= 128");
 static_assert(!SPLIT || (KC % (BK / 8) == 0 && KTC >= 1), "KC: whole k-tiles");
-static_assert(STAGE_BYTES == A_PARTS * A_BYTES + PARTS * B_BYTES, "stage layout");
+static_assert(TAPS || STAGE_BYTES == A_PARTS * A_BYTES + PARTS * B_BYTES, "stage layout");
+static_assert(!TAPS || (STAGE_BYTES % 1024 == 0 && TAP_BOX % 128 == 0), "tap: aligned stages, boxes");
 static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
 static_assert(BQ == 32 || (TAPS && !FLAT && BQ == 16), "BQ: 32, or 16 for tap's rows");
 static_assert(!SPLITK || (!POINTWISE && !PATCH && SK >= 2), "gmk: gm_conv over im2col, split");
@@ -672,20 +678,26 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 // dilation and vertical stride (the horizontal stride 1).  Map 0 is x as
 // {W, H, C, N}; a tile is BM / 32 output rows of one 32-column segment
 // (ct_gm_tap_tile), box i its row p0 + i (BQ = 16: BM / 16 rows of 16
-// columns, box i rows p0 + 2 i and p0 + 2 i + 1, 64-byte swizzle,
-// ct_gm_tap16_pixel and ct_gm_tap16_smem); a tile's k-tiles go over the
-// taps (r, s) and channel blocks as gm_conv's (ct_gm_ktile), each box
+// columns, box i rows p0 + 2 i and p0 + 2 i + 1); a tile's k-tiles go over
+// the taps (r, s) and channel blocks as gm_conv's (ct_gm_ktile), each box
 // loaded from where tap (r, s)'s window starts, (q0 - PW + s DW, (p0 + i)
 // SH - PH + r DH), TMA filling what lies outside x with zeros: the
-// padding.  The weights are gm_pack's [KP][R][S][CP], box (cb BK, s, r,
-// n0).  Rows and columns past the image are computed and not stored.
+// padding.  TMA's tile loads start on 16 bytes, so a box starts at the
+// window's column rounded down to a multiple of 4, BQ + 4 columns wide
+// and unswizzled, and the consumers read it sigma = (s DW - PW) mod 4
+// columns in, one float at a time (ct_gm_tap_window, ct_gm_tap_pixel and
+// ct_gm_tap_smem: conflict-free for every sigma; rows g and g + 8 are
+// pixels 4 apart, so the epilogue stores single floats).  The weights
+// are gm_pack's [KP][R][S][CP], box (cb BK, s, r, n0).  Rows and columns
+// past the image are computed and not stored.
 // CT_GM_PW 3 (tap's plan where both strides are 1 and H W % 4 = 0, any
 // W): x is pw's map {HW, C, N, 1}; the output is taken W wide (columns Q
 // .. W - 1 computed and not stored), so tap (r, s) of a run of 32 output
 // pixels is a run of 32 input pixels (r DH - PH) W + s DW - PW further:
-// one box; rows above or below x lie outside the plane (zeros), and the
-// consumers zero the pixels whose input column wrapped into a
-// neighbouring row (their registers hold A anyway).
+// one box (from the 16-byte boundary before, 36 wide, as the row form's);
+// rows above or below x lie outside the plane (zeros), and the consumers
+// zero the pixels whose input column wrapped into a neighbouring row
+// (their registers hold A anyway).
 extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     gm_pw(const float *x, const float *w, const float *__restrict__ b, float *__restrict__ y,
           float *ws, const __grid_constant__ ct_kargs a, const __grid_constant__ ct_tmap tx,
@@ -708,6 +720,12 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const int tid = threadIdx.x, wgi = tid / 128;
   // Tile tm's image and first pixel: pw, hw0 = p0 along the flattened
   // plane; tap, output row p0 and column q0 of its BM / 32 box rows.
+  // tap (r, s)'s window along map 0's first dimension, from the box's
+  // output column (flat: pixel), a multiple of 4: its shift mod 4 is where
+  // the window lies in the 16-byte-aligned box.
+  auto tap_shift = [&](int r, int s) {
+    return (FLAT ? (r * (int)a.v[CT_GM_A_DH] - (int)a.v[CT_GM_A_PH]) * W : 0) + s * DW - PW;
+  };
   auto origin = [&](int tm, int &img, int &p0, int &q0) {
     if constexpr (TAPS && !FLAT) {
       ct_gm_tap_tile(tm, P, Q, BM / 32 * TAP_BH, BQ, &img, &p0, &q0);
@@ -740,25 +758,29 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
         unsigned char *const sa = smem + st * STAGE_BYTES;
         mbar_wait(empty + st, ph ^ 1u);
-        mbar_arrive_expect_tx(full + st, STAGE_BYTES);
+        mbar_arrive_expect_tx(full + st, TX_BYTES);
         // tap: box i is output rows p0 + i TAP_BH .. (map 0 steps SH input
         // rows between them), columns q0 .. q0 + BQ - 1, at tap (r, s); its
         // input rows and columns start where that tap's window does, TMA's
-        // zero fill outside x being the padding.
+        // zero fill outside x being the padding, the columns from the
+        // 16-byte boundary at or before (ct_gm_tap_window).
         // tap, flat: box i is virtual pixels p0 + 32 i .., tap (r, s) the
         // input pixels (r DH - PH) W + s DW - PW further along the plane:
         // rows outside x fall outside the plane (zeros); columns that wrap
         // into the next or previous row the consumers zero.
+        int col;
 #pragma unroll
         for (int i = 0; i < BM / 32; ++i) {
-          if constexpr (FLAT)
-            tma_load_tile4(sa + i * 32 * ROW, &tx, full + st,
-                           p0 + 32 * i + (r * DH - PH) * W + s * DW - PW, cb * BK, img, 0);
-          else if constexpr (TAPS)
-            tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, q0 - PW + s * DW,
+          if constexpr (FLAT) {
+            ct_gm_tap_window(p0 + 32 * i + tap_shift(r, s), &col);
+            tma_load_tile4(sa + i * TAP_BOX, &tx, full + st, col, cb * BK, img, 0);
+          } else if constexpr (TAPS) {
+            ct_gm_tap_window(q0 + tap_shift(r, s), &col);
+            tma_load_tile4(sa + i * TAP_BOX, &tx, full + st, col,
                            (p0 + i * TAP_BH) * SH - PH + r * DH, cb * BK, img);
-          else
+          } else {
             tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, p0 + 32 * i, cb * BK, img, 0);
+          }
         }
         tma_load_tile4(sa + B_OFF, &tw, full + st, cb * BK, s, r, n0);
         if constexpr (SPLIT) tma_load_tile4(sa + B_OFF + B_BYTES, &tw, full + st, cb * BK, s, r, n0 + KP);
@@ -771,14 +793,12 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   if constexpr (CWG == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
   const int c = wgi - 1, lt = tid % 128;
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
-  // Row g's pixel; row g + 8's is px + 1.
-  const int px = BQ == 32 ? ct_gm_pw_pixel(c, warp, g) : ct_gm_tap16_pixel(c, warp, g);
-  // y 16-byte aligned and its runs whole: the epilogue's 16-byte stores;
-  // else one float at a time.  Runs: pw's plane (HW % 4 = 0); tap's rows
-  // where Q % 4 = 0; flat tap's plane where the virtual row is the real
-  // one (Q = W) and HW % 4 = 0.
-  const bool runs = !TAPS ? true : FLAT ? Q == W && HW % 4 == 0 : Q % 4 == 0;
-  const bool vec_store = (reinterpret_cast<unsigned long long>(y) & 15u) == 0 && runs;
+  // The pixels of rows g and g + 8: pw, px and px + 1; tap, 4 apart.
+  const int px = TAPS ? ct_gm_tap_pixel(c, warp, g, 0) : ct_gm_pw_pixel(c, warp, g);
+  const int pxs[2] = {px, TAPS ? ct_gm_tap_pixel(c, warp, g, 1) : px + 1};
+  // pw: the epilogue's 16-byte stores where y is 16-byte aligned (its
+  // plane's runs whole: HW % 4 = 0); else, and for tap, one float at a time.
+  const bool vec_store = !TAPS && (reinterpret_cast<unsigned long long>(y) & 15u) == 0;
   // Pixel pi of the tile at (p0, q0): 1 when it is in the image, its offset
   // in an output channel plane in off.
   auto pixel = [&](int p0, int q0, int pi, int &off) {
@@ -800,30 +820,44 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   // Two sets of fragments, hi (and pw3's lo, rna(a - hi)) per k8 step.
   unsigned fa[PARTS][BK / 8][4], fb[PARTS][BK / 8][4];
   unsigned it = 0, prev = 0;
-  // Flat: the input columns of this thread's pixels px, px + 1 at tap
-  // column 0, set per tile; a tap whose column falls outside [0, W) reads
-  // a wrapped neighbour, zeroed.
+  // Flat: the input columns of this thread's two pixels at tap column 0,
+  // set per tile; a tap whose column falls outside [0, W) reads a wrapped
+  // neighbour, zeroed.
   int col0 = 0, col1 = 0;
   // One k-tile: the fragments into fr, the wgmma, the stage before released.
   auto ktile = [&](unsigned (&fr)[PARTS][BK / 8][4], int kt) {
     const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
     bool in0 = true, in1 = true;
-    if constexpr (FLAT) {
-      int r, s, cb;
+    int sigma = 0; // tap: the window's columns into the boxes
+    if constexpr (TAPS) {
+      int r, s, cb, start;
       ct_gm_ktile(kt, ncb, S, &r, &s, &cb);
-      in0 = (unsigned)(col0 + s * DW) < (unsigned)W;
-      in1 = (unsigned)(col1 + s * DW) < (unsigned)W;
+      sigma = ct_gm_tap_window(tap_shift(r, s), &start);
+      if constexpr (FLAT) {
+        in0 = (unsigned)(col0 + s * DW) < (unsigned)W;
+        in1 = (unsigned)(col1 + s * DW) < (unsigned)W;
+      }
     }
     mbar_wait(full + st, ph);
     const float *const as = reinterpret_cast<const float *>(smem + st * STAGE_BYTES);
 #pragma unroll
     for (int j = 0; j < BK / 8; ++j) {
       const int c0 = 8 * j + t, c1 = c0 + 4;
-      const int o0 = BQ == 32 ? ct_gm_pw_smem(BK, c0, px) : ct_gm_tap16_smem(BK, c0, px);
-      const int o1 = BQ == 32 ? ct_gm_pw_smem(BK, c1, px) : ct_gm_tap16_smem(BK, c1, px);
-      const float2 v0 = *reinterpret_cast<const float2 *>(as + o0);
-      const float2 v1 = *reinterpret_cast<const float2 *>(as + o1);
-      const float v[4] = {in0 ? v0.x : 0.0f, in1 ? v0.y : 0.0f, in0 ? v1.x : 0.0f, in1 ? v1.y : 0.0f};
+      float v[4]; // rows g, g + 8 at channel c0, then at c1
+      if constexpr (TAPS) {
+        // Scalar reads: the window's columns start sigma floats in.
+        const float *const a0 = as + sigma;
+        v[0] = a0[ct_gm_tap_smem(BK, BQ, c0, pxs[0])];
+        v[1] = a0[ct_gm_tap_smem(BK, BQ, c0, pxs[1])];
+        v[2] = a0[ct_gm_tap_smem(BK, BQ, c1, pxs[0])];
+        v[3] = a0[ct_gm_tap_smem(BK, BQ, c1, pxs[1])];
+        if (!in0) v[0] = v[2] = 0.0f;
+        if (!in1) v[1] = v[3] = 0.0f;
+      } else {
+        const float2 v0 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c0, px));
+        const float2 v1 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c1, px));
+        v[0] = v0.x, v[1] = v0.y, v[2] = v1.x, v[3] = v1.y;
+      }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         fr[0][j][i] = to_tf32(v[i]);
@@ -873,8 +907,8 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     int img, p0, q0;
     origin(tm, img, p0, q0);
     if constexpr (FLAT) {
-      col0 = (p0 + px) % W - PW;
-      col1 = (p0 + px + 1) % W - PW;
+      col0 = (p0 + pxs[0]) % W - PW;
+      col1 = (p0 + pxs[1]) % W - PW;
     }
     if constexpr (SPLIT) {
 #pragma unroll
@@ -891,7 +925,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     if (lt == 0) mbar_arrive(empty + prev);
     const float *const acc = tile_sums(master, d, e);
 
-    // Epilogue: acc[4j + 2h + e] = D[row g + 8h][8j + 2t + e], pixel px + h.
+    // Epilogue: acc[4j + 2h + e] = D[row g + 8h][8j + 2t + e], pixel pxs[h].
     if (vec_store) {
       // Lanes g and g ^ 1 (4 apart) hold pixels px .. px + 3 of channels
       // k0, k0 + 1 (ct_gm_pw_pixel: px + 2 is g ^ 1's, px % 4 = 0 for even
@@ -899,8 +933,8 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       // lane k0 + 1's, each stored as one 16-byte run, so a warp's store
       // fills whole 32-byte sectors (2-pixel-strided scalar stores fill
       // half of each, and HBM's ECC turns a half-sector write into a
-      // read-modify-write).  HW % 4 = 0 (tap: Q % 4 = 0) and px0 % 4 = 0
-      // keep the runs aligned and within the image (tap: within a row).
+      // read-modify-write).  HW % 4 = 0 and px0 % 4 = 0 keep the runs
+      // aligned and within the image.
       // The exchange moves finished values, bias and activation applied: a
       // shuffle of the accumulators themselves makes ptxas serialize every
       // wgmma (its C7514).
@@ -926,7 +960,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         int off;
-        if (!pixel(p0, q0, px + h, off)) continue;
+        if (!pixel(p0, q0, pxs[h], off)) continue;
         float *const yp = y + (long long)img * K * HW + off;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {

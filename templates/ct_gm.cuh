@@ -62,8 +62,9 @@
 #define CT_GM_THREADS(bm) (128 * ((bm) / 64 + 1))
 #define CT_GM_STAGE_BYTES(bm, bn, bk, a_parts, b_parts) \
   (((a_parts) * (bm) + (b_parts) * (bn)) * (bk) * 4)
+#define CT_GM_RING_SMEM(stage_bytes, stages) (1024 + (stages) * ((stage_bytes) + 16))
 #define CT_GM_SMEM(bm, bn, bk, stages, a_parts, b_parts) \
-  (1024 + (stages) * CT_GM_STAGE_BYTES(bm, bn, bk, a_parts, b_parts) + 16 * (stages))
+  CT_GM_RING_SMEM(CT_GM_STAGE_BYTES(bm, bn, bk, a_parts, b_parts), stages)
 
 /* Families gmp and gmp3 (CT_GM_PATCH 1): the convolution as a GEMM over
 ** an explicit patch matrix in the workspace, [NP][P][Q][KG] with KG = R S C
@@ -150,22 +151,43 @@ CT_GM_FN void ct_gm_tap_tile(int tm, int P, int Q, int rows, int bq, int *img, i
   *q0 = (rem - pb * segs) * bq;
 }
 
-/* Family tap with BQ = 16: boxes of 2 output rows x 16 columns (pixel 16 h
-** + w of a box), a channel's 32 pixels one 128-byte row of two 64-byte box
-** rows, laid out by TMA's 64-byte swizzle: the 16-byte chunk w / 4 of box
-** row h XORed with the channel's row index mod 4.  Row g of warp `warp`
-** of consumer c holds pixel ct_gm_tap16_pixel (row g + 8: the next one):
-** g's bit 0 is +2 pixels and bit 1 the box row, so a half-warp's 4 g x 4
-** channels (t, rows t mod 4 apart) read 16 distinct 8-byte slots of the
-** 128 bytes: the 32 banks once; lanes g and g ^ 1 hold 4 consecutive
-** pixels of one row (the epilogue's 16-byte stores), as pw's do. */
-CT_GM_FN int ct_gm_tap16_pixel(int c, int warp, int g) {
-  return 32 * (2 * c + (warp >> 1)) + 16 * ((g >> 1) & 1) + 4 * (2 * (warp & 1) + (g >> 2)) +
-         2 * (g & 1);
+/* Family tap's x boxes.  TMA's tile loads start on a 16-byte boundary of
+** x's rows (a box whose first column is not a multiple of 4 floats is an
+** illegal instruction), so a tap's box starts at its window's first column
+** rounded down to a multiple of 4 and is BQ + 4 columns wide, the window
+** sigma = (first column) mod 4 columns into it (ct_gm_tap_window: the
+** start, sigma returned).  A box of BQ = 32 is one output row of 32
+** columns; of BQ = 16, two rows of 16 (rows SH apart in x).  The boxes are
+** unswizzled, TMA's dense [BK][32 / BQ][BQ + 4]: a channel's rows are
+** CT_GM_TAP_PITCH(bq) floats, 36 or 40, so 4 channels t mod 4 apart fall
+** on banks 4 t (8 t) apart.  A stage holds the BM / 32 boxes, then B from
+** the next 1024-byte boundary (its 128-byte swizzle's atom). */
+#define CT_GM_TAP_PITCH(bq) ((32 / (bq)) * ((bq) + 4))
+#define CT_GM_TAP_A_BYTES(bm, bk, bq) ((bm) / 32 * (bk) * CT_GM_TAP_PITCH(bq) * 4)
+#define CT_GM_TAP_B_OFF(bm, bk, bq) ((CT_GM_TAP_A_BYTES(bm, bk, bq) + 1023) / 1024 * 1024)
+#define CT_GM_TAP_STAGE_BYTES(bm, bn, bk, bq, b_parts) \
+  (CT_GM_TAP_B_OFF(bm, bk, bq) + (b_parts) * (bn) * (bk) * 4)
+
+CT_GM_FN int ct_gm_tap_window(int col, int *start) {
+  *start = col & ~3; /* down, negative columns too (two's complement) */
+  return col & 3;
 }
-CT_GM_FN int ct_gm_tap16_smem(int bk, int cl, int px) {
-  return (px >> 5) * 32 * bk + cl * 32 + (px & 16) + ((((px & 15) >> 2) ^ (cl & 3)) << 2) +
-         (px & 3);
+
+/* Row g + 8 h of warp `warp` of consumer c holds tile pixel
+** ct_gm_tap_pixel: box 2 c + warp / 2, and within it pixel 16 (g / 4) +
+** 4 (2 (warp mod 2) + h) + g mod 4 (pixel i of a box: row i / BQ, column
+** i mod BQ).  A warp's 32 scalar reads of one fragment register (8 g x 4
+** channels t) are then 4 runs of 4 columns in each of 2 groups 16 apart
+** (BQ = 32) or in each of the 2 rows (BQ = 16), channels t on banks 4 t
+** (8 t) apart: the 32 banks once, whatever sigma.  ct_gm_tap_smem is the
+** float offset of (channel cl, tile pixel px) in a stage's boxes, sigma
+** not added. */
+CT_GM_FN int ct_gm_tap_pixel(int c, int warp, int g, int h) {
+  return 32 * (2 * c + (warp >> 1)) + 16 * (g >> 2) + 4 * (2 * (warp & 1) + h) + (g & 3);
+}
+CT_GM_FN int ct_gm_tap_smem(int bk, int bq, int cl, int px) {
+  const int pitch = CT_GM_TAP_PITCH(bq), i = px & 31;
+  return (px >> 5) * bk * pitch + cl * pitch + i / bq * (bq + 4) + i % bq;
 }
 
 /* A tensor map of a tensor below 128 KiB may get a wrong out-of-bounds

@@ -549,7 +549,7 @@ static void test_gmp_patches(void) {
     }
 }
 
-/* A k-tile's x boxes as gm_pw reads them (families pw and tap): for BM =
+/* A k-tile's x boxes as gm_pw reads them (family pw): for BM =
 ** 64 and 128 and BK = 8, 16 and 32, `pixel` (row g of warp `warp` of
 ** consumer c; row g + 8 the next pixel) is a bijection onto the tile's
 ** pixels with consumer c's rows its pixels 64 c .. 64 c + 63, lanes g and
@@ -681,18 +681,72 @@ static void test_pw_layout(void) {
   }
 }
 
+/* Family tap's x boxes (ct_gm.cuh): for BM = 64 and 128, BK = 8, 16 and
+** 32 and BQ = 16 and 32, ct_gm_tap_pixel (row g + 8 h of warp `warp` of
+** consumer c) is a bijection onto the tile's pixels, consumer c's rows
+** its pixels 64 c .. 64 c + 63; ct_gm_tap_smem (channel, pixel) is TMA's
+** dense box [BK][32 / BQ][BQ + 4] at pixel i's row i / BQ and column i mod
+** BQ, box px / 32 a box's bytes further, within the stage's A bytes with
+** room for a shift of 3; a warp's 32 scalar reads of one fragment register
+** hit the 32 banks once at every shift 0 .. 3; and ct_gm_tap_window
+** starts every window, negative columns too, on a multiple of 4 at most 3
+** columns before it. */
+static void check_tap_layout(void) {
+  for (int bm = 64; bm <= 128; bm += 64)
+    for (int bk = 8; bk <= 32; bk *= 2)
+      for (int bq = 16; bq <= 32; bq *= 2) {
+        const int pitch = CT_GM_TAP_PITCH(bq), box = bk * pitch;
+        ASSERT_EQ_INT(CT_GM_TAP_A_BYTES(bm, bk, bq), bm / 32 * box * 4);
+        ASSERT_EQ_INT(CT_GM_TAP_B_OFF(bm, bk, bq) % 1024, 0);
+        ASSERT_EQ_INT((box * 4) % 128, 0); /* TMA's shared-memory destinations */
+        int seen[128] = {0};
+        for (int c = 0; c < bm / 64; c++)
+          for (int warp = 0; warp < 4; warp++)
+            for (int g = 0; g < 8; g++)
+              for (int h = 0; h < 2; h++) {
+                const int px = ct_gm_tap_pixel(c, warp, g, h);
+                ASSERT_TRUE(px >= 0 && px < bm && px / 64 == c);
+                seen[px]++;
+              }
+        for (int px = 0; px < bm; px++) ASSERT_EQ_INT(seen[px], 1);
+        for (int cl = 0; cl < bk; cl++)
+          for (int px = 0; px < bm; px++) {
+            const int i = px % 32, off = ct_gm_tap_smem(bk, bq, cl, px);
+            ASSERT_EQ_INT(off, px / 32 * box + (cl * (32 / bq) + i / bq) * (bq + 4) + i % bq);
+            ASSERT_TRUE(off + 3 < CT_GM_TAP_A_BYTES(bm, bk, bq) / 4);
+          }
+        for (int sigma = 0; sigma < 4; sigma++)
+          for (int c = 0; c < bm / 64; c++)
+            for (int warp = 0; warp < 4; warp++)
+              for (int j = 0; j < bk / 8; j++)
+                for (int reg = 0; reg < 4; reg++) { /* rows g + 8 (reg % 2), channel t + 4 (reg / 2) */
+                  int banks[32] = {0};
+                  for (int lane = 0; lane < 32; lane++) {
+                    const int g = lane / 4, t = lane % 4;
+                    const int px = ct_gm_tap_pixel(c, warp, g, reg % 2);
+                    banks[(ct_gm_tap_smem(bk, bq, 8 * j + t + 4 * (reg / 2), px) + sigma) % 32]++;
+                  }
+                  for (int i = 0; i < 32; i++) ASSERT_EQ_INT(banks[i], 1);
+                }
+      }
+  for (int col = -70; col <= 70; col++) {
+    int start;
+    const int sigma = ct_gm_tap_window(col, &start);
+    ASSERT_TRUE(start % 4 == 0 && sigma >= 0 && sigma <= 3 && start + sigma == col);
+  }
+}
+
 /* Families tap and tap3: any filter of an NCHW problem with horizontal
 ** stride 1 and W % 4 = 0, x read in place.  ct_gm_tap_tile puts every
 ** output pixel in exactly one tile's box rows (rows p0 .. p0 + BM/32 - 1,
-** columns q0 .. q0 + 31); the plan maps x as {W, H, C, N} with boxes {32,
-** 1, BK, 1} and the weights gm_pack writes, [KP][R][S][CP] ({CP, S, R,
-** KP}, tap3 hi and lo), passes the problem's strides, padding and
-** dilations and counts R S ceil(CP / BK) k-tiles; tap3 keeps BN = 64.
-** BQ = 16 (2 x 16 boxes, 64-byte swizzle): ct_gm_tap16_pixel is a
-** bijection whose half-warp reads hit the 32 banks once, ct_gm_tap16_smem
-** is TMA's 64-byte swizzle of the dense box, and the plan offers it only
+** columns q0 .. q0 + 31); the plan maps x as {W, H, C, N} with boxes {36,
+** 1, BK, 1}, unswizzled (check_tap_layout: 4 columns for a window's start
+** on a 16-byte boundary), and the weights gm_pack writes, [KP][R][S][CP]
+** ({CP, S, R, KP}, tap3 hi and lo), passes the problem's strides, padding
+** and dilations and counts R S ceil(CP / BK) k-tiles; tap3 keeps BN = 64.
+** BQ = 16 (boxes {20, 2 SH, BK, 1}): the plan offers it only
 ** where it leaves fewer columns dead than 32 (12 wide).  Where both
-** strides are 1 and H W % 4 = 0, any W (14, 22, 30 wide), the plan takes
+** strides are 1, H W % 4 = 0 and Q <= W, any W (14, 22, 30 wide), the plan takes
 ** the flattened plane (CT_GM_PW 3: pw's map, the output W wide, BQ = 32
 ** only); neither where W % 4 != 0 with a vertical stride, nor H W = 49.
 ** Offered for ResNet-50's and KernelBench's stride-1 3x3 and larger
@@ -721,8 +775,7 @@ static void test_tap_plan(void) {
         free(seen);
       }
 
-  /* BQ = 16: its order over the 64-byte swizzle. */
-  check_box_layout(ct_gm_tap16_pixel, ct_gm_tap16_smem, 64);
+  check_tap_layout();
 
   ct_gen_limits lim = h200();
   static const struct { const char *spec; int offered; } cases[] = {
@@ -731,7 +784,9 @@ static void test_tap_plan(void) {
     {"n=8,c=32,h=512,w=512,k=64,r=5,s=9,pad=2x4,dil=2x3,bias=0", 1},
     {"n=32,c=128,h=28,w=28,k=128,r=3,s=3,pad=1,act=relu", 1},
     {"n=4,c=40,h=40,w=36,k=70,r=3,s=5,stride=2x1,pad=1x2", 1},
-    {"n=32,c=64,h=56,w=56,k=64,r=1,s=1,pad=1", 1},          /* a padded 1x1 */
+    {"n=32,c=64,h=56,w=56,k=64,r=1,s=1,pad=1", 1},          /* a padded 1x1: Q > W, rows */
+    {"n=2,c=16,h=30,w=40,k=40,r=1,s=1,pad=1", 1},           /* the same, x 150 KiB */
+    {"n=2,c=16,h=30,w=42,k=40,r=1,s=1,pad=1", 0},           /* Q > W, W % 4 != 0: neither */
     {"n=32,c=64,h=56,w=56,k=64,r=1,s=1", 0},                /* pw's */
     {"n=32,c=128,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", 0}, /* stride along W */
     {"n=32,c=64,h=30,w=30,k=64,r=3,s=3,pad=1", 1},          /* W % 4 = 2: flat */
@@ -762,7 +817,7 @@ static void test_tap_plan(void) {
       const int64_t bm = u->values[0], bn = u->values[1], bk = u->values[2];
       const int64_t bq = u->values[fp32 ? 5 : 4], bh = 32 / bq, rows = bm / 32 * bh;
       const int64_t kp = u->kargs[CT_GM_A_KP];
-      const int flat = p.stride_h == 1 && p.stride_w == 1 && (p.h * p.w) % 4 == 0;
+      const int flat = p.stride_h == 1 && p.stride_w == 1 && (p.h * p.w) % 4 == 0 && Q <= p.w;
       /* BQ = 16 only where 32-column segments leave more columns dead. */
       ASSERT_TRUE(bq == 32 || (!flat && bq == 16 && (Q + 15) / 16 * 16 < (Q + 31) / 32 * 32));
       const ct_gen_map *mx = &u->maps[0], *mw = &u->maps[1];
@@ -777,18 +832,18 @@ static void test_tap_plan(void) {
       ASSERT_TRUE(pw2);
       ASSERT_TRUE(mx->kind == CT_GEN_MAP_TILED && mx->buffer == CT_GEN_BUF_X && !mx->tf32);
       const uint64_t hw = (uint64_t)(p.h * p.w);
-      if (flat) { /* pw's map: {HW, C, N, 1}, 32-pixel boxes */
+      if (flat) { /* pw's map: {HW, C, N, 1}, boxes of 36 pixels */
         ASSERT_TRUE(mx->dims[0] == hw && mx->dims[1] == (uint64_t)p.c &&
                     mx->dims[2] == (uint64_t)p.n && mx->dims[3] == 1);
         ASSERT_TRUE(mx->strides[0] == hw * 4 && mx->strides[1] == hw * 4 * (uint64_t)p.c);
-        ASSERT_TRUE(mx->box[0] == 32 && mx->box[1] == (uint32_t)bk && mx->swizzle == 128);
+        ASSERT_TRUE(mx->box[0] == 36 && mx->box[1] == (uint32_t)bk && mx->swizzle == 0);
       } else {
         ASSERT_TRUE(mx->dims[0] == (uint64_t)p.w && mx->dims[1] == (uint64_t)p.h &&
                     mx->dims[2] == (uint64_t)p.c && mx->dims[3] == (uint64_t)p.n);
         ASSERT_TRUE(mx->strides[0] == (uint64_t)p.w * 4 && mx->strides[1] == hw * 4 &&
                     mx->strides[2] == hw * 4 * (uint64_t)p.c);
-        ASSERT_TRUE(mx->box[0] == (uint32_t)bq && mx->box[2] == (uint32_t)bk && mx->box[3] == 1 &&
-                    mx->swizzle == (int)(bq * 4));
+        ASSERT_TRUE(mx->box[0] == (uint32_t)bq + 4 && mx->box[2] == (uint32_t)bk && mx->box[3] == 1 &&
+                    mx->swizzle == 0);
         /* A box's rows: one, or two stride_h apart (the traversal stride). */
         if (bh == 1)
           ASSERT_TRUE(mx->box[1] == 1 && mx->elem_strides[1] == 1);

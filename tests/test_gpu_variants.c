@@ -35,9 +35,11 @@ static ct_tune_gpu g;
 ** 70, 10 output rows (a partial 4-row tile) of 40 columns (a second
 ** 32-column segment 8 live); and 12 columns wide, tap's boxes of 2 rows
 ** x 16 columns (BQ = 16), the rows 2 apart (stride 2 x 1); and tap over
-** the flattened plane (stride 1, W % 4 != 0): 14 x 14 padded (whole-run
-** stores), and 22 wide, dilated, 16 output columns (the rest computed and
-** dropped; columns wrapping across rows zeroed). */
+** the flattened plane (stride 1, W % 4 != 0): 14 x 14 padded, and 22
+** wide, dilated, 16 output columns (the rest computed and dropped;
+** columns wrapping across rows zeroed); and a padded 1x1, whose output
+** rows are wider than x's (tap's rows, not the plane).  Every tap shape
+** has windows starting off TMA's 16-byte boundary. */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
@@ -63,6 +65,7 @@ static const char *shapes[] = {
     "n=2,c=64,h=24,w=12,k=70,r=3,s=3,stride=2x1,pad=1",
     "n=4,c=48,h=14,w=14,k=70,r=3,s=3,pad=1",
     "n=3,c=40,h=18,w=22,k=33,r=3,s=5,pad=0x1,dil=1x2",
+    "n=2,c=16,h=30,w=40,k=40,r=1,s=1,pad=1,act=relu",
     "n=2,c=3,h=87,w=230,k=40,r=11,s=11,stride=4,pad=2,act=relu",
     "n=2,c=64,h=15,w=13,k=70,r=3,s=3,stride=1,pad=1,act=relu",
     "n=2,c=5,h=17,w=15,k=16,r=5,s=3,stride=2x1,pad=2x1,dil=1x2,act=relu,layout=nhwc",
