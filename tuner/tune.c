@@ -623,6 +623,23 @@ static ct_status tune_start(tune_run *t, char *err, size_t len) {
   return rc;
 }
 
+/* The worker, dead after trial tr, started again.  When it cannot be, err
+** names the variant that ended it and how: in process, a sticky fault
+** (an illegal address or instruction) loses the process's CUDA context
+** for good, and a later variant would fail in the context's first call. */
+static ct_status restart_after(tune_run *t, const ct_cache_trial *tr, char *err, size_t len) {
+  char why[512];
+  ct_status rc = ct_tune_worker_restart(t->w, why, sizeof why);
+  t->r->restarts++;
+  if (rc != CT_OK)
+    snprintf(err, len, "variant %s ended the GPU worker (%s: %.200s) and it cannot start again: %s%s",
+             tr->variant, ct_trial_status_name(tr->status), tr->message, why,
+             t->o->worker_exe ? ""
+                              : "; in process a fault loses the CUDA context, so tune in an "
+                                "isolated worker to record it and go on");
+  return rc;
+}
+
 /* Screening, in the search's order: each variant's cubin (compiled ahead),
 ** verified and timed in the worker, recorded the moment it is known; a
 ** worker that died is restarted.  Under a budget, stops in time for the
@@ -697,8 +714,7 @@ static ct_status tune_screen(tune_run *t, char *err, size_t len) {
     progress_line(&t->pg, row, "", r->n_screened + r->n_resumed, t->pg.total);
     if (tr->status != CT_TRIAL_TIMED) ct_rt_compiled_clear(&s->out);
     if (!ct_tune_worker_alive(t->w)) {
-      rc = ct_tune_worker_restart(t->w, err, len);
-      r->restarts++;
+      rc = restart_after(t, tr, err, len);
       if (rc != CT_OK) {
         if (stopped(o)) {
           r->interrupted = 1;
@@ -770,8 +786,7 @@ static ct_status tune_finalists(tune_run *t, char *err, size_t len) {
       }
     }
     if (!ct_tune_worker_alive(t->w)) {
-      rc = ct_tune_worker_restart(t->w, err, len);
-      r->restarts++;
+      rc = restart_after(t, tr, err, len);
       if (rc != CT_OK) return rc;
     }
   }
