@@ -154,6 +154,9 @@ _KERNELS_TF32 = r'''
 #ifndef CT_GM_SPLITK
 #define CT_GM_SPLITK 0
 #endif
+#ifndef BQ
+#define BQ 32 
+#endif
 #ifndef SK
 #define SK 4 
 #endif
@@ -188,7 +191,7 @@ __device__ __forceinline__ void cp_async_commit() {
 template <int pending> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 }
-#line 115 "conv_gm.cu"
+#line 118 "conv_gm.cu"
 #line 1 "ct_wgmma.cuh"
 
 
@@ -559,7 +562,7 @@ __device__ __forceinline__ void store_pixel(float *__restrict__ yp, const float 
       __stcs(yp + (8 * j + 1) * pq, ct_act(d[4 * j + 2 * hh + 1] + bias[j].y));
   }
 }
-#line 116 "conv_gm.cu"
+#line 119 "conv_gm.cu"
 #line 1 "ct_tmap.cuh"
 
 
@@ -628,7 +631,7 @@ __device__ __forceinline__ unsigned long long wgmma_desc_swizzled(unsigned saddr
   return (unsigned long long)((saddr >> 4) & 0x3FFFu) | (1ull << 16) |
          ((unsigned long long)(((8u * row_bytes) >> 4) & 0x3FFFu) << 32) | (mode << 62);
 }
-#line 117 "conv_gm.cu"
+#line 120 "conv_gm.cu"
 #line 1 "ct_gm.cuh"
 
 
@@ -694,8 +697,9 @@ __device__ __forceinline__ unsigned long long wgmma_desc_swizzled(unsigned saddr
 #define CT_GM_THREADS(bm) (128 * ((bm) / 64 + 1))
 #define CT_GM_STAGE_BYTES(bm, bn, bk, a_parts, b_parts) \
   (((a_parts) * (bm) + (b_parts) * (bn)) * (bk) * 4)
+#define CT_GM_RING_SMEM(stage_bytes, stages) (1024 + (stages) * ((stage_bytes) + 16))
 #define CT_GM_SMEM(bm, bn, bk, stages, a_parts, b_parts) \
-  (1024 + (stages) * CT_GM_STAGE_BYTES(bm, bn, bk, a_parts, b_parts) + 16 * (stages))
+  CT_GM_RING_SMEM(CT_GM_STAGE_BYTES(bm, bn, bk, a_parts, b_parts), stages)
 
 
 
@@ -772,12 +776,64 @@ CT_GM_FN int ct_gm_pw_smem(int bk, int cl, int px) {
 
 
 
+ 
+CT_GM_FN void ct_gm_tap_tile(int tm, int P, int Q, int rows, int bq, int *img, int *p0,
+                             int *q0) {
+  const int segs = (Q + bq - 1) / bq, per = (P + rows - 1) / rows * segs;
+  *img = tm / per;
+  const int rem = tm - *img * per, pb = rem / segs;
+  *p0 = pb * rows;
+  *q0 = (rem - pb * segs) * bq;
+}
+
+
+
+
+
+
+
+
+
+
+
+ 
+#define CT_GM_TAP_PITCH(bq) ((32 / (bq)) * ((bq) + 4))
+#define CT_GM_TAP_A_BYTES(bm, bk, bq) ((bm) / 32 * (bk) * CT_GM_TAP_PITCH(bq) * 4)
+#define CT_GM_TAP_B_OFF(bm, bk, bq) ((CT_GM_TAP_A_BYTES(bm, bk, bq) + 1023) / 1024 * 1024)
+#define CT_GM_TAP_STAGE_BYTES(bm, bn, bk, bq, b_parts) \
+  (CT_GM_TAP_B_OFF(bm, bk, bq) + (b_parts) * (bn) * (bk) * 4)
+
+CT_GM_FN int ct_gm_tap_window(int col, int *start) {
+  *start = col & ~3;  
+  return col & 3;
+}
+
+
+
+
+
+
+
+
+
+ 
+CT_GM_FN int ct_gm_tap_pixel(int c, int warp, int g, int h) {
+  return 32 * (2 * c + (warp >> 1)) + 16 * (g >> 2) + 4 * (2 * (warp & 1) + h) + (g & 3);
+}
+CT_GM_FN int ct_gm_tap_smem(int bk, int bq, int cl, int px) {
+  const int pitch = CT_GM_TAP_PITCH(bq), i = px & 31;
+  return (px >> 5) * bk * pitch + cl * pitch + i / bq * (bq + 4) + i % bq;
+}
+
+
+
+
 
  
 #define CT_GM_MIN_MAP_BYTES (128 * 1024)
 
 #endif  
-#line 118 "conv_gm.cu"
+#line 121 "conv_gm.cu"
 #line 1 "ct_act.cuh"
 
 
@@ -800,7 +856,7 @@ __device__ __forceinline__ double ct_act_f64(double v) {
 }
 
 #endif  
-#line 119 "conv_gm.cu"
+#line 122 "conv_gm.cu"
 #line 1 "ct_layout.cuh"
 
 
@@ -817,13 +873,16 @@ __device__ __forceinline__ double ct_act_f64(double v) {
 static_assert(CT_LAYOUT == 0 || CT_LAYOUT == 1, "CT_LAYOUT: 0 (NCHW) or 1 (NHWC)");
 
 #endif  
-#line 120 "conv_gm.cu"
+#line 123 "conv_gm.cu"
 
 namespace gm {
 
 constexpr bool SPLIT = CT_GM_SPLIT != 0;
 constexpr bool PATCH = CT_GM_PATCH != 0;     
 constexpr bool POINTWISE = CT_GM_PW != 0;    
+constexpr bool TAPS = CT_GM_PW >= 2;         
+constexpr bool FLAT = CT_GM_PW == 3;         
+constexpr int TAP_BH = 32 / BQ;              
 constexpr bool SPLITK = CT_GM_SPLITK != 0;   
 constexpr int PARTS = SPLIT ? 2 : 1;         
 constexpr int A_PARTS = POINTWISE ? 1 : PARTS; 
@@ -832,9 +891,14 @@ constexpr int THREADS = CT_GM_THREADS(BM);
 constexpr int ROW = BK * 4;                  
 
 constexpr int A_BYTES = BM * ROW, B_BYTES = BN * ROW;
-constexpr int B_OFF = A_PARTS * A_BYTES;     
-constexpr int STAGE_BYTES = CT_GM_STAGE_BYTES(BM, BN, BK, A_PARTS, PARTS);
-constexpr int SMEM_BYTES = CT_GM_SMEM(BM, BN, BK, STAGES, A_PARTS, PARTS);
+
+
+constexpr int TAP_BOX = BK * CT_GM_TAP_PITCH(BQ) * 4, TAP_A = CT_GM_TAP_A_BYTES(BM, BK, BQ);
+constexpr int B_OFF = TAPS ? CT_GM_TAP_B_OFF(BM, BK, BQ) : A_PARTS * A_BYTES; 
+constexpr int STAGE_BYTES = TAPS ? CT_GM_TAP_STAGE_BYTES(BM, BN, BK, BQ, PARTS)
+                                 : CT_GM_STAGE_BYTES(BM, BN, BK, A_PARTS, PARTS);
+constexpr int TX_BYTES = TAPS ? TAP_A + PARTS * B_BYTES : STAGE_BYTES; 
+constexpr int SMEM_BYTES = CT_GM_RING_SMEM(STAGE_BYTES, STAGES);
 constexpr int KTC = SPLIT ? KC / (BK / 8) : 1; 
 constexpr int CONSUMER_REGS = 232, PRODUCER_REGS = 40;
 
@@ -844,8 +908,10 @@ static_assert(BK == 8 || BK == 16 || BK == 32, "BK: 8, 16 or 32 (one swizzled ro
 static_assert(STAGES >= 2 && SMEM_BYTES <= 232448, "stages exceed shared memory");
 static_assert(!SPLIT || BN <= 128, "gm3: two accumulators and masters of BN <= 128");
 static_assert(!SPLIT || (KC % (BK / 8) == 0 && KTC >= 1), "KC: whole k-tiles");
-static_assert(STAGE_BYTES == A_PARTS * A_BYTES + PARTS * B_BYTES, "stage layout");
+static_assert(TAPS || STAGE_BYTES == A_PARTS * A_BYTES + PARTS * B_BYTES, "stage layout");
+static_assert(!TAPS || (STAGE_BYTES % 1024 == 0 && TAP_BOX % 128 == 0), "tap: aligned stages, boxes");
 static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
+static_assert(BQ == 32 || (TAPS && !FLAT && BQ == 16), "BQ: 32, or 16 for tap's rows");
 static_assert(!SPLITK || (!POINTWISE && !PATCH && SK >= 2), "gmk: gm_conv over im2col, split");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
@@ -1361,6 +1427,31 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 
 
 
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
 extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     gm_pw(const float *x, const float *w, const float *__restrict__ b, float *__restrict__ y,
           float *ws, const __grid_constant__ ct_kargs a, const __grid_constant__ ct_tmap tx,
@@ -1371,12 +1462,34 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   unsigned long long *full, *empty;
   unsigned char *const smem = ring_setup(smem_raw, full, empty);
 
-  const int K = (int)a.v[CT_GM_A_K];
-  const int HW = (int)(a.v[CT_GM_A_P] * a.v[CT_GM_A_Q]), mt = (HW + BM - 1) / BM;
+  const int K = (int)a.v[CT_GM_A_K], P = (int)a.v[CT_GM_A_P], Q = (int)a.v[CT_GM_A_Q];
+  const int HW = P * Q, W = (int)a.v[CT_GM_A_W];
+  const int PV = FLAT ? P * W : HW; 
+  const int DW = (int)a.v[CT_GM_A_DW], PW = (int)a.v[CT_GM_A_PW];
   const int tiles_n = (int)a.v[CT_GM_A_TILES_N];
   const int tiles = (int)a.v[CT_GM_A_TILES_M] * tiles_n;
   const int ncb = (int)a.v[CT_GM_A_NCB];
+  const int S = (int)a.v[CT_GM_A_S];
+  const int nkt = TAPS ? ncb * (int)a.v[CT_GM_A_R] * S : ncb; 
   const int tid = threadIdx.x, wgi = tid / 128;
+  
+  
+  
+  
+  
+  auto tap_shift = [&](int r, int s) {
+    return (FLAT ? (r * (int)a.v[CT_GM_A_DH] - (int)a.v[CT_GM_A_PH]) * W : 0) + s * DW - PW;
+  };
+  auto origin = [&](int tm, int &img, int &p0, int &q0) {
+    if constexpr (TAPS && !FLAT) {
+      ct_gm_tap_tile(tm, P, Q, BM / 32 * TAP_BH, BQ, &img, &p0, &q0);
+    } else {
+      const int mt = (PV + BM - 1) / BM;
+      img = tm / mt;
+      p0 = (tm - img * mt) * BM;
+      q0 = 0;
+    }
+  };
 
   if (wgi == 0) {
     
@@ -1385,22 +1498,46 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     tmap_prefetch(&tx);
     tmap_prefetch(&tw);
     const int KP = (int)a.v[CT_GM_A_KP];
+    const int SH = (int)a.v[CT_GM_A_SH], PH = (int)a.v[CT_GM_A_PH], DH = (int)a.v[CT_GM_A_DH];
     unsigned it = 0;
 #pragma unroll 1
     for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
       const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
-      const int img = tm / mt, hw0 = (tm - img * mt) * BM;
+      int img, p0, q0;
+      origin(tm, img, p0, q0);
 #pragma unroll 1
-      for (int cb = 0; cb < ncb; ++cb, ++it) {
+      for (int kt = 0; kt < nkt; ++kt, ++it) {
+        int r = 0, s = 0, cb = kt;
+        if constexpr (TAPS) ct_gm_ktile(kt, ncb, S, &r, &s, &cb);
         const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
         unsigned char *const sa = smem + st * STAGE_BYTES;
         mbar_wait(empty + st, ph ^ 1u);
-        mbar_arrive_expect_tx(full + st, STAGE_BYTES);
+        mbar_arrive_expect_tx(full + st, TX_BYTES);
+        
+        
+        
+        
+        
+        
+        
+        
+        
+        int col;
 #pragma unroll
-        for (int i = 0; i < BM / 32; ++i)
-          tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, hw0 + 32 * i, cb * BK, img, 0);
-        tma_load_tile4(sa + B_OFF, &tw, full + st, cb * BK, 0, 0, n0);
-        if constexpr (SPLIT) tma_load_tile4(sa + B_OFF + B_BYTES, &tw, full + st, cb * BK, 0, 0, n0 + KP);
+        for (int i = 0; i < BM / 32; ++i) {
+          if constexpr (FLAT) {
+            ct_gm_tap_window(p0 + 32 * i + tap_shift(r, s), &col);
+            tma_load_tile4(sa + i * TAP_BOX, &tx, full + st, col, cb * BK, img, 0);
+          } else if constexpr (TAPS) {
+            ct_gm_tap_window(q0 + tap_shift(r, s), &col);
+            tma_load_tile4(sa + i * TAP_BOX, &tx, full + st, col,
+                           (p0 + i * TAP_BH) * SH - PH + r * DH, cb * BK, img);
+          } else {
+            tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, p0 + 32 * i, cb * BK, img, 0);
+          }
+        }
+        tma_load_tile4(sa + B_OFF, &tw, full + st, cb * BK, s, r, n0);
+        if constexpr (SPLIT) tma_load_tile4(sa + B_OFF + B_BYTES, &tw, full + st, cb * BK, s, r, n0 + KP);
       }
     }
     return;
@@ -1410,25 +1547,71 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   if constexpr (CWG == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
   const int c = wgi - 1, lt = tid % 128;
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
-  const int px = ct_gm_pw_pixel(c, warp, g); 
   
-  const bool vec_store = (reinterpret_cast<unsigned long long>(y) & 15u) == 0;
+  const int px = TAPS ? ct_gm_tap_pixel(c, warp, g, 0) : ct_gm_pw_pixel(c, warp, g);
+  const int pxs[2] = {px, TAPS ? ct_gm_tap_pixel(c, warp, g, 1) : px + 1};
+  
+  
+  const bool vec_store = !TAPS && (reinterpret_cast<unsigned long long>(y) & 15u) == 0;
+  
+  
+  auto pixel = [&](int p0, int q0, int pi, int &off) {
+    if constexpr (FLAT) {
+      const int v = p0 + pi, p = v / W, q = v - p * W;
+      off = p * Q + q;
+      return v < PV && q < Q;
+    } else if constexpr (TAPS) {
+      const int p = p0 + pi / 32 * TAP_BH + pi % 32 / BQ, q = q0 + pi % BQ;
+      off = p * Q + q;
+      return p < P && q < Q;
+    } else {
+      off = p0 + pi;
+      return off < HW;
+    }
+  };
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
   float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; 
   
   unsigned fa[PARTS][BK / 8][4], fb[PARTS][BK / 8][4];
   unsigned it = 0, prev = 0;
   
+  
+  
+  int col0 = 0, col1 = 0;
+  
   auto ktile = [&](unsigned (&fr)[PARTS][BK / 8][4], int kt) {
     const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
+    bool in0 = true, in1 = true;
+    int sigma = 0; 
+    if constexpr (TAPS) {
+      int r, s, cb, start;
+      ct_gm_ktile(kt, ncb, S, &r, &s, &cb);
+      sigma = ct_gm_tap_window(tap_shift(r, s), &start);
+      if constexpr (FLAT) {
+        in0 = (unsigned)(col0 + s * DW) < (unsigned)W;
+        in1 = (unsigned)(col1 + s * DW) < (unsigned)W;
+      }
+    }
     mbar_wait(full + st, ph);
     const float *const as = reinterpret_cast<const float *>(smem + st * STAGE_BYTES);
 #pragma unroll
     for (int j = 0; j < BK / 8; ++j) {
       const int c0 = 8 * j + t, c1 = c0 + 4;
-      const float2 v0 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c0, px));
-      const float2 v1 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c1, px));
-      const float v[4] = {v0.x, v0.y, v1.x, v1.y};
+      float v[4]; 
+      if constexpr (TAPS) {
+        
+        const float *const a0 = as + sigma;
+        v[0] = a0[ct_gm_tap_smem(BK, BQ, c0, pxs[0])];
+        v[1] = a0[ct_gm_tap_smem(BK, BQ, c0, pxs[1])];
+        v[2] = a0[ct_gm_tap_smem(BK, BQ, c1, pxs[0])];
+        v[3] = a0[ct_gm_tap_smem(BK, BQ, c1, pxs[1])];
+        if (!in0) v[0] = v[2] = 0.0f;
+        if (!in1) v[1] = v[3] = 0.0f;
+      } else {
+        const float2 v0 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c0, px));
+        const float2 v1 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c1, px));
+        v[0] = v0.x, v[1] = v0.y, v[2] = v1.x, v[3] = v1.y;
+      }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         fr[0][j][i] = to_tf32(v[i]);
@@ -1475,18 +1658,23 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
 #pragma unroll 1
   for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
     const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
-    const int img = tm / mt, hw0 = (tm - img * mt) * BM;
+    int img, p0, q0;
+    origin(tm, img, p0, q0);
+    if constexpr (FLAT) {
+      col0 = (p0 + pxs[0]) % W - PW;
+      col1 = (p0 + pxs[1]) % W - PW;
+    }
     if constexpr (SPLIT) {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) master[i] = 0.0f;
     }
     int kt = 0;
 #pragma unroll 1
-    for (; kt + 1 < ncb; kt += 2) {
+    for (; kt + 1 < nkt; kt += 2) {
       ktile(fa, kt);
       ktile(fb, kt + 1);
     }
-    if (kt < ncb) ktile(fa, kt);
+    if (kt < nkt) ktile(fa, kt);
     wgmma_wait<0>();
     if (lt == 0) mbar_arrive(empty + prev);
     const float *const acc = tile_sums(master, d, e);
@@ -1503,8 +1691,11 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       
       
       
-      const int odd = g & 1, px0 = hw0 + px - 2 * odd;
-      float *const yp = y + (long long)img * K * HW + px0;
+      
+      const int odd = g & 1;
+      int off;
+      const bool live = pixel(p0, q0, px - 2 * odd, off);
+      float *const yp = y + (long long)img * K * HW + off;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
         
@@ -1515,16 +1706,16 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         for (int i = 0; i < 4; ++i) q[i] = ct_act(acc[4 * j + i] + (i % 2 ? b1 : b0));
         const float r0 = __shfl_xor_sync(0xffffffffu, odd ? q[0] : q[1], 4);
         const float r1 = __shfl_xor_sync(0xffffffffu, odd ? q[2] : q[3], 4);
-        if (px0 < HW && k < K)
+        if (live && k < K)
           __stcs(reinterpret_cast<float4 *>(yp + (long long)k * HW),
                  odd ? make_float4(r0, r1, q[1], q[3]) : make_float4(q[0], q[2], r0, r1));
       }
     } else {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int hw = hw0 + px + h;
-        if (hw >= HW) continue;
-        float *const yp = y + (long long)img * K * HW + hw;
+        int off;
+        if (!pixel(p0, q0, pxs[h], off)) continue;
+        float *const yp = y + (long long)img * K * HW + off;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
           const int k0 = n0 + 8 * j + 2 * t;
@@ -1744,6 +1935,9 @@ _KERNELS_FP32 = r'''
 #ifndef CT_GM_SPLITK
 #define CT_GM_SPLITK 0
 #endif
+#ifndef BQ
+#define BQ 32 
+#endif
 #ifndef SK
 #define SK 4 
 #endif
@@ -1778,7 +1972,7 @@ __device__ __forceinline__ void cp_async_commit() {
 template <int pending> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 }
-#line 115 "conv_gm.cu"
+#line 118 "conv_gm.cu"
 #line 1 "ct_wgmma.cuh"
 
 
@@ -2149,7 +2343,7 @@ __device__ __forceinline__ void store_pixel(float *__restrict__ yp, const float 
       __stcs(yp + (8 * j + 1) * pq, ct_act(d[4 * j + 2 * hh + 1] + bias[j].y));
   }
 }
-#line 116 "conv_gm.cu"
+#line 119 "conv_gm.cu"
 #line 1 "ct_tmap.cuh"
 
 
@@ -2218,7 +2412,7 @@ __device__ __forceinline__ unsigned long long wgmma_desc_swizzled(unsigned saddr
   return (unsigned long long)((saddr >> 4) & 0x3FFFu) | (1ull << 16) |
          ((unsigned long long)(((8u * row_bytes) >> 4) & 0x3FFFu) << 32) | (mode << 62);
 }
-#line 117 "conv_gm.cu"
+#line 120 "conv_gm.cu"
 #line 1 "ct_gm.cuh"
 
 
@@ -2284,8 +2478,9 @@ __device__ __forceinline__ unsigned long long wgmma_desc_swizzled(unsigned saddr
 #define CT_GM_THREADS(bm) (128 * ((bm) / 64 + 1))
 #define CT_GM_STAGE_BYTES(bm, bn, bk, a_parts, b_parts) \
   (((a_parts) * (bm) + (b_parts) * (bn)) * (bk) * 4)
+#define CT_GM_RING_SMEM(stage_bytes, stages) (1024 + (stages) * ((stage_bytes) + 16))
 #define CT_GM_SMEM(bm, bn, bk, stages, a_parts, b_parts) \
-  (1024 + (stages) * CT_GM_STAGE_BYTES(bm, bn, bk, a_parts, b_parts) + 16 * (stages))
+  CT_GM_RING_SMEM(CT_GM_STAGE_BYTES(bm, bn, bk, a_parts, b_parts), stages)
 
 
 
@@ -2362,12 +2557,64 @@ CT_GM_FN int ct_gm_pw_smem(int bk, int cl, int px) {
 
 
 
+ 
+CT_GM_FN void ct_gm_tap_tile(int tm, int P, int Q, int rows, int bq, int *img, int *p0,
+                             int *q0) {
+  const int segs = (Q + bq - 1) / bq, per = (P + rows - 1) / rows * segs;
+  *img = tm / per;
+  const int rem = tm - *img * per, pb = rem / segs;
+  *p0 = pb * rows;
+  *q0 = (rem - pb * segs) * bq;
+}
+
+
+
+
+
+
+
+
+
+
+
+ 
+#define CT_GM_TAP_PITCH(bq) ((32 / (bq)) * ((bq) + 4))
+#define CT_GM_TAP_A_BYTES(bm, bk, bq) ((bm) / 32 * (bk) * CT_GM_TAP_PITCH(bq) * 4)
+#define CT_GM_TAP_B_OFF(bm, bk, bq) ((CT_GM_TAP_A_BYTES(bm, bk, bq) + 1023) / 1024 * 1024)
+#define CT_GM_TAP_STAGE_BYTES(bm, bn, bk, bq, b_parts) \
+  (CT_GM_TAP_B_OFF(bm, bk, bq) + (b_parts) * (bn) * (bk) * 4)
+
+CT_GM_FN int ct_gm_tap_window(int col, int *start) {
+  *start = col & ~3;  
+  return col & 3;
+}
+
+
+
+
+
+
+
+
+
+ 
+CT_GM_FN int ct_gm_tap_pixel(int c, int warp, int g, int h) {
+  return 32 * (2 * c + (warp >> 1)) + 16 * (g >> 2) + 4 * (2 * (warp & 1) + h) + (g & 3);
+}
+CT_GM_FN int ct_gm_tap_smem(int bk, int bq, int cl, int px) {
+  const int pitch = CT_GM_TAP_PITCH(bq), i = px & 31;
+  return (px >> 5) * bk * pitch + cl * pitch + i / bq * (bq + 4) + i % bq;
+}
+
+
+
+
 
  
 #define CT_GM_MIN_MAP_BYTES (128 * 1024)
 
 #endif  
-#line 118 "conv_gm.cu"
+#line 121 "conv_gm.cu"
 #line 1 "ct_act.cuh"
 
 
@@ -2390,7 +2637,7 @@ __device__ __forceinline__ double ct_act_f64(double v) {
 }
 
 #endif  
-#line 119 "conv_gm.cu"
+#line 122 "conv_gm.cu"
 #line 1 "ct_layout.cuh"
 
 
@@ -2407,13 +2654,16 @@ __device__ __forceinline__ double ct_act_f64(double v) {
 static_assert(CT_LAYOUT == 0 || CT_LAYOUT == 1, "CT_LAYOUT: 0 (NCHW) or 1 (NHWC)");
 
 #endif  
-#line 120 "conv_gm.cu"
+#line 123 "conv_gm.cu"
 
 namespace gm {
 
 constexpr bool SPLIT = CT_GM_SPLIT != 0;
 constexpr bool PATCH = CT_GM_PATCH != 0;     
 constexpr bool POINTWISE = CT_GM_PW != 0;    
+constexpr bool TAPS = CT_GM_PW >= 2;         
+constexpr bool FLAT = CT_GM_PW == 3;         
+constexpr int TAP_BH = 32 / BQ;              
 constexpr bool SPLITK = CT_GM_SPLITK != 0;   
 constexpr int PARTS = SPLIT ? 2 : 1;         
 constexpr int A_PARTS = POINTWISE ? 1 : PARTS; 
@@ -2422,9 +2672,14 @@ constexpr int THREADS = CT_GM_THREADS(BM);
 constexpr int ROW = BK * 4;                  
 
 constexpr int A_BYTES = BM * ROW, B_BYTES = BN * ROW;
-constexpr int B_OFF = A_PARTS * A_BYTES;     
-constexpr int STAGE_BYTES = CT_GM_STAGE_BYTES(BM, BN, BK, A_PARTS, PARTS);
-constexpr int SMEM_BYTES = CT_GM_SMEM(BM, BN, BK, STAGES, A_PARTS, PARTS);
+
+
+constexpr int TAP_BOX = BK * CT_GM_TAP_PITCH(BQ) * 4, TAP_A = CT_GM_TAP_A_BYTES(BM, BK, BQ);
+constexpr int B_OFF = TAPS ? CT_GM_TAP_B_OFF(BM, BK, BQ) : A_PARTS * A_BYTES; 
+constexpr int STAGE_BYTES = TAPS ? CT_GM_TAP_STAGE_BYTES(BM, BN, BK, BQ, PARTS)
+                                 : CT_GM_STAGE_BYTES(BM, BN, BK, A_PARTS, PARTS);
+constexpr int TX_BYTES = TAPS ? TAP_A + PARTS * B_BYTES : STAGE_BYTES; 
+constexpr int SMEM_BYTES = CT_GM_RING_SMEM(STAGE_BYTES, STAGES);
 constexpr int KTC = SPLIT ? KC / (BK / 8) : 1; 
 constexpr int CONSUMER_REGS = 232, PRODUCER_REGS = 40;
 
@@ -2434,8 +2689,10 @@ static_assert(BK == 8 || BK == 16 || BK == 32, "BK: 8, 16 or 32 (one swizzled ro
 static_assert(STAGES >= 2 && SMEM_BYTES <= 232448, "stages exceed shared memory");
 static_assert(!SPLIT || BN <= 128, "gm3: two accumulators and masters of BN <= 128");
 static_assert(!SPLIT || (KC % (BK / 8) == 0 && KTC >= 1), "KC: whole k-tiles");
-static_assert(STAGE_BYTES == A_PARTS * A_BYTES + PARTS * B_BYTES, "stage layout");
+static_assert(TAPS || STAGE_BYTES == A_PARTS * A_BYTES + PARTS * B_BYTES, "stage layout");
+static_assert(!TAPS || (STAGE_BYTES % 1024 == 0 && TAP_BOX % 128 == 0), "tap: aligned stages, boxes");
 static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
+static_assert(BQ == 32 || (TAPS && !FLAT && BQ == 16), "BQ: 32, or 16 for tap's rows");
 static_assert(!SPLITK || (!POINTWISE && !PATCH && SK >= 2), "gmk: gm_conv over im2col, split");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
@@ -2951,6 +3208,31 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 
 
 
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
 extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     gm_pw(const float *x, const float *w, const float *__restrict__ b, float *__restrict__ y,
           float *ws, const __grid_constant__ ct_kargs a, const __grid_constant__ ct_tmap tx,
@@ -2961,12 +3243,34 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   unsigned long long *full, *empty;
   unsigned char *const smem = ring_setup(smem_raw, full, empty);
 
-  const int K = (int)a.v[CT_GM_A_K];
-  const int HW = (int)(a.v[CT_GM_A_P] * a.v[CT_GM_A_Q]), mt = (HW + BM - 1) / BM;
+  const int K = (int)a.v[CT_GM_A_K], P = (int)a.v[CT_GM_A_P], Q = (int)a.v[CT_GM_A_Q];
+  const int HW = P * Q, W = (int)a.v[CT_GM_A_W];
+  const int PV = FLAT ? P * W : HW; 
+  const int DW = (int)a.v[CT_GM_A_DW], PW = (int)a.v[CT_GM_A_PW];
   const int tiles_n = (int)a.v[CT_GM_A_TILES_N];
   const int tiles = (int)a.v[CT_GM_A_TILES_M] * tiles_n;
   const int ncb = (int)a.v[CT_GM_A_NCB];
+  const int S = (int)a.v[CT_GM_A_S];
+  const int nkt = TAPS ? ncb * (int)a.v[CT_GM_A_R] * S : ncb; 
   const int tid = threadIdx.x, wgi = tid / 128;
+  
+  
+  
+  
+  
+  auto tap_shift = [&](int r, int s) {
+    return (FLAT ? (r * (int)a.v[CT_GM_A_DH] - (int)a.v[CT_GM_A_PH]) * W : 0) + s * DW - PW;
+  };
+  auto origin = [&](int tm, int &img, int &p0, int &q0) {
+    if constexpr (TAPS && !FLAT) {
+      ct_gm_tap_tile(tm, P, Q, BM / 32 * TAP_BH, BQ, &img, &p0, &q0);
+    } else {
+      const int mt = (PV + BM - 1) / BM;
+      img = tm / mt;
+      p0 = (tm - img * mt) * BM;
+      q0 = 0;
+    }
+  };
 
   if (wgi == 0) {
     
@@ -2975,22 +3279,46 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     tmap_prefetch(&tx);
     tmap_prefetch(&tw);
     const int KP = (int)a.v[CT_GM_A_KP];
+    const int SH = (int)a.v[CT_GM_A_SH], PH = (int)a.v[CT_GM_A_PH], DH = (int)a.v[CT_GM_A_DH];
     unsigned it = 0;
 #pragma unroll 1
     for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
       const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
-      const int img = tm / mt, hw0 = (tm - img * mt) * BM;
+      int img, p0, q0;
+      origin(tm, img, p0, q0);
 #pragma unroll 1
-      for (int cb = 0; cb < ncb; ++cb, ++it) {
+      for (int kt = 0; kt < nkt; ++kt, ++it) {
+        int r = 0, s = 0, cb = kt;
+        if constexpr (TAPS) ct_gm_ktile(kt, ncb, S, &r, &s, &cb);
         const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
         unsigned char *const sa = smem + st * STAGE_BYTES;
         mbar_wait(empty + st, ph ^ 1u);
-        mbar_arrive_expect_tx(full + st, STAGE_BYTES);
+        mbar_arrive_expect_tx(full + st, TX_BYTES);
+        
+        
+        
+        
+        
+        
+        
+        
+        
+        int col;
 #pragma unroll
-        for (int i = 0; i < BM / 32; ++i)
-          tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, hw0 + 32 * i, cb * BK, img, 0);
-        tma_load_tile4(sa + B_OFF, &tw, full + st, cb * BK, 0, 0, n0);
-        if constexpr (SPLIT) tma_load_tile4(sa + B_OFF + B_BYTES, &tw, full + st, cb * BK, 0, 0, n0 + KP);
+        for (int i = 0; i < BM / 32; ++i) {
+          if constexpr (FLAT) {
+            ct_gm_tap_window(p0 + 32 * i + tap_shift(r, s), &col);
+            tma_load_tile4(sa + i * TAP_BOX, &tx, full + st, col, cb * BK, img, 0);
+          } else if constexpr (TAPS) {
+            ct_gm_tap_window(q0 + tap_shift(r, s), &col);
+            tma_load_tile4(sa + i * TAP_BOX, &tx, full + st, col,
+                           (p0 + i * TAP_BH) * SH - PH + r * DH, cb * BK, img);
+          } else {
+            tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, p0 + 32 * i, cb * BK, img, 0);
+          }
+        }
+        tma_load_tile4(sa + B_OFF, &tw, full + st, cb * BK, s, r, n0);
+        if constexpr (SPLIT) tma_load_tile4(sa + B_OFF + B_BYTES, &tw, full + st, cb * BK, s, r, n0 + KP);
       }
     }
     return;
@@ -3000,25 +3328,71 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   if constexpr (CWG == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
   const int c = wgi - 1, lt = tid % 128;
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
-  const int px = ct_gm_pw_pixel(c, warp, g); 
   
-  const bool vec_store = (reinterpret_cast<unsigned long long>(y) & 15u) == 0;
+  const int px = TAPS ? ct_gm_tap_pixel(c, warp, g, 0) : ct_gm_pw_pixel(c, warp, g);
+  const int pxs[2] = {px, TAPS ? ct_gm_tap_pixel(c, warp, g, 1) : px + 1};
+  
+  
+  const bool vec_store = !TAPS && (reinterpret_cast<unsigned long long>(y) & 15u) == 0;
+  
+  
+  auto pixel = [&](int p0, int q0, int pi, int &off) {
+    if constexpr (FLAT) {
+      const int v = p0 + pi, p = v / W, q = v - p * W;
+      off = p * Q + q;
+      return v < PV && q < Q;
+    } else if constexpr (TAPS) {
+      const int p = p0 + pi / 32 * TAP_BH + pi % 32 / BQ, q = q0 + pi % BQ;
+      off = p * Q + q;
+      return p < P && q < Q;
+    } else {
+      off = p0 + pi;
+      return off < HW;
+    }
+  };
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
   float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; 
   
   unsigned fa[PARTS][BK / 8][4], fb[PARTS][BK / 8][4];
   unsigned it = 0, prev = 0;
   
+  
+  
+  int col0 = 0, col1 = 0;
+  
   auto ktile = [&](unsigned (&fr)[PARTS][BK / 8][4], int kt) {
     const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
+    bool in0 = true, in1 = true;
+    int sigma = 0; 
+    if constexpr (TAPS) {
+      int r, s, cb, start;
+      ct_gm_ktile(kt, ncb, S, &r, &s, &cb);
+      sigma = ct_gm_tap_window(tap_shift(r, s), &start);
+      if constexpr (FLAT) {
+        in0 = (unsigned)(col0 + s * DW) < (unsigned)W;
+        in1 = (unsigned)(col1 + s * DW) < (unsigned)W;
+      }
+    }
     mbar_wait(full + st, ph);
     const float *const as = reinterpret_cast<const float *>(smem + st * STAGE_BYTES);
 #pragma unroll
     for (int j = 0; j < BK / 8; ++j) {
       const int c0 = 8 * j + t, c1 = c0 + 4;
-      const float2 v0 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c0, px));
-      const float2 v1 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c1, px));
-      const float v[4] = {v0.x, v0.y, v1.x, v1.y};
+      float v[4]; 
+      if constexpr (TAPS) {
+        
+        const float *const a0 = as + sigma;
+        v[0] = a0[ct_gm_tap_smem(BK, BQ, c0, pxs[0])];
+        v[1] = a0[ct_gm_tap_smem(BK, BQ, c0, pxs[1])];
+        v[2] = a0[ct_gm_tap_smem(BK, BQ, c1, pxs[0])];
+        v[3] = a0[ct_gm_tap_smem(BK, BQ, c1, pxs[1])];
+        if (!in0) v[0] = v[2] = 0.0f;
+        if (!in1) v[1] = v[3] = 0.0f;
+      } else {
+        const float2 v0 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c0, px));
+        const float2 v1 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c1, px));
+        v[0] = v0.x, v[1] = v0.y, v[2] = v1.x, v[3] = v1.y;
+      }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         fr[0][j][i] = to_tf32(v[i]);
@@ -3065,18 +3439,23 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
 #pragma unroll 1
   for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
     const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
-    const int img = tm / mt, hw0 = (tm - img * mt) * BM;
+    int img, p0, q0;
+    origin(tm, img, p0, q0);
+    if constexpr (FLAT) {
+      col0 = (p0 + pxs[0]) % W - PW;
+      col1 = (p0 + pxs[1]) % W - PW;
+    }
     if constexpr (SPLIT) {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) master[i] = 0.0f;
     }
     int kt = 0;
 #pragma unroll 1
-    for (; kt + 1 < ncb; kt += 2) {
+    for (; kt + 1 < nkt; kt += 2) {
       ktile(fa, kt);
       ktile(fb, kt + 1);
     }
-    if (kt < ncb) ktile(fa, kt);
+    if (kt < nkt) ktile(fa, kt);
     wgmma_wait<0>();
     if (lt == 0) mbar_arrive(empty + prev);
     const float *const acc = tile_sums(master, d, e);
@@ -3093,8 +3472,11 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       
       
       
-      const int odd = g & 1, px0 = hw0 + px - 2 * odd;
-      float *const yp = y + (long long)img * K * HW + px0;
+      
+      const int odd = g & 1;
+      int off;
+      const bool live = pixel(p0, q0, px - 2 * odd, off);
+      float *const yp = y + (long long)img * K * HW + off;
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
         
@@ -3105,16 +3487,16 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         for (int i = 0; i < 4; ++i) q[i] = ct_act(acc[4 * j + i] + (i % 2 ? b1 : b0));
         const float r0 = __shfl_xor_sync(0xffffffffu, odd ? q[0] : q[1], 4);
         const float r1 = __shfl_xor_sync(0xffffffffu, odd ? q[2] : q[3], 4);
-        if (px0 < HW && k < K)
+        if (live && k < K)
           __stcs(reinterpret_cast<float4 *>(yp + (long long)k * HW),
                  odd ? make_float4(r0, r1, q[1], q[3]) : make_float4(q[0], q[2], r0, r1));
       }
     } else {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int hw = hw0 + px + h;
-        if (hw >= HW) continue;
-        float *const yp = y + (long long)img * K * HW + hw;
+        int off;
+        if (!pixel(p0, q0, pxs[h], off)) continue;
+        float *const yp = y + (long long)img * K * HW + off;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
           const int k0 = n0 + 8 * j + 2 * t;
@@ -3214,8 +3596,8 @@ torch::Tensor forward(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
 '''
 
 _SOURCES = {
-    "tf32": (_KERNELS_TF32, _LAUNCH_TF32, "fefb53a40a037267", "90a"),
-    "fp32": (_KERNELS_FP32, _LAUNCH_FP32, "ac26aed758571d62", "90a"),
+    "tf32": (_KERNELS_TF32, _LAUNCH_TF32, "98418a6a33b46cc1", "90a"),
+    "fp32": (_KERNELS_FP32, _LAUNCH_FP32, "dee11d2bf8370dd8", "90a"),
 }
 _BUILT = {}
 
