@@ -690,11 +690,12 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 // pixels 4 apart, so the epilogue stores single floats).  The weights
 // are gm_pack's [KP][R][S][CP], box (cb BK, s, r, n0).  Rows and columns
 // past the image are computed and not stored.
-// CT_GM_PW 3 (tap's plan where both strides are 1 and H W % 4 = 0, any
-// W): x is pw's map {HW, C, N, 1}; the output is taken W wide (columns Q
+// CT_GM_PW 3 (tap's plan where both strides are 1, H W % 4 = 0 and Q <= W,
+// any W): x is pw's map {HW, C, N, 1}; the output is taken W wide (columns Q
 // .. W - 1 computed and not stored), so tap (r, s) of a run of 32 output
 // pixels is a run of 32 input pixels (r DH - PH) W + s DW - PW further:
-// one box (from the 16-byte boundary before, 36 wide, as the row form's);
+// one box (from the 16-byte boundary before, 36 wide, as the row form's,
+// sigma = ((r DH - PH) W + s DW - PW) mod 4);
 // rows above or below x lie outside the plane (zeros), and the consumers
 // zero the pixels whose input column wrapped into a neighbouring row
 // (their registers hold A anyway).

@@ -161,7 +161,8 @@ CT_GM_FN void ct_gm_tap_tile(int tm, int P, int Q, int rows, int bq, int *img, i
 ** unswizzled, TMA's dense [BK][32 / BQ][BQ + 4]: a channel's rows are
 ** CT_GM_TAP_PITCH(bq) floats, 36 or 40, so 4 channels t mod 4 apart fall
 ** on banks 4 t (8 t) apart.  A stage holds the BM / 32 boxes, then B from
-** the next 1024-byte boundary (its 128-byte swizzle's atom). */
+** the next 1024-byte boundary (where its wgmma descriptors, base offset 0,
+** expect a swizzle atom to start). */
 #define CT_GM_TAP_PITCH(bq) ((32 / (bq)) * ((bq) + 4))
 #define CT_GM_TAP_A_BYTES(bm, bk, bq) ((bm) / 32 * (bk) * CT_GM_TAP_PITCH(bq) * 4)
 #define CT_GM_TAP_B_OFF(bm, bk, bq) ((CT_GM_TAP_A_BYTES(bm, bk, bq) + 1023) / 1024 * 1024)

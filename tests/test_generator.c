@@ -550,16 +550,19 @@ static void test_gmp_patches(void) {
 }
 
 /* A k-tile's x boxes as gm_pw reads them (family pw): for BM =
-** 64 and 128 and BK = 8, 16 and 32, `pixel` (row g of warp `warp` of
-** consumer c; row g + 8 the next pixel) is a bijection onto the tile's
-** pixels with consumer c's rows its pixels 64 c .. 64 c + 63, lanes g and
-** g ^ 1 hold 4 aligned consecutive pixels (the epilogue's 16-byte runs);
-** `smem` (channel, pixel) is a bijection onto the stage's A floats and
-** equals TMA's `span`-byte swizzle of the dense boxes [BK][32 pixels]
+** 64 and 128 and BK = 8, 16 and 32, ct_gm_pw_pixel (`pixel`: row g of warp
+** `warp` of consumer c; row g + 8 the next pixel) is a bijection onto the
+** tile's pixels with consumer c's rows its pixels 64 c .. 64 c + 63, lanes
+** g and g ^ 1 hold 4 aligned consecutive pixels (the epilogue's 16-byte
+** runs); ct_gm_pw_smem (`smem`: channel, pixel) is a bijection onto the
+** stage's A floats and equals TMA's 128-byte swizzle of the dense boxes [BK][32 pixels]
 ** (byte bits 4 .. XORed with bits 7 .., boxes on 1024-byte multiples);
 ** and each half-warp's 8-byte fragment reads of a k8 step (channels t and
 ** t + 4) hit the 32 banks once. */
-static void check_box_layout(int (*pixel)(int, int, int), int (*smem)(int, int, int), int span) {
+static void check_pw_boxes(void) {
+  int (*const pixel)(int, int, int) = ct_gm_pw_pixel;
+  int (*const smem)(int, int, int) = ct_gm_pw_smem;
+  const int span = 128;
   for (int bm = 64; bm <= 128; bm += 64)
     for (int bk = 8; bk <= 32; bk *= 2) {
       int seen_px[128] = {0}, seen_off[128 * 32] = {0};
@@ -616,7 +619,7 @@ static void check_box_layout(int (*pixel)(int, int, int), int (*smem)(int, int, 
 ** NHWC, strides, padding or larger filters; pw3 keeps BN = 128 only at
 ** BK = 8 (its registers). */
 static void test_pw_layout(void) {
-  check_box_layout(ct_gm_pw_pixel, ct_gm_pw_smem, 128);
+  check_pw_boxes();
 
   ct_gen_limits lim = h200();
   static const struct { const char *spec; int offered; } cases[] = {
@@ -686,8 +689,8 @@ static void test_pw_layout(void) {
 ** consumer c) is a bijection onto the tile's pixels, consumer c's rows
 ** its pixels 64 c .. 64 c + 63; ct_gm_tap_smem (channel, pixel) is TMA's
 ** dense box [BK][32 / BQ][BQ + 4] at pixel i's row i / BQ and column i mod
-** BQ, box px / 32 a box's bytes further, within the stage's A bytes with
-** room for a shift of 3; a warp's 32 scalar reads of one fragment register
+** BQ, box px / 32 a box's bytes further (boxes on 128 bytes, TMA's
+** destinations); a warp's 32 scalar reads of one fragment register
 ** hit the 32 banks once at every shift 0 .. 3; and ct_gm_tap_window
 ** starts every window, negative columns too, on a multiple of 4 at most 3
 ** columns before it. */
@@ -695,9 +698,7 @@ static void check_tap_layout(void) {
   for (int bm = 64; bm <= 128; bm += 64)
     for (int bk = 8; bk <= 32; bk *= 2)
       for (int bq = 16; bq <= 32; bq *= 2) {
-        const int pitch = CT_GM_TAP_PITCH(bq), box = bk * pitch;
-        ASSERT_EQ_INT(CT_GM_TAP_A_BYTES(bm, bk, bq), bm / 32 * box * 4);
-        ASSERT_EQ_INT(CT_GM_TAP_B_OFF(bm, bk, bq) % 1024, 0);
+        const int box = bk * CT_GM_TAP_PITCH(bq);
         ASSERT_EQ_INT((box * 4) % 128, 0); /* TMA's shared-memory destinations */
         int seen[128] = {0};
         for (int c = 0; c < bm / 64; c++)
@@ -713,7 +714,6 @@ static void check_tap_layout(void) {
           for (int px = 0; px < bm; px++) {
             const int i = px % 32, off = ct_gm_tap_smem(bk, bq, cl, px);
             ASSERT_EQ_INT(off, px / 32 * box + (cl * (32 / bq) + i / bq) * (bq + 4) + i % bq);
-            ASSERT_TRUE(off + 3 < CT_GM_TAP_A_BYTES(bm, bk, bq) / 4);
           }
         for (int sigma = 0; sigma < 4; sigma++)
           for (int c = 0; c < bm / 64; c++)
@@ -736,6 +736,109 @@ static void check_tap_layout(void) {
   }
 }
 
+/* TMA's tiled load of map m (rank 4) from start[4] into a box, emulated:
+** the element at float offset o of the box (dimension 0 fastest; along
+** dimension i box[i] / elem_strides[i] elements, elem_strides[i] apart)
+** is the tensor's element at start + (its index times the stride), as a
+** linear index over m's dims, or -1 where that lies outside them (TMA's
+** zero fill). */
+static int64_t tma_box_element(const ct_gen_map *m, const int64_t start[4], int64_t o) {
+  int64_t lin = 0, scale = 1;
+  for (int i = 0; i < 4; i++) {
+    const int64_t es = m->elem_strides[i] ? m->elem_strides[i] : 1;
+    const int64_t n = (m->box[i] + es - 1) / es, k = o % n;
+    o /= n;
+    const int64_t c = start[i] + k * (i == 0 ? 1 : es);
+    if (c < 0 || c >= (int64_t)m->dims[i]) return -1;
+    lin += c * scale;
+    scale *= (int64_t)m->dims[i];
+  }
+  return lin;
+}
+
+/* What gm_pw (tap, tap3) reads for u on problem p, replayed on the CPU
+** from u's own plan (map 0, kargs) with the kernel's arithmetic (the box
+** starts through ct_gm_tap_window, the reads through ct_gm_tap_pixel,
+** ct_gm_tap_smem and sigma, the flat form's wrap mask), for the first and
+** last tiles, every tap and the first channel block: each A element must
+** be x at the tap's input pixel (a linear index over x's NCHW), or zero
+** where that lies in the padding or past C.  Checks too that the boxes'
+** elements are the stage's A bytes (the kernel's transaction count). */
+static void check_tap_reads(const ct_problem *p, const ct_gen_variant *u, int fp32) {
+  const int bm = u->values[0], bk = u->values[2], bq = u->values[fp32 ? 5 : 4];
+  const int bh = 32 / bq;
+  const ct_gen_map *m = &u->maps[0];
+  const int flat = m->dims[3] == 1 && m->dims[2] == (uint64_t)p->n;
+  int64_t box_elems = 1;
+  for (int i = 0; i < 4; i++) {
+    const int64_t es = m->elem_strides[i] ? m->elem_strides[i] : 1;
+    box_elems *= (m->box[i] + es - 1) / es;
+  }
+  ASSERT_EQ_INT(bm / 32 * box_elems * 4, CT_GM_TAP_A_BYTES(bm, bk, bq));
+  const int64_t *a = u->kargs;
+  const int P = (int)a[CT_GM_A_P], Q = (int)a[CT_GM_A_Q], W = (int)p->w, H = (int)p->h;
+  const int tiles_m = (int)a[CT_GM_A_TILES_M];
+  const int tms[2] = {0, tiles_m - 1};
+  int bad = 0;
+  for (int ti = 0; ti < 2 && !bad; ti++) {
+    const int tm = tms[ti];
+    int img, p0, q0;
+    if (flat) {
+      const int mt = (P * W + bm - 1) / bm;
+      img = tm / mt, p0 = (tm - img * mt) * bm, q0 = 0;
+    } else {
+      ct_gm_tap_tile(tm, P, Q, bm / 32 * bh, bq, &img, &p0, &q0);
+    }
+    for (int r = 0; r < p->r; r++)
+      for (int s = 0; s < p->s; s++) {
+        const int shift = (flat ? (r * (int)p->dil_h - (int)p->pad_h) * W : 0) +
+                          s * (int)p->dil_w - (int)p->pad_w;
+        int col;
+        for (int c = 0; c < bm / 64; c++)
+          for (int warp = 0; warp < 4; warp++)
+            for (int g = 0; g < 8; g++)
+              for (int h = 0; h < 2; h++) {
+                const int px = ct_gm_tap_pixel(c, warp, g, h), i = px / 32, pi = px % 32;
+                int64_t start[4];
+                const int sigma = ct_gm_tap_window((flat ? p0 + 32 * i : q0) + shift, &col);
+                if (flat) {
+                  start[0] = col, start[1] = 0, start[2] = img, start[3] = 0;
+                } else {
+                  start[0] = col;
+                  start[1] = (int64_t)(p0 + i * bh) * p->stride_h - p->pad_h + r * p->dil_h;
+                  start[2] = 0, start[3] = img;
+                }
+                /* The output pixel and its input pixel at tap (r, s). */
+                int op, oq;
+                if (flat) {
+                  op = (p0 + px) / W, oq = (p0 + px) % W;
+                } else {
+                  op = p0 + i * bh + pi / bq, oq = q0 + pi % bq;
+                }
+                const int64_t ih = (int64_t)op * p->stride_h - p->pad_h + r * p->dil_h;
+                const int64_t iw = oq - p->pad_w + s * (int64_t)p->dil_w;
+                const int masked = flat && (iw < 0 || iw >= W);
+                for (int cl = 0; cl < bk && !bad; cl++) {
+                  const int64_t off = ct_gm_tap_smem(bk, bq, cl, px) - px / 32 * bk *
+                                      CT_GM_TAP_PITCH(bq) + sigma;
+                  const int64_t got = masked ? -1 : tma_box_element(m, start, off);
+                  const int in = cl < p->c && ih >= 0 && ih < H && iw >= 0 && iw < W;
+                  /* NCHW index of (img, cl, ih, iw); map 0 linearises the
+                  ** same order ({W, H, C, N} or {HW, C, N, 1}). */
+                  const int64_t want = in ? ((img * p->c + cl) * H + ih) * W + iw : -1;
+                  if (got != want) {
+                    fprintf(stderr, "%s: tile %d tap (%d, %d) pixel %d channel %d: read %lld, "
+                                    "want %lld\n", u->name, tm, r, s, px, cl,
+                            (long long)got, (long long)want);
+                    bad = 1;
+                  }
+                }
+              }
+      }
+  }
+  ASSERT_EQ_INT(bad, 0);
+}
+
 /* Families tap and tap3: any filter of an NCHW problem with horizontal
 ** stride 1 and W % 4 = 0, x read in place.  ct_gm_tap_tile puts every
 ** output pixel in exactly one tile's box rows (rows p0 .. p0 + BM/32 - 1,
@@ -752,7 +855,8 @@ static void check_tap_layout(void) {
 ** Offered for ResNet-50's and KernelBench's stride-1 3x3 and larger
 ** filters, dilated and padded ones and a vertical stride; declined for a
 ** horizontal stride, W % 4 != 0, NHWC, where pw takes the problem (a
-** plain 1x1), and where most of a 32-column segment would be dead. */
+** plain 1x1), and where most of a 32-column segment would be dead.  For
+** every variant offered, check_tap_reads replays its loads and reads. */
 static void test_tap_plan(void) {
   static const int sizes[][2] = {{1, 1}, {7, 5}, {28, 28}, {56, 56}, {33, 64}, {5, 100}, {14, 14}};
   for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
@@ -872,6 +976,7 @@ static void test_tap_plan(void) {
       else
         ASSERT_EQ_INT(u->kargs[CT_GM_A_TILES_M], p.n * ((P + rows - 1) / rows) * ((Q + bq - 1) / bq));
       ASSERT_EQ_INT(u->kargs[CT_GM_A_NCB], (cp + bk - 1) / bk);
+      check_tap_reads(&p, u, fp32);
     }
     free(v);
     if ((n_tap > 0) != cases[i / 2].offered)

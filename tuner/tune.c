@@ -632,8 +632,8 @@ static ct_status restart_after(tune_run *t, const ct_cache_trial *tr, char *err,
   ct_status rc = ct_tune_worker_restart(t->w, why, sizeof why);
   t->r->restarts++;
   if (rc != CT_OK)
-    snprintf(err, len, "variant %s ended the GPU worker (%s: %.200s) and it cannot start again: %s%s",
-             tr->variant, ct_trial_status_name(tr->status), tr->message, why,
+    snprintf(err, len, "the GPU worker cannot start again (%.300s) after variant %s ended it (%s: %.200s)%s",
+             why, tr->variant, ct_trial_status_name(tr->status), tr->message,
              t->o->worker_exe ? ""
                               : "; in process a fault loses the CUDA context, so tune in an "
                                 "isolated worker to record it and go on");
