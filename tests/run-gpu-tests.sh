@@ -32,7 +32,7 @@ for t in test_gpu_variants test_gpu_e2e test_gpu_shapes test_gpu_runtime test_gp
   result "$t" "$(cat "$out.rc")"
 done
 # Script tests: run from the source tree with the built convtune.
-for t in test_gpu_faults test_gpu_interrupt; do
+for t in test_gpu_faults test_gpu_interrupt test_gpu_memcheck; do
   { "$(dirname "$0")/$t.sh" "$build/tuner/convtune" 2>&1; echo $? > "$out.rc"; } | tee "$out"
   result "$t" "$(cat "$out.rc")"
 done
