@@ -31,8 +31,12 @@ winners per family and each problem's winner with its time.
                              [--db PATH] [--lib PATH] [--trials 100]
                              [--impls eager,eager_channels_last,torch_compile,convtune,
                                       convtune_channels_last]
-                             [--no-compile] [--compile-mode MODE]
+                             [--no-compile] [--compile-mode MODE] [--no-pack]
                              [--out DIR] [--seed 0] [--device 0]
+
+The convtune rows run the model patched with pack_weights=True (each
+convolution's weights packed once, no weight pass in its calls); --no-pack
+patches without it.
 
 Each row also carries conv_floor_ms, the floor of the model's convolutions
 alone at its precision (bench.py's floors, max(memory, compute) of each
@@ -91,6 +95,8 @@ def parse_args(argv):
                    help="leave out torch.compile (the torch_compile row)")
     p.add_argument("--compile-mode", default="max-autotune-no-cudagraphs",
                    help="torch.compile's mode (default %(default)s)")
+    p.add_argument("--no-pack", action="store_true",
+                   help="patch without pack_weights (a weight pass in every call)")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", type=int, default=0)
@@ -203,8 +209,8 @@ def run_rows(name, batch, args, dev, flush, rates, log):
                 k: v for k, v in tune_info[key].items() if k != "winners"}))
     impls = {"eager": (model, x)}
     for impl, m, inp in ours:
-        patched, report = ct.patch(m)
-        extra = {"replaced": len(report["replaced"]),
+        patched, report = ct.patch(m, pack_weights=not args.no_pack)
+        extra = {"replaced": len(report["replaced"]), "pack_weights": not args.no_pack,
                  "folded_bn": sum(1 for r in report["replaced"] if r["folded_bn"]),
                  "fused_relu": sum(1 for r in report["replaced"] if r["fused_relu"]),
                  "left": report["left"], "tune": tune_info}

@@ -65,6 +65,9 @@ typedef struct ct_gen_launch {
   unsigned grid[3];
   unsigned block[3];
   unsigned smem;            /* dynamic shared memory, bytes */
+  int weights;              /* 1: the weight pass, which reads w alone and
+                               writes the variant's packed weights (the
+                               workspace's wpack region) and nothing else */
 } ct_gen_launch;
 
 struct ct_gen_family;
@@ -113,6 +116,12 @@ typedef struct ct_gen_variant {
   int n_kernels;
   ct_gen_launch kernels[CT_GEN_MAX_KERNELS];
   size_t workspace_bytes;                 /* 0: none */
+  /* The packed weights' region of the workspace, [wpack_offset,
+  ** wpack_offset + wpack_bytes), where its weight pass writes them and
+  ** only maps read them (so they can live in a buffer of their own and be
+  ** packed once: ct_weights_pack); wpack_bytes 0 where the variant reads
+  ** w itself or its kernels read the packed weights by pointer. */
+  size_t wpack_offset, wpack_bytes;
   /* A tensor-map family's (all zero otherwise): */
   int n_maps;                             /* maps[0 .. n_maps-1] */
   ct_gen_map maps[CT_GEN_MAX_MAPS];

@@ -392,6 +392,7 @@ static void gm_launch(ct_gen_launch *l, const char *name, int64_t gx, int64_t gy
   l->block[0] = threads;
   l->block[1] = l->block[2] = 1;
   l->smem = smem;
+  l->weights = 0;
 }
 
 /* The problem's own sizes into kargs' first slots (N, C, H, W, K, R, S). */
@@ -459,8 +460,11 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
                 (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH, CT_GM_PREP_THREADS, 0);
       gm_launch(&out->kernels[1], "gm_pack", sh.pack_blocks, 1, CT_GM_PACK_THREADS, 0);
     }
+    out->kernels[1].weights = 1;
     gm_launch(&out->kernels[2], "gm_conv", sp.grid, 1, threads, smem);
     out->workspace_bytes = (size_t)sh.ws_bytes;
+    out->wpack_offset = (size_t)(sh.w_off * 4); /* read by map 1 alone */
+    out->wpack_bytes = (size_t)(sh.w_floats * 4);
   }
   if (kd->splitk) { /* then gm_reduce over the partials */
     gm_launch(&out->kernels[out->n_kernels++], "gm_reduce",
@@ -721,10 +725,14 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   const int wdirect = !taps && pw_reads_w(p, parts);
   const int64_t rs = p->r * p->s;
   out->n_kernels = 0;
-  if (!wdirect)
-    gm_launch(&out->kernels[out->n_kernels++], "gm_pack", sh.kp * rs, 1, CT_GM_PACK_THREADS, 0);
+  if (!wdirect) {
+    gm_launch(&out->kernels[out->n_kernels], "gm_pack", sh.kp * rs, 1, CT_GM_PACK_THREADS, 0);
+    out->kernels[out->n_kernels++].weights = 1;
+  }
   gm_launch(&out->kernels[out->n_kernels++], "gm_pw", sh.grid, 1, threads, smem);
   out->workspace_bytes = wdirect ? 0 : (size_t)(parts * sh.kp * rs * sh.cp * 4);
+  out->wpack_offset = 0; /* the whole workspace, read by map 1 alone */
+  out->wpack_bytes = out->workspace_bytes;
 
   int64_t *a = out->kargs;
   gm_kargs_problem(a, p);

@@ -148,9 +148,10 @@ ct_status ct_open(const char *db_path, int device, ct_context **out);
 /* The message of the last ct_open failure in this thread; never NULL. */
 const char *ct_open_error(void);
 
-/* Releases the context and every module it loaded.  No other thread may be
-** using the context, nor use it afterwards.  ct_close(NULL) is a harmless
-** no-op. */
+/* Releases the context, every module it loaded and the device memory of
+** weights packed on it and not yet freed (their handles then only need
+** ct_weights_free).  No other thread may be using the context, nor use it
+** afterwards.  ct_close(NULL) is a harmless no-op. */
 void ct_close(ct_context *ctx);
 
 /* Runs the convolution described by *p on `stream` (a CUstream /
@@ -200,6 +201,49 @@ void ct_close(ct_context *ctx);
 ** CT_ERR_NVRTC; CT_ERR_NOMEM.  ct_last_error() gives details. */
 ct_status ct_forward(ct_context *ctx, const ct_problem *p, const float *x,
                      const float *w, const float *b, float *y, void *stream);
+
+/* ---------------------------------------------------------------------- */
+/* Weights packed once                                                     */
+
+/* A problem's weights in the form its kernel reads, made once: for an
+** inference layer whose weights do not change, ct_forward_packed then
+** runs the problem without the per-call weight pass (the general
+** families' packing of KCRS w into [K][R][S][C] rounded to TF32, for fp32
+** also the low halves).  Opaque; see ct_weights_pack. */
+typedef struct ct_weights ct_weights;
+
+/* Loads *p's kernel as ct_prepare does, allocates device memory of its
+** own (cuMemAlloc, the device's primary context) and queues on `stream`
+** the making of w's packed form there: the kernel's own weight pass, or a
+** copy of w for a kernel that reads w as it is (or packs it per call
+** anyway).  w is read on `stream` only, so it may change once that work
+** is done; the packed weights do not follow it (pack again).  Allocates:
+** call it outside a graph capture.  *out is NULL after a failure.
+** Returns CT_OK; ct_prepare's failures; CT_ERR_INVALID_ARG (ctx not an
+** open context, p, w or out NULL, w not 4-byte aligned); CT_ERR_CUDA (the
+** allocation or the launch failed; ct_last_error says which). */
+ct_status ct_weights_pack(ct_context *ctx, const ct_problem *p, const float *w,
+                          void *stream, ct_weights **out);
+
+/* ct_forward for *p with weights packed by ct_weights_pack on this context
+** for the same problem: the same kernels, less its weight pass, reading
+** wp; the result equals ct_forward's with the w that was packed, bit for
+** bit.  Work on another stream than the packing's must be ordered after
+** it by the caller.  Warm calls allocate nothing and take no lock, as
+** ct_forward's.  Returns ct_forward's statuses; CT_ERR_INVALID_ARG also
+** when wp is NULL or was packed on another context or for another
+** problem. */
+ct_status ct_forward_packed(ct_context *ctx, const ct_problem *p, const float *x,
+                            const ct_weights *wp, const float *b, float *y, void *stream);
+
+/* The bytes of device memory wp holds (0 for NULL). */
+size_t ct_weights_bytes(const ct_weights *wp);
+
+/* Frees wp: synchronises its context (work queued with wp finishes
+** first), then releases the memory.  After ct_close of its context (which
+** released the memory of every packed weights still on it) it frees the
+** handle alone.  NULL is a no-op. */
+void ct_weights_free(ct_weights *wp);
 
 /* How ct_forward obtained the kernel it runs for a problem. */
 typedef enum ct_path {

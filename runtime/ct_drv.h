@@ -32,7 +32,8 @@
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuCtxGetCurrent)               \
   X(cuStreamGetCtx) X(cuCtxGetDevice) X(cuMemPoolCreate) X(cuMemPoolDestroy)   \
   X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)       \
-  X(cuMemGetInfo) X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)
+  X(cuMemGetInfo) X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)       \
+  X(cuMemcpyDtoDAsync)
 
 #define CT_DRV_FIELD(fn) __typeof__(&fn) fn;
 typedef struct ct_drv_api {

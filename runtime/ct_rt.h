@@ -55,6 +55,24 @@ ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
                               CUdeviceptr w, CUdeviceptr b, CUdeviceptr y,
                               CUstream stream, CUresult *cr);
 
+/* Packed weights (ct_weights_pack).  ct_rt_kernel_packed_bytes: the size
+** of k's packed weights, its wpack region, or for a variant without one
+** (it reads w itself, or its kernels read the packed weights by pointer)
+** w_bytes, a plain copy of w.  ct_rt_kernel_pack queues their making from
+** w into `packed` (that many bytes, 16-byte aligned): k's weight pass, or
+** the copy.  ct_rt_kernel_launch_packed is ct_rt_kernel_launch with them:
+** k's launches but its weight pass, the maps over the wpack region
+** encoded at `packed` (keyed with it in k's cache); for a variant without
+** a wpack region, the launches with `packed` as w.  Both return CT_OK or
+** CT_ERR_CUDA with *cr set (launch_packed: also ct_rt_kernel_launch's
+** CT_ERR_INVALID_ARG). */
+size_t ct_rt_kernel_packed_bytes(const ct_rt_kernel *k, size_t w_bytes);
+ct_status ct_rt_kernel_pack(const ct_rt_kernel *k, CUdeviceptr w, size_t w_bytes,
+                            CUdeviceptr packed, CUstream stream, CUresult *cr);
+ct_status ct_rt_kernel_launch_packed(const ct_rt_kernel *k, CUdeviceptr x, CUdeviceptr packed,
+                                     CUdeviceptr b, CUdeviceptr y, CUstream stream,
+                                     CUresult *cr);
+
 #define CT_RT_MAP_SLOTS 8
 
 /* Encodes and launches nothing: the number of map encodings k's cache has

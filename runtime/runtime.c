@@ -41,9 +41,13 @@
 ** without a lock as a sequence lock: seq is 0 while empty, odd while a
 ** writer (holding the cache's lock) rewrites the slot, and a reader keeps
 ** what it copied only if seq was even and unchanged around the copy. */
+/* A slot's key: the base address of each buffer the maps describe, by
+** ct_gen_map_buffer, then the packed weights' (RT_BUF_PACKED). */
+#define RT_BUF_PACKED 4
+#define RT_KEYS 5
 typedef struct ct_rt_maps_slot {
   CUtensorMap map[CT_GEN_MAX_MAPS];
-  CUdeviceptr key[4];
+  CUdeviceptr key[RT_KEYS];
   atomic_uint seq;
 } ct_rt_maps_slot;
 
@@ -101,27 +105,38 @@ static CUresult rt_encode_map(const ct_gen_map *m, CUdeviceptr base, CUtensorMap
 
 /* Copies slot sl's maps into out when it holds key; 1 on a hit.  No
 ** lock (see ct_rt_maps_slot). */
-static int rt_maps_read(ct_rt_maps_slot *sl, const CUdeviceptr key[4], int n_maps,
+static int rt_maps_read(ct_rt_maps_slot *sl, const CUdeviceptr key[RT_KEYS], int n_maps,
                         CUtensorMap *out) {
   unsigned v = atomic_load_explicit(&sl->seq, memory_order_acquire);
   if (v == 0 || (v & 1u)) return 0;
-  if (memcmp(sl->key, key, 4 * sizeof key[0]) != 0) return 0;
+  if (memcmp(sl->key, key, RT_KEYS * sizeof key[0]) != 0) return 0;
   memcpy(out, sl->map, sizeof(CUtensorMap) * (size_t)n_maps);
   atomic_thread_fence(memory_order_acquire);
   return atomic_load_explicit(&sl->seq, memory_order_relaxed) == v;
 }
 
-/* The maps of k's variant for buffers bufs (by ct_gen_map_buffer) into
-** out: from k's cache without a lock, else encoded under the cache's lock
-** and published. */
-static CUresult rt_maps_for(const ct_rt_kernel *k, const CUdeviceptr bufs[4],
+/* The buffer (a key index) map m of v reads: its own, or with packed
+** weights the packed buffer where m lies in the workspace's wpack region. */
+static unsigned rt_map_buffer(const ct_gen_variant *v, const ct_gen_map *m, CUdeviceptr packed) {
+  if (packed && m->buffer == CT_GEN_BUF_WS && m->offset >= v->wpack_offset &&
+      m->offset - v->wpack_offset < v->wpack_bytes)
+    return RT_BUF_PACKED;
+  return (unsigned)m->buffer;
+}
+
+/* The maps of k's variant for buffers bufs (by key index: ct_gen_map_buffer,
+** then the packed weights, 0 when none) into out: from k's cache without a
+** lock, else encoded under the cache's lock and published.  A map over the
+** packed weights is encoded at the packed buffer's base less wpack_offset,
+** so that its offset lands at the packed buffer's start. */
+static CUresult rt_maps_for(const ct_rt_kernel *k, const CUdeviceptr bufs[RT_KEYS],
                             CUtensorMap out[CT_GEN_MAX_MAPS]) {
   const ct_gen_variant *v = &k->variant;
   struct ct_rt_maps *c = k->maps;
-  CUdeviceptr key[4] = {0, 0, 0, 0};
+  CUdeviceptr key[RT_KEYS] = {0, 0, 0, 0, 0};
   for (int i = 0; i < v->n_maps; i++) {
-    unsigned b = (unsigned)v->maps[i].buffer;
-    if (b >= 4) return CUDA_ERROR_INVALID_VALUE;
+    unsigned b = rt_map_buffer(v, &v->maps[i], bufs[RT_BUF_PACKED]);
+    if (b >= RT_KEYS) return CUDA_ERROR_INVALID_VALUE;
     key[b] = bufs[b];
   }
   for (int s = 0; s < CT_RT_MAP_SLOTS; s++)
@@ -135,7 +150,9 @@ static CUresult rt_maps_for(const ct_rt_kernel *k, const CUdeviceptr bufs[4],
       return CUDA_SUCCESS;
     }
   for (int i = 0; i < v->n_maps && r == CUDA_SUCCESS; i++) {
-    r = rt_encode_map(&v->maps[i], key[v->maps[i].buffer], &out[i]);
+    const unsigned b = rt_map_buffer(v, &v->maps[i], key[RT_BUF_PACKED]);
+    r = rt_encode_map(&v->maps[i], b == RT_BUF_PACKED ? key[b] - v->wpack_offset : key[b],
+                      &out[i]);
     c->encodes++;
   }
   if (r == CUDA_SUCCESS) {
@@ -229,9 +246,10 @@ fail:
   return CT_ERR_CUDA;
 }
 
-ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
-                              CUdeviceptr w, CUdeviceptr b, CUdeviceptr y,
-                              CUstream stream, CUresult *cr) {
+/* Queues k's launches (packed: all but its weight pass, the maps over the
+** packed weights encoded at `packed`). */
+static ct_status rt_launch(const ct_rt_kernel *k, CUdeviceptr x, CUdeviceptr w, CUdeviceptr b,
+                           CUdeviceptr y, CUdeviceptr packed, CUstream stream, CUresult *cr) {
   CUdeviceptr ws = 0;
   CUresult r = CUDA_SUCCESS;
   /* A map over the caller's tensors needs a 16-byte aligned address. */
@@ -257,7 +275,7 @@ ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
   CUtensorMap maps[CT_GEN_MAX_MAPS]; /* 64-byte aligned, as cuda.h declares it */
   if (k->maps != NULL) {
     memset(maps, 0, sizeof maps);
-    const CUdeviceptr bufs[4] = {ws, x, w, y};
+    const CUdeviceptr bufs[RT_KEYS] = {ws, x, w, y, packed};
     if (k->variant.n_maps > 0) r = rt_maps_for(k, bufs, maps);
     args[5] = (void *)k->variant.kargs;
     args[6] = &maps[0];
@@ -265,6 +283,7 @@ ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
   }
   for (int i = 0; i < k->variant.n_kernels && r == CUDA_SUCCESS; i++) {
     const ct_gen_launch *l = &k->variant.kernels[i];
+    if (packed && l->weights) continue;
     r = ct_drv.cuLaunchKernel(k->fn[i], l->grid[0], l->grid[1], l->grid[2],
                               l->block[0], l->block[1], l->block[2], l->smem,
                               stream, args, NULL);
@@ -273,6 +292,49 @@ ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
   if (ws) {
     CUresult rf = ct_drv.cuMemFreeAsync(ws, stream);
     if (r == CUDA_SUCCESS) r = rf;
+  }
+  *cr = r;
+  return r == CUDA_SUCCESS ? CT_OK : CT_ERR_CUDA;
+}
+
+ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
+                              CUdeviceptr w, CUdeviceptr b, CUdeviceptr y,
+                              CUstream stream, CUresult *cr) {
+  return rt_launch(k, x, w, b, y, 0, stream, cr);
+}
+
+ct_status ct_rt_kernel_launch_packed(const ct_rt_kernel *k, CUdeviceptr x, CUdeviceptr packed,
+                                     CUdeviceptr b, CUdeviceptr y, CUstream stream,
+                                     CUresult *cr) {
+  if (k->variant.wpack_bytes == 0) return rt_launch(k, x, packed, b, y, 0, stream, cr);
+  return rt_launch(k, x, packed, b, y, packed, stream, cr);
+}
+
+size_t ct_rt_kernel_packed_bytes(const ct_rt_kernel *k, size_t w_bytes) {
+  return k->variant.wpack_bytes > 0 ? k->variant.wpack_bytes : w_bytes;
+}
+
+ct_status ct_rt_kernel_pack(const ct_rt_kernel *k, CUdeviceptr w, size_t w_bytes,
+                            CUdeviceptr packed, CUstream stream, CUresult *cr) {
+  const ct_gen_variant *v = &k->variant;
+  CUresult r = CUDA_SUCCESS;
+  if (v->wpack_bytes == 0) {
+    r = ct_drv.cuMemcpyDtoDAsync(packed, w, w_bytes, stream);
+  } else {
+    /* The weight pass writes at ws + wpack_offset: give it the packed
+    ** buffer less that offset (it touches nothing else); its maps, which
+    ** it does not read, are left zero. */
+    CUdeviceptr x = 0, b = 0, y = 0, ws = packed - v->wpack_offset;
+    CUtensorMap maps[CT_GEN_MAX_MAPS];
+    memset(maps, 0, sizeof maps);
+    void *args[] = {&x, &w, &b, &y, &ws, (void *)v->kargs, &maps[0], &maps[1]};
+    if (k->maps == NULL) args[5] = args[6] = args[7] = NULL;
+    for (int i = 0; i < v->n_kernels && r == CUDA_SUCCESS; i++) {
+      const ct_gen_launch *l = &v->kernels[i];
+      if (!l->weights) continue;
+      r = ct_drv.cuLaunchKernel(k->fn[i], l->grid[0], l->grid[1], l->grid[2], l->block[0],
+                                l->block[1], l->block[2], l->smem, stream, args, NULL);
+    }
   }
   *cr = r;
   return r == CUDA_SUCCESS ? CT_OK : CT_ERR_CUDA;
@@ -340,7 +402,11 @@ struct ct_context {
   ct_status db_status;          /* ct_database_status */
   char db_path[4096];           /* "" when none */
   char db_message[512];         /* what was found */
+  struct ct_weights *weights;   /* packed on this context, not yet freed
+                                   (a list, under load_lock) */
 };
+
+static void rt_release_weights(ct_context *ctx, int pushed);
 
 /* Per-process state: fork detection and the serial counter. */
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
@@ -539,6 +605,7 @@ void ct_close(ct_context *ctx) {
   CUcontext popped;
   if (ctx->primary && ct_drv.cuCtxPushCurrent(ctx->primary) == CUDA_SUCCESS)
     pushed = 1;
+  rt_release_weights(ctx, pushed);
   for (size_t i = 0; i < CT_RT_BUCKETS; i++) {
     ct_rt_entry *e = atomic_load(&ctx->table[i]);
     while (e != NULL) {
@@ -806,6 +873,33 @@ static int overlaps(uintptr_t a, uint64_t na, uintptr_t b, uint64_t nb) {
   return a < b + nb && b < a + na;
 }
 
+/* Queues e's kernel on stream in ctx's primary context, for ct_forward
+** (packed 0) or ct_forward_packed (those weights; w unused). */
+static ct_status forward_launch(ct_context *ctx, const ct_rt_entry *e, uintptr_t x,
+                                uintptr_t w, uintptr_t b, uintptr_t y, CUdeviceptr packed,
+                                void *stream) {
+  CUcontext popped;
+  CUresult cr = ct_drv.cuCtxPushCurrent(ctx->primary);
+  if (cr != CUDA_SUCCESS)
+    return ctx_fail(ctx, CT_ERR_CUDA, cr, "cannot make the device's primary context current");
+  ct_status rc = packed ? ct_rt_kernel_launch_packed(&e->kernel, (CUdeviceptr)x, packed,
+                                                     (CUdeviceptr)b, (CUdeviceptr)y,
+                                                     (CUstream)stream, &cr)
+                        : ct_rt_kernel_launch(&e->kernel, (CUdeviceptr)x, (CUdeviceptr)w,
+                                              (CUdeviceptr)b, (CUdeviceptr)y,
+                                              (CUstream)stream, &cr);
+  ct_drv.cuCtxPopCurrent(&popped);
+  if (rc == CT_ERR_INVALID_ARG)
+    return ctx_fail(ctx, rc, cr,
+                    "%s: this problem's kernel reads %s through TMA tensor maps, which need "
+                    "16-byte aligned addresses; %s not 16-byte aligned (copy it into a "
+                    "fresh allocation)",
+                    packed ? "ct_forward_packed" : "ct_forward", packed ? "x" : "x and w",
+                    packed ? "x is" : "x or w is");
+  if (rc != CT_OK) return ctx_fail(ctx, rc, cr, "kernel launch failed");
+  return CT_OK;
+}
+
 ct_status ct_forward(ct_context *ctx, const ct_problem *p, const float *x,
                      const float *w, const float *b, float *y, void *stream) {
   ct_status rc = ctx_check(ctx);
@@ -834,22 +928,7 @@ ct_status ct_forward(ct_context *ctx, const ct_problem *p, const float *x,
     return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
                     "ct_forward: y overlaps an input (x, w or b); the "
                     "kernels do not work in place");
-  CUcontext popped;
-  CUresult cr = ct_drv.cuCtxPushCurrent(ctx->primary);
-  if (cr != CUDA_SUCCESS)
-    return ctx_fail(ctx, CT_ERR_CUDA, cr,
-                    "cannot make the device's primary context current");
-  rc = ct_rt_kernel_launch(&e->kernel, (CUdeviceptr)ux, (CUdeviceptr)uw,
-                           (CUdeviceptr)ub, (CUdeviceptr)uy,
-                           (CUstream)stream, &cr);
-  ct_drv.cuCtxPopCurrent(&popped);
-  if (rc == CT_ERR_INVALID_ARG)
-    return ctx_fail(ctx, rc, cr,
-                    "ct_forward: this problem's kernel reads x and w through TMA "
-                    "tensor maps, which need 16-byte aligned addresses; x or w is "
-                    "not 16-byte aligned (copy it into a fresh allocation)");
-  if (rc != CT_OK) return ctx_fail(ctx, rc, cr, "kernel launch failed");
-  return CT_OK;
+  return forward_launch(ctx, e, ux, uw, ub, uy, 0, stream);
 }
 
 ct_status ct_prepare(ct_context *ctx, const ct_problem *p) {
@@ -862,6 +941,150 @@ ct_status ct_prepare(ct_context *ctx, const ct_problem *p) {
   ct_rt_entry *e = table_find(ctx, p, h);
   if (e != NULL) return CT_OK;
   return entry_load(ctx, p, h, &e);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Weights packed once                                                     */
+
+#define CT_RT_WEIGHTS_MAGIC 0x74776374u /* "ctwt" */
+
+struct ct_weights {
+  uint32_t magic;           /* CT_RT_WEIGHTS_MAGIC while allocated */
+  ct_context *ctx;          /* packed on; NULL once that context closed */
+  uint64_t serial;          /* ctx->serial then */
+  const ct_rt_entry *e;     /* the problem's kernel (immutable) */
+  CUdeviceptr mem;          /* the packed weights */
+  size_t bytes;
+  struct ct_weights *prev, *next; /* ctx->weights */
+};
+
+/* At ct_close (its primary context current when pushed): the memory of
+** every packed weights not yet freed is released, and each is detached,
+** so that a later ct_weights_free only frees the handle. */
+static void rt_release_weights(ct_context *ctx, int pushed) {
+  pthread_mutex_lock(&ctx->load_lock);
+  if (pushed && ctx->weights) ct_drv.cuCtxSynchronize();
+  for (ct_weights *wp = ctx->weights; wp != NULL; wp = wp->next) {
+    if (pushed) ct_drv.cuMemFree(wp->mem);
+    wp->ctx = NULL;
+    wp->mem = 0;
+  }
+  ctx->weights = NULL;
+  pthread_mutex_unlock(&ctx->load_lock);
+}
+
+/* The entry of p on ctx, loaded if needed. */
+static ct_status entry_of(ct_context *ctx, const ct_problem *p, ct_rt_entry **e) {
+  uint64_t h = problem_hash(p);
+  *e = table_find(ctx, p, h);
+  return *e ? CT_OK : entry_load(ctx, p, h, e);
+}
+
+ct_status ct_weights_pack(ct_context *ctx, const ct_problem *p, const float *w,
+                          void *stream, ct_weights **out) {
+  if (out) *out = NULL;
+  ct_status rc = ctx_check(ctx);
+  if (rc != CT_OK) return rc;
+  if (p == NULL || w == NULL || out == NULL)
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "ct_weights_pack: the problem, w and out must not be NULL");
+  if ((uintptr_t)w & (sizeof(float) - 1))
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "ct_weights_pack: w must be a 4-byte aligned fp32 pointer");
+  ct_rt_entry *e;
+  rc = entry_of(ctx, p, &e);
+  if (rc != CT_OK) return rc;
+  ct_weights *wp = calloc(1, sizeof *wp);
+  if (wp == NULL) return ctx_fail(ctx, CT_ERR_NOMEM, CUDA_SUCCESS, "out of host memory");
+  wp->ctx = ctx;
+  wp->serial = ctx->serial;
+  wp->e = e;
+  wp->bytes = ct_rt_kernel_packed_bytes(&e->kernel, (size_t)e->w_bytes);
+  CUcontext popped;
+  CUresult cr = ct_drv.cuCtxPushCurrent(ctx->primary);
+  if (cr != CUDA_SUCCESS) {
+    free(wp);
+    return ctx_fail(ctx, CT_ERR_CUDA, cr, "cannot make the device's primary context current");
+  }
+  const char *what = "allocating the packed weights";
+  cr = ct_drv.cuMemAlloc(&wp->mem, wp->bytes);
+  if (cr == CUDA_SUCCESS) {
+    what = "queuing the weight pass";
+    rc = ct_rt_kernel_pack(&e->kernel, (CUdeviceptr)(uintptr_t)w, (size_t)e->w_bytes, wp->mem,
+                           (CUstream)stream, &cr);
+    if (rc != CT_OK) ct_drv.cuMemFree(wp->mem);
+  }
+  ct_drv.cuCtxPopCurrent(&popped);
+  if (cr != CUDA_SUCCESS) {
+    const size_t bytes = wp->bytes;
+    free(wp);
+    return ctx_fail(ctx, CT_ERR_CUDA, cr, "ct_weights_pack: %s (%zu bytes) failed", what, bytes);
+  }
+  wp->magic = CT_RT_WEIGHTS_MAGIC;
+  pthread_mutex_lock(&ctx->load_lock);
+  wp->next = ctx->weights;
+  if (wp->next) wp->next->prev = wp;
+  ctx->weights = wp;
+  pthread_mutex_unlock(&ctx->load_lock);
+  *out = wp;
+  return CT_OK;
+}
+
+ct_status ct_forward_packed(ct_context *ctx, const ct_problem *p, const float *x,
+                            const ct_weights *wp, const float *b, float *y, void *stream) {
+  ct_status rc = ctx_check(ctx);
+  if (rc != CT_OK) return rc;
+  if (wp == NULL || wp->magic != CT_RT_WEIGHTS_MAGIC)
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "ct_forward_packed: wp is not packed weights (NULL, or not from "
+                    "ct_weights_pack)");
+  if (wp->ctx != ctx || wp->serial != ctx->serial)
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "ct_forward_packed: the weights were packed on another context");
+  if (p == NULL || !same_problem(&wp->e->problem, p))
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "ct_forward_packed: the weights were packed for another problem");
+  if (x == NULL || y == NULL)
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "ct_forward_packed: x and y must not be NULL");
+  if (p->bias != 0 && b == NULL)
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "ct_forward_packed: the problem has a bias but b is NULL");
+  const ct_rt_entry *e = wp->e;
+  uintptr_t ux = (uintptr_t)x, uy = (uintptr_t)y, ub = p->bias ? (uintptr_t)b : 0;
+  if ((ux | uy | ub) & (sizeof(float) - 1))
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "ct_forward_packed: x, b and y must be 4-byte aligned fp32 pointers");
+  if (overlaps(uy, e->y_bytes, ux, e->x_bytes) ||
+      (ub && overlaps(uy, e->y_bytes, ub, e->b_bytes)))
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "ct_forward_packed: y overlaps an input (x or b); the kernels do "
+                    "not work in place");
+  return forward_launch(ctx, e, ux, 0, ub, uy, wp->mem, stream);
+}
+
+size_t ct_weights_bytes(const ct_weights *wp) {
+  return wp != NULL && wp->magic == CT_RT_WEIGHTS_MAGIC ? wp->bytes : 0;
+}
+
+void ct_weights_free(ct_weights *wp) {
+  if (wp == NULL || wp->magic != CT_RT_WEIGHTS_MAGIC) return;
+  wp->magic = 0;
+  ct_context *ctx = wp->ctx; /* NULL: its context closed, the memory with it */
+  if (ctx != NULL) {
+    pthread_mutex_lock(&ctx->load_lock);
+    if (wp->prev) wp->prev->next = wp->next;
+    else ctx->weights = wp->next;
+    if (wp->next) wp->next->prev = wp->prev;
+    pthread_mutex_unlock(&ctx->load_lock);
+    CUcontext popped;
+    if (ct_drv.cuCtxPushCurrent(ctx->primary) == CUDA_SUCCESS) {
+      ct_drv.cuCtxSynchronize();
+      ct_drv.cuMemFree(wp->mem);
+      ct_drv.cuCtxPopCurrent(&popped);
+    }
+  }
+  free(wp);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -29,7 +29,7 @@
 
 static atomic_long n_launch, n_module_load, n_module_unload, n_mem_alloc,
     n_mem_free, n_sync, n_push, n_pop, n_bad_pop, n_launch_no_ctx, n_map_encode,
-    n_map_refuse;
+    n_map_refuse, n_copy;
 static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
 static ct_mock_launch last_launch;
 static __thread int ctx_depth; /* pushes minus pops on this thread */
@@ -63,6 +63,7 @@ MOCK_EXPORT void ct_mock_counters(ct_mock_stats *out) {
   out->launches_without_context = atomic_load(&n_launch_no_ctx);
   out->map_encodes = atomic_load(&n_map_encode);
   out->map_refusals = atomic_load(&n_map_refuse);
+  out->copies = atomic_load(&n_copy);
   out->thread_depth = ctx_depth;
 }
 
@@ -499,6 +500,15 @@ CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice,
                               size_t ByteCount) {
   atomic_fetch_add(&n_sync, 1); /* a blocking copy synchronises */
   memcpy(dstHost, (const void *)(uintptr_t)srcDevice, ByteCount);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                   size_t ByteCount, CUstream hStream) {
+  (void)hStream;
+  if (ctx_depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  atomic_fetch_add(&n_copy, 1);
+  memcpy((void *)(uintptr_t)dstDevice, (const void *)(uintptr_t)srcDevice, ByteCount);
   return CUDA_SUCCESS;
 }
 

@@ -22,6 +22,7 @@ typedef struct ct_mock_stats {
   long launches_without_context;  /* launches with no context pushed */
   long map_encodes;               /* tensor maps encoded (both kinds) */
   long map_refusals;              /* encodings refused as the driver would */
+  long copies;                    /* cuMemcpyDtoDAsync calls */
   int thread_depth;               /* pushes minus pops on the calling thread */
 } ct_mock_stats;
 

@@ -6,7 +6,9 @@
 **     on any allocation or synchronisation) and replayed;
 **   - an untrusted database on the real driver: a stale entry and another
 **     family's cubin under an entry are rebuilt, never launched, and the
-**     results are correct.
+**     results are correct;
+**   - weights packed once (ct_weights_pack, ct_forward_packed) for every
+**     family that packs them and for some that do not.
 */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -264,6 +266,120 @@ static void test_untrusted_database(void) {
   ct_tune_data_destroy(&d);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Weights packed once                                                     */
+
+/* For a tuned winner of each family that packs its weights (gm, gmk, gmp,
+** pw, tap: their weight pass into memory of its own), of one whose
+** kernels read the packed weights by pointer (s2d_wg) and of ones that
+** read w as it is (direct, wg), both precisions (the fp32 twins): the
+** output through ct_weights_pack and ct_forward_packed equals
+** ct_forward's bit for bit and passes the precision contract; with w then
+** overwritten, ct_forward_packed gives the same output again while
+** ct_forward follows the new w. */
+static const struct { const char *spec, *family; } packed_cases[] = {
+    {"n=2,c=5,h=17,w=19,k=20,r=3,s=3,stride=2,pad=1", "gm"},
+    {"n=2,c=5,h=17,w=19,k=20,r=3,s=3,stride=2,pad=1", "s2d_wg"},
+    {"n=3,c=130,h=12,w=30,k=70,r=1,s=1", "pw"},
+    {"n=3,c=40,h=20,w=44,k=70,r=3,s=5,pad=1x2,dil=1x2,act=relu", "tap"},
+    {"n=2,c=3,h=64,w=48,k=100,r=16,s=16,stride=16", "gmp"},
+    {"n=1,c=512,h=7,w=7,k=512,r=3,s=3,pad=1", "gmk"},
+    {"n=2,c=3,h=41,w=39,k=24,r=5,s=5,stride=2,pad=2", "direct"},
+    {"n=2,c=3,h=41,w=39,k=24,r=5,s=5,stride=2,pad=2", "wg"},
+};
+#define N_PACKED (sizeof packed_cases / sizeof packed_cases[0])
+
+/* The first variant of family `name` for p into *out; 0, or -1 if none. */
+static int family_variant(const ct_problem *p, const char *name, ct_gen_variant *out) {
+  ct_gen_variant *vs = NULL;
+  size_t n = 0;
+  int found = -1;
+  if (ct_gen_enumerate(p, &g.limits, &vs, &n) != CT_OK) return -1;
+  for (size_t i = 0; i < n && found < 0; i++)
+    if (strcmp(vs[i].family->name, name) == 0) {
+      *out = vs[i];
+      found = 0;
+    }
+  free(vs);
+  return found;
+}
+
+/* y (n floats) into a new host array. */
+static float *host_copy(CUdeviceptr y, size_t n) {
+  float *h = malloc(n * sizeof(float));
+  if (h != NULL && (ct_drv.cuStreamSynchronize(g.stream) != CUDA_SUCCESS ||
+                    ct_drv.cuMemcpyDtoH(h, y, n * sizeof(float)) != CUDA_SUCCESS)) {
+    free(h);
+    h = NULL;
+  }
+  return h;
+}
+
+static void test_packed_weights(void) {
+  char db[300], err[1024];
+  snprintf(db, sizeof db, "%s/packed.db", dir);
+  ct_problem ps[2 * N_PACKED];
+  for (size_t i = 0; i < 2 * N_PACKED; i++) {
+    const int fp32 = (int)(i % 2);
+    ASSERT_EQ_INT(ct_problem_parse(packed_cases[i / 2].spec, &ps[i], NULL, 0), CT_OK);
+    ps[i].precision = fp32 ? CT_PREC_FP32 : CT_PREC_TF32;
+    char fam[32];
+    const char *base = packed_cases[i / 2].family;
+    snprintf(fam, sizeof fam, "%s%s", base, fp32 && strcmp(base, "direct") != 0 ? "3" : "");
+    ct_gen_variant v;
+    if (family_variant(&ps[i], fam, &v) != 0) fprintf(stderr, "no %s for %s\n", fam, packed_cases[i / 2].spec);
+    ASSERT_EQ_INT(family_variant(&ps[i], fam, &v), 0);
+    ct_status rc = gpu_db_store(db, &g.device, &g.limits, &ps[i], &v, err, sizeof err);
+    if (rc != CT_OK) fprintf(stderr, "storing %s: %s\n", v.name, err);
+    ASSERT_EQ_INT(rc, CT_OK);
+  }
+  ct_context *ctx = NULL;
+  ASSERT_EQ_INT(ct_open(db, g.ordinal, &ctx), CT_OK);
+  int failures = 0;
+  for (size_t i = 0; i < 2 * N_PACKED; i++) {
+    ct_tune_data d;
+    ASSERT_EQ_INT(ct_tune_data_create(&g, &ps[i], ct_tune_fresh_seed(), &d, err, sizeof err), CT_OK);
+    CUdeviceptr y[3] = {0, 0, 0};
+    for (int j = 0; j < 3; j++) ASSERT_EQ_INT(ct_drv.cuMemAlloc(&y[j], d.ny * sizeof(float)), CUDA_SUCCESS);
+    const float *x = (const float *)(uintptr_t)d.x, *w = (const float *)(uintptr_t)d.w;
+    const float *b = (const float *)(uintptr_t)d.b;
+    ct_weights *wp = NULL;
+    ASSERT_EQ_INT(forward(ctx, &d, y[0], g.stream), CT_OK);
+    ASSERT_EQ_INT(ct_weights_pack(ctx, &d.p, w, g.stream, &wp), CT_OK);
+    ASSERT_EQ_INT(ct_forward_packed(ctx, &d.p, x, wp, b, (float *)(uintptr_t)y[1], g.stream), CT_OK);
+    float *plain = host_copy(y[0], d.ny), *packed = host_copy(y[1], d.ny);
+    ASSERT_TRUE(plain != NULL && packed != NULL);
+    ct_tune_check chk;
+    ASSERT_EQ_INT(check_y(&d, y[1], &chk), 0);
+    /* w overwritten (ones): the packed weights stay, ct_forward follows. */
+    ASSERT_EQ_INT(ct_drv.cuMemsetD32Async(d.w, 0x3f800000u, d.nw, g.stream), CUDA_SUCCESS);
+    ASSERT_EQ_INT(ct_forward_packed(ctx, &d.p, x, wp, b, (float *)(uintptr_t)y[2], g.stream), CT_OK);
+    float *again = host_copy(y[2], d.ny);
+    ASSERT_EQ_INT(forward(ctx, &d, y[0], g.stream), CT_OK);
+    float *moved = host_copy(y[0], d.ny);
+    ASSERT_TRUE(again != NULL && moved != NULL);
+    ct_path path;
+    char variant[CT_GEN_NAME_MAX], spec[CT_PROBLEM_SPEC_MAX];
+    ct_forward_path(ctx, &d.p, &path, variant, sizeof variant);
+    ct_problem_format(&d.p, spec, sizeof spec);
+    const int same = memcmp(plain, packed, d.ny * sizeof(float)) == 0;
+    const int kept = memcmp(packed, again, d.ny * sizeof(float)) == 0;
+    const int follows = memcmp(packed, moved, d.ny * sizeof(float)) != 0;
+    const int ok = same && kept && follows && chk.passes && path == CT_PATH_TUNED_CUBIN;
+    printf("%s packed %-44s %-62s %zu bytes: %s%s%s%s\n", ok ? "ok  " : "FAIL", variant, spec,
+           ct_weights_bytes(wp), same ? "" : "differs from ct_forward; ",
+           kept ? "" : "changed with w; ", follows ? "" : "ct_forward ignored the new w; ",
+           chk.passes ? "contract passes" : chk.reason);
+    failures += !ok;
+    ct_weights_free(wp);
+    free(plain), free(packed), free(again), free(moved);
+    for (int j = 0; j < 3; j++) ct_drv.cuMemFree(y[j]);
+    ct_tune_data_destroy(&d);
+  }
+  ct_close(ctx);
+  ASSERT_EQ_INT(failures, 0);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   gpu_open_or_skip(&g);
@@ -271,6 +387,7 @@ int main(void) {
   RUN_TEST(test_threads_share_a_context);
   RUN_TEST(test_graph_capture);
   RUN_TEST(test_untrusted_database);
+  RUN_TEST(test_packed_weights);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -1034,6 +1034,110 @@ static void test_tensor_maps(void) {
   ct_close(ctx);
 }
 
+/* Weights packed once (a tuned gm winner): ct_weights_pack loads the
+** problem and queues the weight pass alone (gm_pack) into memory of its
+** own; ct_forward_packed runs the layout pass and the GEMM, its weight
+** map encoded over the packed memory once, warm calls encoding nothing,
+** taking only the workspace; plain ct_forward still runs all three.
+** Misuse is refused: NULL weights or w, another problem, another
+** context, an overlapping y.  ct_weights_free synchronises and frees. */
+static void test_packed_weights(void) {
+  ct_problem p = parse(spec_big);
+  ct_gen_variant v;
+  ct_context *ctx = open_tuned_family(spec_big, "gm", "packed.db", &v);
+  ASSERT_TRUE(ctx != NULL);
+  ASSERT_EQ_INT(v.n_kernels, 3);
+  ASSERT_TRUE(v.wpack_bytes > 0 && v.kernels[1].weights && !v.kernels[0].weights &&
+              !v.kernels[2].weights);
+  ct_weights *wp = NULL;
+  ct_mock_stats s0 = stats();
+  ASSERT_EQ_INT(ct_weights_pack(ctx, &p, bw, NULL, &wp), CT_OK);
+  ct_mock_stats s1 = stats();
+  ASSERT_TRUE(wp != NULL);
+  ASSERT_EQ_INT(s1.module_loads - s0.module_loads, 1);
+  ASSERT_EQ_INT(s1.launches - s0.launches, 1);
+  ASSERT_EQ_INT(s1.mem_allocs - s0.mem_allocs, 1);
+  ASSERT_EQ_INT(s1.map_encodes - s0.map_encodes, 0);
+  ASSERT_EQ_INT(s1.copies - s0.copies, 0);
+  ASSERT_EQ_INT(ct_weights_bytes(wp), v.wpack_bytes);
+  ct_mock_launch l;
+  mock_last_launch(&l);
+  ASSERT_EQ_STR(l.name, "gm_pack");
+  ASSERT_EQ_INT(l.args[1], (uint64_t)(uintptr_t)bw);
+  for (int call = 0; call < 4; call++) {
+    s0 = stats();
+    ASSERT_EQ_INT(ct_forward_packed(ctx, &p, bx, wp, bb, by, NULL), CT_OK);
+    s1 = stats();
+    ASSERT_EQ_INT(s1.launches - s0.launches, 2);
+    ASSERT_EQ_INT(s1.map_encodes - s0.map_encodes, call == 0 ? 2 : 0);
+    ASSERT_EQ_INT(s1.mem_allocs - s0.mem_allocs, 1);
+    ASSERT_EQ_INT(s1.mem_frees - s0.mem_frees, 1);
+    ASSERT_EQ_INT(s1.syncs - s0.syncs, 0);
+    mock_last_launch(&l);
+    ASSERT_EQ_STR(l.name, "gm_conv");
+    ASSERT_TRUE(l.args[1] != (uint64_t)(uintptr_t)bw);
+  }
+  s0 = stats();
+  ASSERT_EQ_INT(fwd(ctx, &p), CT_OK);
+  ASSERT_EQ_INT(stats().launches - s0.launches, 3);
+
+  ct_problem other = parse(thread_specs[0]);
+  EXPECT_REFUSED(ctx, ct_forward_packed(ctx, &other, bx, wp, bb, by, NULL), CT_ERR_INVALID_ARG,
+                 "another problem");
+  EXPECT_REFUSED(ctx, ct_forward_packed(ctx, &p, bx, NULL, bb, by, NULL), CT_ERR_INVALID_ARG,
+                 "not packed weights");
+  EXPECT_REFUSED(ctx, ct_forward_packed(ctx, &p, bx, wp, bb, (float *)bx, NULL),
+                 CT_ERR_INVALID_ARG, "overlaps");
+  ct_weights *bad = wp;
+  EXPECT_REFUSED(ctx, ct_weights_pack(ctx, &p, NULL, NULL, &bad), CT_ERR_INVALID_ARG, "NULL");
+  ASSERT_TRUE(bad == NULL); /* a failed pack clears *out */
+  ct_weights_free(wp);
+  ASSERT_EQ_INT(ct_weights_pack(ctx, &p, bw, NULL, &wp), CT_OK);
+  ct_context *ctx2 = NULL;
+  ASSERT_EQ_INT(ct_open("", 0, &ctx2), CT_OK);
+  EXPECT_REFUSED(ctx2, ct_forward_packed(ctx2, &p, bx, wp, bb, by, NULL), CT_ERR_INVALID_ARG,
+                 "another context");
+  ct_close(ctx2);
+  s0 = stats();
+  ct_weights_free(wp);
+  s1 = stats();
+  ASSERT_EQ_INT(s1.mem_frees - s0.mem_frees, 1);
+  ASSERT_EQ_INT(s1.syncs - s0.syncs, 1);
+  ct_weights_free(NULL);
+  ct_close(ctx);
+}
+
+/* Packed weights for a kernel that reads w as it is (the default direct
+** variant): a copy of w, which ct_forward_packed passes as w; a context
+** closed with weights still packed releases their memory, and a later
+** ct_weights_free frees only the handle. */
+static void test_packed_copy(void) {
+  ct_context *ctx = NULL;
+  ASSERT_EQ_INT(ct_open("", 0, &ctx), CT_OK);
+  ct_problem p = parse(thread_specs[0]);
+  ct_weights *wp = NULL;
+  ct_mock_stats s0 = stats();
+  ASSERT_EQ_INT(ct_weights_pack(ctx, &p, bw, NULL, &wp), CT_OK);
+  ct_mock_stats s1 = stats();
+  ASSERT_EQ_INT(path_of(ctx, &p), CT_PATH_DEFAULT);
+  ASSERT_EQ_INT(s1.copies - s0.copies, 1);
+  ASSERT_EQ_INT(s1.launches - s0.launches, 0);
+  ASSERT_EQ_INT(ct_weights_bytes(wp), (size_t)(p.k * p.c * p.r * p.s) * sizeof(float));
+  s0 = stats();
+  ASSERT_EQ_INT(ct_forward_packed(ctx, &p, bx, wp, bb, by, NULL), CT_OK);
+  ASSERT_EQ_INT(stats().launches - s0.launches, 1);
+  ct_mock_launch l;
+  mock_last_launch(&l);
+  ASSERT_TRUE(l.args[1] != (uint64_t)(uintptr_t)bw && l.args[1] != 0);
+  ASSERT_EQ_INT(l.args[0], (uint64_t)(uintptr_t)bx);
+  s0 = stats();
+  ct_close(ctx);
+  ASSERT_EQ_INT(stats().mem_frees - s0.mem_frees, 1);
+  s0 = stats();
+  ct_weights_free(wp);
+  ASSERT_EQ_INT(stats().mem_frees - s0.mem_frees, 0);
+}
+
 static void test_hot_path(void) {
   ct_context *ctx = NULL;
   ASSERT_EQ_INT(ct_open("", 0, &ctx), CT_OK);
@@ -1153,6 +1257,8 @@ int main(int argc, char **argv) {
   RUN_TEST(test_hot_path);
   RUN_TEST(test_workspace);
   RUN_TEST(test_tensor_maps);
+  RUN_TEST(test_packed_weights);
+  RUN_TEST(test_packed_copy);
 
   free(win_a.cubin);
   free(win_big.cubin);

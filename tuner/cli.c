@@ -44,7 +44,7 @@ enum {
   OPT_PROBLEM = 256, OPT_PROBLEMS, OPT_SHARD, OPT_LEVEL1, OPT_DEVICES, OPT_PRECISION, OPT_DB, OPT_ARCH, OPT_DEVICE,
   OPT_THREADS, OPT_TRIALS, OPT_FINAL_TRIALS, OPT_FINALISTS, OPT_SEED,
   OPT_MAX_VARIANTS, OPT_BUDGET, OPT_WATCHDOG, OPT_FAMILIES, OPT_OUT,
-  OPT_FORCE, OPT_FRESH, OPT_WEIGHTED, OPT_NO_ISOLATE, OPT_CUBINS, OPT_JSON, OPT_QUIET,
+  OPT_FORCE, OPT_FRESH, OPT_WEIGHTED, OPT_NO_ISOLATE, OPT_CUBINS, OPT_PACKED, OPT_JSON, OPT_QUIET,
   OPT_HELP = 'h'
 };
 
@@ -75,6 +75,7 @@ static const struct option cli_options[] = {
     {"weighted", no_argument, NULL, OPT_WEIGHTED},
     {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
     {"cubins", no_argument, NULL, OPT_CUBINS},
+    {"packed", no_argument, NULL, OPT_PACKED},
     {"json", no_argument, NULL, OPT_JSON},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, OPT_HELP},
@@ -104,7 +105,7 @@ static const int opts_tune[] = {P_PROBLEM, OPT_PROBLEMS, OPT_SHARD, OPT_WEIGHTED
                                 OPT_FAMILIES, OPT_FRESH, OPT_WATCHDOG,
                                 OPT_NO_ISOLATE, OPT_JSON, OPT_QUIET, OPT_HELP, 0};
 static const int opts_check[] = {P_PROBLEM, OPT_PROBLEMS, OPT_DB, OPT_DEVICE, OPT_TRIALS,
-                                 OPT_SEED, OPT_JSON, OPT_HELP, 0};
+                                 OPT_SEED, OPT_PACKED, OPT_JSON, OPT_HELP, 0};
 static const int opts_report[] = {P_PROBLEM, OPT_DB, OPT_OUT, OPT_FORCE,
                                   OPT_HELP, 0};
 static const int opts_db_json[] = {OPT_DB, OPT_JSON, OPT_HELP, 0};
@@ -258,6 +259,7 @@ static int cli_set(ct_cli *c, int val, const char *text) {
   case OPT_WEIGHTED: c->weighted = 1; break;
   case OPT_NO_ISOLATE: c->no_isolate = 1; break;
   case OPT_CUBINS: c->cubins = 1; break;
+  case OPT_PACKED: c->packed = 1; break;
   case OPT_JSON: c->json = 1; break;
   case OPT_QUIET: c->quiet = 1; break;
   case OPT_HELP: c->help = 1; break;

@@ -41,6 +41,7 @@ typedef struct ct_cli {
   const char *out;         /* --out */
   int fresh, no_isolate;   /* --fresh, --no-isolate */
   int cubins;              /* --cubins */
+  int packed;              /* --packed */
   int force;               /* --force */
   int json, quiet, help;
   const char *args[2];     /* positional arguments, as many as the command

@@ -90,7 +90,8 @@ const char ct_cli_usage_tune[] =
 
 const char ct_cli_usage_check[] =
     "usage: convtune check [--problem SPEC | --problems FILE] [--precision tf32|fp32]\n"
-    "                      [--db PATH] [--device N] [--trials N] [--seed N] [--json]\n"
+    "                      [--db PATH] [--device N] [--trials N] [--seed N] [--packed]\n"
+    "                      [--json]\n"
     "\n"
     "Runs what the runtime library would run for the problem (the tuned\n"
     "winner, else the nearest tuned problem's winner, else a default\n"
@@ -100,7 +101,10 @@ const char ct_cli_usage_check[] =
     "(--trials, default 100).  Exits 1 when the result fails its contract.\n"
     "--problems FILE checks every problem of a list (`convtune tune --help`\n"
     "has its forms) and exits 1 when any fails or cannot run; --json then\n"
-    "prints {\"problems\": [...], \"failed\": N, \"errors\": N}.\n";
+    "prints {\"problems\": [...], \"failed\": N, \"errors\": N}.\n"
+    "--packed also runs it with the weights packed once (ct_weights_pack,\n"
+    "ct_forward_packed: no weight pass in the call), checks that its output\n"
+    "equals the plain call's bit for bit, and times it the same way.\n";
 
 const char ct_cli_usage_space[] =
     "usage: convtune space [--problem SPEC] [--precision tf32|fp32]\n"
@@ -719,6 +723,69 @@ static int tune_list(const ct_cli *c, const char *db) {
   return n_failed || not_run ? 1 : 0;
 }
 
+/* check --packed: the problem through weights packed once. */
+typedef struct packed_run {
+  ct_context *ctx;
+  const ct_weights *wp;
+} packed_run;
+
+static ct_status run_packed(void *arg, const ct_tune_data *d, CUstream s, char *err,
+                            size_t len) {
+  const packed_run *pr = arg;
+  ct_status rc = ct_forward_packed(pr->ctx, &d->p, (const float *)(uintptr_t)d->x, pr->wp,
+                                   (const float *)(uintptr_t)d->b, (float *)(uintptr_t)d->y, s);
+  if (rc != CT_OK) snprintf(err, len, "ct_forward_packed: %s", ct_last_error(pr->ctx));
+  return rc;
+}
+
+/* d's output, after g's stream's work, into a new host array (NULL and
+** err on failure). */
+static float *output_copy(ct_tune_gpu *g, const ct_tune_data *d, char *err, size_t len) {
+  float *h = malloc(d->ny * sizeof(float));
+  CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (h == NULL || (r = ct_drv.cuStreamSynchronize(g->stream)) != CUDA_SUCCESS ||
+      (r = ct_drv.cuMemcpyDtoH(h, d->y, d->ny * sizeof(float))) != CUDA_SUCCESS) {
+    char buf[256];
+    snprintf(err, len, "reading the output back: %s", ct_drv_error(r, buf, sizeof buf));
+    free(h);
+    return NULL;
+  }
+  return h;
+}
+
+/* The --packed half of check_one: packs d's weights, verifies the packed
+** call (its output must equal `plain`, d->ny floats, bit for bit) and
+** times it into *st.  Returns 0 (passes), 1 (differs or fails its
+** contract; why in why) or -1 (an error in err). */
+static int check_packed(const ct_cli *c, ct_tune_gpu *g, ct_context *ctx, ct_tune_data *d,
+                        const float *plain, ct_tune_check *chk, ct_tune_stats *st,
+                        size_t *bytes, char *why, size_t why_len, char *err, size_t len) {
+  ct_weights *wp = NULL;
+  if (ct_weights_pack(ctx, &d->p, (const float *)(uintptr_t)d->w, g->stream, &wp) != CT_OK) {
+    snprintf(err, len, "ct_weights_pack: %s", ct_last_error(ctx));
+    return -1;
+  }
+  *bytes = ct_weights_bytes(wp);
+  packed_run pr = {ctx, wp};
+  int result = -1;
+  float *got = NULL;
+  if (ct_tune_verify(g, d, run_packed, &pr, chk, err, len) != CT_OK ||
+      (got = output_copy(g, d, err, len)) == NULL)
+    goto out;
+  const int same = memcmp(got, plain, d->ny * sizeof(float)) == 0;
+  snprintf(why, why_len, "%s", !chk->passes ? chk->reason
+                               : same ? ""
+                                      : "its output differs from the plain call's");
+  result = chk->passes && same ? 0 : 1;
+  if (result == 0 &&
+      ct_tune_time(g, d, run_packed, &pr, c->trials ? c->trials : 100, st, err, len) != CT_OK)
+    result = -1;
+out:
+  free(got);
+  ct_weights_free(wp);
+  return result;
+}
+
 /* One problem of `convtune check` on g with ctx; with j, its JSON object
 ** goes there, else text to stdout.  Returns 0 (passes), 1 (fails its
 ** contract) or -1 (an error, said on stderr). */
@@ -755,6 +822,26 @@ static int check_one(const ct_cli *c, ct_tune_gpu *g, ct_context *ctx, const ct_
     fprintf(stderr, "convtune check: %s: %s\n", spec, err);
     goto out;
   }
+  /* --packed: after the plain call's output is kept (the last timed run's). */
+  int packed = -2; /* not asked, or not run: the plain call failed */
+  ct_tune_check pchk;
+  ct_tune_stats pst;
+  memset(&pchk, 0, sizeof pchk);
+  memset(&pst, 0, sizeof pst);
+  pst.mean_ms = pst.median_ms = pst.min_ms = pst.max_ms = NAN;
+  size_t pbytes = 0;
+  char pwhy[512] = "";
+  if (c->packed && chk.passes) {
+    float *plain = output_copy(g, &d, err, sizeof err);
+    packed = plain ? check_packed(c, g, ctx, &d, plain, &pchk, &pst, &pbytes, pwhy, sizeof pwhy,
+                                  err, sizeof err)
+                   : -1;
+    free(plain);
+    if (packed < 0) {
+      fprintf(stderr, "convtune check: %s: --packed: %s\n", spec, err);
+      goto out;
+    }
+  }
   if (j) {
     ct_json_begin_object(j);
     ct_json_key_str(j, "problem", spec);
@@ -774,6 +861,19 @@ static int check_one(const ct_cli *c, ct_tune_gpu *g, ct_context *ctx, const ct_
     ct_json_key_num(j, "max_ms", st.max_ms);
     ct_json_key_int(j, "n_timed", st.n);
     ct_json_key_str(j, "reason", chk.reason);
+    if (packed >= 0) {
+      ct_json_key(j, "packed");
+      ct_json_begin_object(j);
+      ct_json_key_bool(j, "passes", packed == 0);
+      ct_json_key_int(j, "bytes", (long long)pbytes);
+      ct_json_key_num(j, "mean_ms", pst.mean_ms);
+      ct_json_key_num(j, "median_ms", pst.median_ms);
+      ct_json_key_num(j, "min_ms", pst.min_ms);
+      ct_json_key_num(j, "max_ms", pst.max_ms);
+      ct_json_key_int(j, "n_timed", pst.n);
+      ct_json_key_str(j, "reason", pwhy);
+      ct_json_end_object(j);
+    }
     ct_json_end_object(j);
   } else {
     printf("problem   %s\ndevice    %s (%s)\npath      %s\nvariant   %s\n"
@@ -789,9 +889,17 @@ static int check_one(const ct_cli *c, ct_tune_gpu *g, ct_context *ctx, const ct_
       printf("time      mean %.4f ms, median %.4f ms, min %.4f, max %.4f "
              "(%d trials, L2 flushed)\n",
              st.mean_ms, st.median_ms, st.min_ms, st.max_ms, st.n);
+    if (packed == 0)
+      printf("packed    PASS, the plain call's output bit for bit (%zu bytes of weights); "
+             "mean %.4f ms, median %.4f ms, min %.4f, max %.4f (%d trials): %.2fx the "
+             "plain call\n",
+             pbytes, pst.mean_ms, pst.median_ms, pst.min_ms, pst.max_ms, pst.n,
+             st.mean_ms / pst.mean_ms);
+    else if (packed == 1)
+      printf("packed    FAIL: %s\n", pwhy);
   }
   fflush(stdout);
-  result = chk.passes ? 0 : 1;
+  result = chk.passes && packed != 1 ? 0 : 1;
 out:
   ct_tune_data_destroy(&d);
   return result;

@@ -294,6 +294,10 @@ class Library:
             "ct_forward_reason": (i, [vp, P, ctypes.c_char_p, sz]),
             "ct_prepare": (i, [vp, P]),
             "ct_database_status": (i, [vp, ctypes.c_char_p, sz]),
+            "ct_weights_pack": (i, [vp, P, vp, vp, ctypes.POINTER(vp)]),
+            "ct_forward_packed": (i, [vp, P, vp, vp, vp, vp, vp]),
+            "ct_weights_bytes": (sz, [vp]),
+            "ct_weights_free": (None, [vp]),
         }
         for name, (restype, argtypes) in list(sigs.items()) + list(optional.items()):
             fn = getattr(lib, name, None)
@@ -372,6 +376,30 @@ class Library:
         return Context(self, handle)
 
 
+class PackedWeights:
+    """Weights packed once by Context.pack_weights: device memory the
+    library holds until free() (or garbage collection) releases it, which
+    synchronises the context first; closing the context releases it too."""
+
+    def __init__(self, context, problem, handle):
+        self.context = context
+        self.problem = problem
+        self._handle = handle
+
+    @property
+    def bytes(self):
+        """The device memory held (0 once freed)."""
+        return self.context._lib.ct_weights_bytes(self._handle) if self._handle else 0
+
+    def free(self):
+        if self._handle:
+            self.context._lib.ct_weights_free(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        self.free()
+
+
 class Context:
     """An open ct_context.  close() it, or use it as a context manager.
     Safe to share between threads (so is the C context)."""
@@ -419,6 +447,26 @@ class Context:
         st = self._lib.ct_forward(self._handle, ctypes.byref(p), x, w, b or None, y,
                                   stream or None)
         self._check(st, "ct_forward")
+
+    def pack_weights(self, p, w, stream=0):
+        """ct_weights_pack: p's weights (device pointer w) packed once, on
+        `stream`, into memory of the library's own: a PackedWeights for
+        forward_packed.  A copy: later changes to w do not reach it."""
+        handle = ctypes.c_void_p()
+        st = self._lib.ct_weights_pack(self._handle, ctypes.byref(p), w, stream or None,
+                                       ctypes.byref(handle))
+        self._check(st, "ct_weights_pack")
+        return PackedWeights(self, p, handle)
+
+    def forward_packed(self, p, x, packed, b, y, stream=0):
+        """ct_forward_packed: forward() with weights from pack_weights (for
+        this context and problem)."""
+        if not isinstance(packed, PackedWeights) or packed.context is not self:
+            raise ValueError("forward_packed needs PackedWeights from this context's "
+                             "pack_weights")
+        st = self._lib.ct_forward_packed(self._handle, ctypes.byref(p), x, packed._handle,
+                                         b or None, y, stream or None)
+        self._check(st, "ct_forward_packed")
 
     def prepare(self, p):
         """ct_prepare: loads p's kernel without launching anything."""

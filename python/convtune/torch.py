@@ -75,6 +75,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import weakref
 from typing import List, Optional
 
 import torch
@@ -460,17 +461,35 @@ def explain(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
             "spec": library().format(p)}
 
 
+# Conv2d(pack_weights=True): each module's packed weights, by (input shape,
+# device, layout, precision, the weight's address and version counter); kept
+# beside the module (weakly), not in it, so that copying a module copies no
+# device handle.  A module keeps its last _PACKED_MAX packings.
+_packed = weakref.WeakKeyDictionary()
+_PACKED_MAX = 4
+
+
 class Conv2d(nn.Conv2d):
     """nn.Conv2d whose forward runs libconvtune (conv2d above).  Same
-    constructor (plus precision and act), parameters, initialisation and
-    state_dict; groups != 1, padding_mode other than "zeros" and dtypes
-    other than float32 raise UnsupportedError here, at construction.
-    act="relu": the module computes relu(conv(x)), the ReLU fused into the
-    kernel (patch(fuse_relu=True) sets it where a ReLU followed)."""
+    constructor (plus precision, act and pack_weights), parameters,
+    initialisation and state_dict; groups != 1, padding_mode other than
+    "zeros" and dtypes other than float32 raise UnsupportedError here, at
+    construction.  act="relu": the module computes relu(conv(x)), the ReLU
+    fused into the kernel (patch(fuse_relu=True) sets it where a ReLU
+    followed).
+
+    pack_weights=True, for inference: in eval mode, outside autograd and
+    graph capture, the weights are packed once (the library's
+    ct_weights_pack: the per-call weight pass of the general families is
+    done then, not in every call; the result is the same bit for bit) and
+    packed again when the weight is replaced, moved or changed in place
+    through torch (its version counter), and after tune() or set_database()
+    (which retire the contexts: the kernel may change).  A change made
+    through `weight.data` bypasses that counter: call repack() after one."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
-                 dtype=None, *, precision="auto", act="none"):
+                 dtype=None, *, precision="auto", act="none", pack_weights=False):
         if groups != 1:
             raise UnsupportedError("groups=%s: convtune runs groups=1 convolutions only"
                                    % groups)
@@ -483,16 +502,18 @@ class Conv2d(nn.Conv2d):
                          groups, bias, padding_mode, device, dtype)
         self.precision = _check_precision(precision)
         self.act = _check_act(act)
+        self.pack_weights = bool(pack_weights)
 
     @classmethod
-    def from_module(cls, module, precision="auto", act="none"):
+    def from_module(cls, module, precision="auto", act="none", pack_weights=False):
         """A Conv2d with the configuration and a copy of the parameters of
         the nn.Conv2d `module` (UnsupportedError where it cannot be one; a
         channels_last weight stays channels_last), then `act`."""
         new = cls(module.in_channels, module.out_channels, module.kernel_size,
                   module.stride, module.padding, module.dilation, module.groups,
                   module.bias is not None, module.padding_mode, device=module.weight.device,
-                  dtype=module.weight.dtype, precision=precision, act=act)
+                  dtype=module.weight.dtype, precision=precision, act=act,
+                  pack_weights=pack_weights)
         new.load_state_dict(module.state_dict())
         if _layout(module.weight) == "nhwc":  # a channels_last model keeps its format
             new.weight.data = new.weight.data.contiguous(memory_format=torch.channels_last)
@@ -500,12 +521,64 @@ class Conv2d(nn.Conv2d):
         return new
 
     def forward(self, input):
+        if (self.pack_weights and not self.training and input.is_cuda and input.dim() == 4
+                and not _needs_op(input, self.weight, self.bias)
+                and not torch.cuda.is_current_stream_capturing()):
+            return self._forward_packed(input)
         return conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                       self.groups, precision=self.precision, act=self.act)
 
+    def repack(self):
+        """Drops this module's packed weights (pack_weights=True packs them
+        again at the next call): after a change through weight.data."""
+        for packed in _packed.pop(self, {}).values():
+            packed.free()
+
+    def _forward_packed(self, x):
+        """forward() through weights packed once: _conv2d_run's checks, then
+        ct_forward_packed."""
+        stride, padding, dilation = _arguments(x, self.weight, self.stride, self.padding,
+                                               self.dilation, self.groups, self.precision)
+        _check_params(stride, padding, dilation)
+        layout = _check_tensors(x, self.weight, self.bias, fake=False)
+        shape = _output_shape(x, self.weight, stride, padding, dilation)
+        y = torch.empty(shape, dtype=torch.float32, device=x.device,
+                        memory_format=torch.channels_last if layout == "nhwc"
+                        else torch.contiguous_format)
+        if y.numel() == 0:
+            return y
+        precision = _resolve_precision(self.precision)
+        weight = _weight_in(self.weight, layout)
+        p = _problem(x, weight, self.bias, stride, padding, dilation, precision, self.act,
+                     layout)
+        ctx = context(x.device)
+        stream = torch.cuda.current_stream(x.device)
+        key = (tuple(x.shape), x.device, layout, precision, self.weight.data_ptr(),
+               self.weight._version)
+        mine = _packed.setdefault(self, {})
+        packed = mine.get(key)
+        if packed is not None and packed.context is not ctx:
+            # Packed on a context retired since (a tune or set_database):
+            # the new one may run another kernel, packed its own way.
+            mine.pop(key).free()
+            packed = None
+        if packed is None:
+            packed = ctx.pack_weights(p, weight.data_ptr(), stream.cuda_stream)
+            # Done before any later call, whichever stream it is on; and
+            # before `weight`, a copy when the layouts differ, may be freed.
+            stream.synchronize()
+            while len(mine) >= _PACKED_MAX:
+                mine.pop(next(iter(mine))).free()
+            mine[key] = packed
+        ctx.forward_packed(p, x.data_ptr(), packed,
+                           self.bias.data_ptr() if self.bias is not None else None,
+                           y.data_ptr(), stream.cuda_stream)
+        return y
+
     def extra_repr(self):
         return (super().extra_repr() + ", precision=%r" % self.precision +
-                (", act=%r" % self.act if self.act != "none" else ""))
+                (", act=%r" % self.act if self.act != "none" else "") +
+                (", pack_weights=True" if self.pack_weights else ""))
 
 
 # -------------------------------------------------------------------------
@@ -909,7 +982,7 @@ def _fuse(model, fold_bn, fuse_relu):
 
 
 def patch(model, *, fold_bn=True, fuse_relu=True, channels_last=False, precision="auto",
-          inplace=False):
+          inplace=False, pack_weights=False):
     """The model for inference on convtune's convolutions.
 
     Every nn.Conv2d that convtune can run is replaced by a Conv2d with its
@@ -941,6 +1014,9 @@ def patch(model, *, fold_bn=True, fuse_relu=True, channels_last=False, precision
     convolution runs NHWC (layout=nhwc, where gm reads x and w without a
     layout pass) even for NCHW callers; its outputs keep the format the
     model's last ops give them (the same values).  Tune with it too.
+
+    pack_weights: the Conv2d modules pack their weights once (see Conv2d):
+    for a model whose weights do not change.
 
     inplace: patch `model` itself, without fold_bn and fuse_relu only (they
     make a new GraphModule; ValueError); else a deep copy is patched and the
@@ -976,7 +1052,8 @@ def patch(model, *, fold_bn=True, fuse_relu=True, channels_last=False, precision
             report["left"].append({"name": name, "reason": reason})
             continue
         new = Conv2d.from_module(module, precision=precision,
-                                 act="relu" if name in relu else "none")
+                                 act="relu" if name in relu else "none",
+                                 pack_weights=pack_weights)
         if name == "":  # the model is the convolution
             model = new
         else:

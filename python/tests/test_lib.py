@@ -255,6 +255,44 @@ def test_context_against_the_mock_driver(lib, tmp_path):
     assert code == 0 and "mock ok" in out, out
 
 
+def test_packed_weights_against_the_mock_driver(lib):
+    mock = mock_driver_path()
+    if mock is None:
+        pytest.skip("the build has no mock driver (tests/libct_mockcuda.so)")
+    code, out = run_child("""
+        import ctypes
+        import convtune
+        from convtune import _lib
+        lib = convtune.load()
+        p = lib.parse("n=2,c=3,h=20,w=20,k=8,r=3,s=3,pad=1,prec=fp32")
+        w = ctypes.create_string_buffer(8 * 3 * 3 * 3 * 4)  # the mock copies it
+        x, b, y = 0x10000, 0x30000, 0x40000  # never touched
+        with lib.open("", 0) as ctx, lib.open("", 0) as other:
+            packed = ctx.pack_weights(p, ctypes.addressof(w), 0)
+            assert packed.bytes == 8 * 3 * 3 * 3 * 4, packed.bytes  # direct: a copy of w
+            ctx.forward_packed(p, x, packed, b, y, 0)
+            try:
+                other.forward_packed(p, x, packed, b, y, 0)
+            except ValueError as e:
+                assert "this context" in str(e), e
+            else:
+                raise AssertionError("packed weights ran on another context")
+            try:
+                ctx.forward_packed(p.copy(k=9), x, packed, b, y, 0)
+            except convtune.ConvtuneError as e:
+                assert e.status == _lib.CT_ERR_INVALID_ARG and "another problem" in str(e), e
+            else:
+                raise AssertionError("packed weights ran another problem")
+            packed.free()
+            packed.free()
+            assert packed.bytes == 0
+            kept = ctx.pack_weights(p, ctypes.addressof(w), 0)
+        kept.free()  # after its context closed: the handle alone
+        print("packed ok")
+        """, CONVTUNE_LIBCUDA=mock)
+    assert code == 0 and "packed ok" in out, out
+
+
 def test_bench_shim_reexports_the_loader():
     bench = os.path.join(os.path.dirname(PYTHON_DIR), "bench")
     code, out = run_child("""

@@ -164,6 +164,56 @@ def test_module_drop_in_for_nn_conv2d():
         assert unbatched(torch.rand(3, 10, 10, device=DEV)).shape == (4, 8, 8)
 
 
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+def test_packed_weights_module(precision):
+    """Conv2d(pack_weights=True) in eval mode: the output of the unpacked
+    module bit for bit, NCHW and channels_last, for a layer the general
+    family runs (64 channels, 3x3) and a small one; a change of the weight
+    through torch is followed, one through .data after repack(), retired
+    contexts (set_database) pack again; training
+    mode and autograd take the ordinary path; patch(pack_weights=True)
+    sets it on every module."""
+    torch.manual_seed(5)
+    for cin, cout, size in ((64, 64, 28), (3, 8, 17)):
+        ref = ct.Conv2d(cin, cout, 3, padding=1, precision=precision).to(DEV).eval()
+        mine = ct.Conv2d(cin, cout, 3, padding=1, precision=precision,
+                         pack_weights=True).to(DEV).eval()
+        mine.load_state_dict(ref.state_dict())
+        assert "pack_weights=True" in repr(mine)
+        for fmt in (torch.contiguous_format, torch.channels_last):
+            x = torch.rand(2, cin, size, size, device=DEV).contiguous(memory_format=fmt)
+            with torch.no_grad():
+                want = ref(x)
+                assert torch.equal(mine(x), want)
+                assert torch.equal(mine(x), want)  # warm: the packed weights again
+            check_close(want, x, ref.weight.detach(), ref.bias.detach(), 1, 1, 1, precision)
+        x = torch.rand(2, cin, size, size, device=DEV)
+        with torch.no_grad():
+            mine.weight.mul_(2)
+            ref.weight.mul_(2)
+            assert torch.equal(mine(x), ref(x))
+            mine.weight.data.mul_(0.5)  # unseen by the version counter
+            ref.weight.data.mul_(0.5)
+            mine.repack()
+            assert torch.equal(mine(x), ref(x))
+        ct.set_database(ct._state["db"])  # the contexts retired: packed again
+        with torch.no_grad():
+            assert torch.equal(mine(x), ref(x))
+        mine.train()
+        y = mine(x)
+        assert y.requires_grad
+        y.sum().backward()
+        assert mine.weight.grad is not None
+    net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Conv2d(8, 4, 1)).to(DEV).eval()
+    patched, report = ct.patch(net, precision=precision, pack_weights=True)
+    assert len(report["replaced"]) == 2
+    assert all(m.pack_weights for m in patched.modules() if isinstance(m, ct.Conv2d))
+    x = torch.rand(1, 3, 20, 20, device=DEV)
+    plain, _ = ct.patch(net, precision=precision)
+    with torch.no_grad():
+        assert torch.equal(patched(x), plain(x))
+
+
 def test_runs_on_the_current_stream():
     x, w, b = make((4, 3, 67, 65), (32, 3, 11, 11), True)
     ct.conv2d(x, w, b, 4, 2, precision="fp32")  # load outside the side stream
