@@ -262,7 +262,11 @@ static ct_status rt_launch(const ct_rt_kernel *k, CUdeviceptr x, CUdeviceptr w, 
       return CT_ERR_INVALID_ARG;
     }
   }
-  if (k->variant.workspace_bytes > 0) {
+  /* With packed weights a workspace that is only the packed region (pw,
+  ** tap) is not needed. */
+  const ct_gen_variant *v = &k->variant;
+  if (v->workspace_bytes > 0 &&
+      !(packed && v->wpack_offset == 0 && v->wpack_bytes >= v->workspace_bytes)) {
     r = ct_drv.cuMemAllocFromPoolAsync(&ws, k->variant.workspace_bytes, k->pool, stream);
     if (r != CUDA_SUCCESS) {
       *cr = r;
