@@ -410,9 +410,10 @@ class cudnn_tf32:
         torch.backends.cudnn.allow_tf32 = self.saved
 
 
-def convtune_row(lib, ctx, problem, prec, x, w, b):
+def convtune_row(lib, ctx, problem, prec, x, w, b, packed=False):
     """ct_forward at `prec` into a preallocated y, on the current stream (x,
-    w and y channels_last for a layout=nhwc problem)."""
+    w and y channels_last for a layout=nhwc problem); packed: ct_forward_packed
+    with w packed once in setup (no weight pass in the timed calls)."""
     p = problem.copy(precision=ct.PRECISIONS[prec])
 
     def setup():
@@ -423,6 +424,15 @@ def convtune_row(lib, ctx, problem, prec, x, w, b):
         ctx.forward_tensors(p, x, w, b, y)  # checks the tensors; loads the kernel
         ptrs = (x.data_ptr(), w.data_ptr(), None if b is None else b.data_ptr(), y.data_ptr())
         stream = torch.cuda.current_stream(x.device).cuda_stream
+        if packed:
+            pw = ctx.pack_weights(p, w.data_ptr(), stream)
+
+            def call():  # holds y and the packed weights while timed
+                ctx.forward_packed(p, ptrs[0], pw, ptrs[2], ptrs[3], stream)
+                return y
+            y.fill_(float("nan"))  # the output checked is the packed call's
+            call()
+            return call, y
 
         def call():  # holds y, which the kernel writes, for as long as it is timed
             ctx.forward(p, *ptrs, stream)
@@ -430,9 +440,10 @@ def convtune_row(lib, ctx, problem, prec, x, w, b):
         return call, y
 
     spec = lib.format(p)
-    row = Row("convtune " + prec, prec, "convtune", setup, note="ct_forward, " + spec,
-              problem=p)
+    row = Row("convtune " + prec, prec, "convtune", setup,
+              note=("ct_forward_packed, " if packed else "ct_forward, ") + spec, problem=p)
     row.result["spec"] = spec
+    row.result["packed"] = bool(packed)
     return row
 
 

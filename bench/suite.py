@@ -989,7 +989,8 @@ def run_shape(name, spec, args, lib, dev, flush, rates, tune_exe, log):
         tf32 = prec == "tf32"
         if impl == "convtune":  # an NHWC problem runs on the channels_last copies
             xx, ww = channels_last() if fields["layout"] else (x, w)
-            return bench.convtune_row(lib, ctx, problem, prec, xx, ww, b), True
+            return bench.convtune_row(lib, ctx, problem, prec, xx, ww, b,
+                                      packed=args.packed), True
         if impl == "cudnn":
             return bench.pytorch_row(impl, prec, lambda: conv, (x, w, b), tf32, ""), tf32
         if impl == "cudnn_channels_last":
@@ -1122,6 +1123,9 @@ def parse_args(argv):
                     "library (default as ct_open: $CONVTUNE_DB, else ~/.cache/convtune/tuning.db)")
     ap.add_argument("--trials", type=int, default=100, help="timed trials per row (100)")
     ap.add_argument("--no-compile", action="store_true", help="leave out torch_compile")
+    ap.add_argument("--packed", action="store_true",
+                    help="the convtune rows through weights packed once (ct_weights_pack, "
+                         "ct_forward_packed; the row says packed: true)")
     ap.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
                     help="folder of suite-<gpu>.json, .png, .svg (default bench/results)")
     ap.add_argument("--seed", type=int, default=0, help="torch.manual_seed for the inputs (0)")
