@@ -548,8 +548,7 @@ class Conv2d(nn.Conv2d):
         if y.numel() == 0:
             return y
         precision = _resolve_precision(self.precision)
-        weight = _weight_in(self.weight, layout)
-        p = _problem(x, weight, self.bias, stride, padding, dilation, precision, self.act,
+        p = _problem(x, self.weight, self.bias, stride, padding, dilation, precision, self.act,
                      layout)
         ctx = context(x.device)
         stream = torch.cuda.current_stream(x.device)
@@ -563,6 +562,7 @@ class Conv2d(nn.Conv2d):
             mine.pop(key).free()
             packed = None
         if packed is None:
+            weight = _weight_in(self.weight, layout)  # packed from x's memory format
             packed = ctx.pack_weights(p, weight.data_ptr(), stream.cuda_stream)
             # Done before any later call, whichever stream it is on; and
             # before `weight`, a copy when the layouts differ, may be freed.
