@@ -208,8 +208,8 @@ ct_status ct_forward(ct_context *ctx, const ct_problem *p, const float *x,
 /* A problem's weights in the form its kernel reads, made once: for an
 ** inference layer whose weights do not change, ct_forward_packed then
 ** runs the problem without the per-call weight pass (the general
-** families' packing of KCRS w into [K][R][S][C] rounded to TF32, for fp32
-** also the low halves).  Opaque; see ct_weights_pack. */
+** families' repacking of w, rounded to TF32, for fp32 also the low
+** halves).  Opaque; see ct_weights_pack. */
 typedef struct ct_weights ct_weights;
 
 /* Loads *p's kernel as ct_prepare does, allocates device memory of its
@@ -229,8 +229,10 @@ ct_status ct_weights_pack(ct_context *ctx, const ct_problem *p, const float *w,
 ** for the same problem: the same kernels, less its weight pass, reading
 ** wp; the result equals ct_forward's with the w that was packed, bit for
 ** bit.  Work on another stream than the packing's must be ordered after
-** it by the caller.  Warm calls allocate nothing and take no lock, as
-** ct_forward's.  Returns ct_forward's statuses; CT_ERR_INVALID_ARG also
+** it by the caller.  Warm calls take no lock and allocate only what
+** ct_forward's do (a workspace from the kernel's pool, less the packed
+** region), whatever the number of weights packed for the problem.
+** Returns ct_forward's statuses; CT_ERR_INVALID_ARG also
 ** when wp is NULL or was packed on another context or for another
 ** problem. */
 ct_status ct_forward_packed(ct_context *ctx, const ct_problem *p, const float *x,
@@ -240,9 +242,10 @@ ct_status ct_forward_packed(ct_context *ctx, const ct_problem *p, const float *x
 size_t ct_weights_bytes(const ct_weights *wp);
 
 /* Frees wp: synchronises its context (work queued with wp finishes
-** first), then releases the memory.  After ct_close of its context (which
-** released the memory of every packed weights still on it) it frees the
-** handle alone.  NULL is a no-op. */
+** first; so not during a graph capture on that device), then releases the
+** memory.  After ct_close of its context (which released the memory of
+** every packed weights still on it) it frees the handle alone; not at the
+** same time as that ct_close.  NULL is a no-op. */
 void ct_weights_free(ct_weights *wp);
 
 /* How ct_forward obtained the kernel it runs for a problem. */

@@ -42,7 +42,9 @@
 ** writer (holding the cache's lock) rewrites the slot, and a reader keeps
 ** what it copied only if seq was even and unchanged around the copy. */
 /* A slot's key: the base address of each buffer the maps describe, by
-** ct_gen_map_buffer, then the packed weights' (RT_BUF_PACKED). */
+** ct_gen_map_buffer, then 1 for a launch with packed weights (RT_BUF_PACKED:
+** the maps over the packed region are not in the slot, they come with the
+** packed weights). */
 #define RT_BUF_PACKED 4
 #define RT_KEYS 5
 typedef struct ct_rt_maps_slot {
@@ -115,29 +117,25 @@ static int rt_maps_read(ct_rt_maps_slot *sl, const CUdeviceptr key[RT_KEYS], int
   return atomic_load_explicit(&sl->seq, memory_order_relaxed) == v;
 }
 
-/* The buffer (a key index) map m of v reads: its own, or with packed
-** weights the packed buffer where m lies in the workspace's wpack region. */
-static unsigned rt_map_buffer(const ct_gen_variant *v, const ct_gen_map *m, CUdeviceptr packed) {
-  if (packed && m->buffer == CT_GEN_BUF_WS && m->offset >= v->wpack_offset &&
-      m->offset - v->wpack_offset < v->wpack_bytes)
-    return RT_BUF_PACKED;
-  return (unsigned)m->buffer;
+/* 1 when map m of v lies in the workspace's packed-weights region. */
+static int rt_map_packed(const ct_gen_variant *v, const ct_gen_map *m) {
+  return v->wpack_bytes > 0 && m->buffer == CT_GEN_BUF_WS && m->offset >= v->wpack_offset &&
+         m->offset - v->wpack_offset < v->wpack_bytes;
 }
 
-/* The maps of k's variant for buffers bufs (by key index: ct_gen_map_buffer,
-** then the packed weights, 0 when none) into out: from k's cache without a
-** lock, else encoded under the cache's lock and published.  A map over the
-** packed weights is encoded at the packed buffer's base less wpack_offset,
-** so that its offset lands at the packed buffer's start. */
-static CUresult rt_maps_for(const ct_rt_kernel *k, const CUdeviceptr bufs[RT_KEYS],
+/* The maps of k's variant for buffers bufs (by ct_gen_map_buffer) into
+** out: from k's cache without a lock, else encoded under the cache's lock
+** and published.  packed: those over the packed region are left out (the
+** packed weights carry them, ct_rt_kernel_pack). */
+static CUresult rt_maps_for(const ct_rt_kernel *k, const CUdeviceptr bufs[4], int packed,
                             CUtensorMap out[CT_GEN_MAX_MAPS]) {
   const ct_gen_variant *v = &k->variant;
   struct ct_rt_maps *c = k->maps;
-  CUdeviceptr key[RT_KEYS] = {0, 0, 0, 0, 0};
+  CUdeviceptr key[RT_KEYS] = {0, 0, 0, 0, (CUdeviceptr)(packed != 0)};
   for (int i = 0; i < v->n_maps; i++) {
-    unsigned b = rt_map_buffer(v, &v->maps[i], bufs[RT_BUF_PACKED]);
-    if (b >= RT_KEYS) return CUDA_ERROR_INVALID_VALUE;
-    key[b] = bufs[b];
+    unsigned b = (unsigned)v->maps[i].buffer;
+    if (b >= 4) return CUDA_ERROR_INVALID_VALUE;
+    if (!(packed && rt_map_packed(v, &v->maps[i]))) key[b] = bufs[b];
   }
   for (int s = 0; s < CT_RT_MAP_SLOTS; s++)
     if (rt_maps_read(&c->slot[s], key, v->n_maps, out)) return CUDA_SUCCESS;
@@ -150,9 +148,11 @@ static CUresult rt_maps_for(const ct_rt_kernel *k, const CUdeviceptr bufs[RT_KEY
       return CUDA_SUCCESS;
     }
   for (int i = 0; i < v->n_maps && r == CUDA_SUCCESS; i++) {
-    const unsigned b = rt_map_buffer(v, &v->maps[i], key[RT_BUF_PACKED]);
-    r = rt_encode_map(&v->maps[i], b == RT_BUF_PACKED ? key[b] - v->wpack_offset : key[b],
-                      &out[i]);
+    if (packed && rt_map_packed(v, &v->maps[i])) {
+      memset(&out[i], 0, sizeof out[i]);
+      continue;
+    }
+    r = rt_encode_map(&v->maps[i], key[v->maps[i].buffer], &out[i]);
     c->encodes++;
   }
   if (r == CUDA_SUCCESS) {
@@ -230,7 +230,7 @@ ct_status ct_rt_kernel_load(const ct_gen_variant *v, const void *cubin,
       r = CUDA_ERROR_INVALID_VALUE;
       goto fail;
     }
-    if (posix_memalign(&mem, 64, sizeof(struct ct_rt_maps)) != 0) {
+    if (posix_memalign(&mem, _Alignof(struct ct_rt_maps), sizeof(struct ct_rt_maps)) != 0) {
       r = CUDA_ERROR_OUT_OF_MEMORY;
       goto fail;
     }
@@ -246,10 +246,13 @@ fail:
   return CT_ERR_CUDA;
 }
 
-/* Queues k's launches (packed: all but its weight pass, the maps over the
-** packed weights encoded at `packed`). */
+/* Queues k's launches; with packed weights (pmaps: their maps, encoded by
+** ct_rt_kernel_pack) all but the weight pass, with a workspace that stops
+** where the packed region starts when that region ends it. */
 static ct_status rt_launch(const ct_rt_kernel *k, CUdeviceptr x, CUdeviceptr w, CUdeviceptr b,
-                           CUdeviceptr y, CUdeviceptr packed, CUstream stream, CUresult *cr) {
+                           CUdeviceptr y, const CUtensorMap *pmaps, CUstream stream,
+                           CUresult *cr) {
+  const int packed = pmaps != NULL;
   CUdeviceptr ws = 0;
   CUresult r = CUDA_SUCCESS;
   /* A map over the caller's tensors needs a 16-byte aligned address. */
@@ -262,12 +265,14 @@ static ct_status rt_launch(const ct_rt_kernel *k, CUdeviceptr x, CUdeviceptr w, 
       return CT_ERR_INVALID_ARG;
     }
   }
-  /* With packed weights a workspace that is only the packed region (pw,
-  ** tap) is not needed. */
+  /* With packed weights the workspace's packed region, when it ends the
+  ** workspace (gm, gmp, pw and tap: all of it), is not needed. */
   const ct_gen_variant *v = &k->variant;
-  if (v->workspace_bytes > 0 &&
-      !(packed && v->wpack_offset == 0 && v->wpack_bytes >= v->workspace_bytes)) {
-    r = ct_drv.cuMemAllocFromPoolAsync(&ws, k->variant.workspace_bytes, k->pool, stream);
+  size_t ws_bytes = v->workspace_bytes;
+  if (packed && v->wpack_bytes > 0 && v->wpack_offset + v->wpack_bytes == ws_bytes)
+    ws_bytes = v->wpack_offset;
+  if (ws_bytes > 0) {
+    r = ct_drv.cuMemAllocFromPoolAsync(&ws, ws_bytes, k->pool, stream);
     if (r != CUDA_SUCCESS) {
       *cr = r;
       return CT_ERR_CUDA;
@@ -276,11 +281,13 @@ static ct_status rt_launch(const ct_rt_kernel *k, CUdeviceptr x, CUdeviceptr w, 
   void *args[] = {&x, &w, &b, &y, &ws, NULL, NULL, NULL};
   /* A tensor-map variant's extra arguments: kargs and the maps (both
   ** copied by cuLaunchKernel at the call). */
-  CUtensorMap maps[CT_GEN_MAX_MAPS]; /* 64-byte aligned, as cuda.h declares it */
+  CUtensorMap maps[CT_GEN_MAX_MAPS]; /* aligned as cuda.h declares it (128 bytes) */
   if (k->maps != NULL) {
     memset(maps, 0, sizeof maps);
-    const CUdeviceptr bufs[RT_KEYS] = {ws, x, w, y, packed};
-    if (k->variant.n_maps > 0) r = rt_maps_for(k, bufs, maps);
+    const CUdeviceptr bufs[4] = {ws, x, w, y};
+    if (v->n_maps > 0) r = rt_maps_for(k, bufs, packed, maps);
+    for (int i = 0; packed && i < v->n_maps; i++)
+      if (rt_map_packed(v, &v->maps[i])) maps[i] = pmaps[i];
     args[5] = (void *)k->variant.kargs;
     args[6] = &maps[0];
     args[7] = &maps[1];
@@ -304,14 +311,14 @@ static ct_status rt_launch(const ct_rt_kernel *k, CUdeviceptr x, CUdeviceptr w, 
 ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
                               CUdeviceptr w, CUdeviceptr b, CUdeviceptr y,
                               CUstream stream, CUresult *cr) {
-  return rt_launch(k, x, w, b, y, 0, stream, cr);
+  return rt_launch(k, x, w, b, y, NULL, stream, cr);
 }
 
 ct_status ct_rt_kernel_launch_packed(const ct_rt_kernel *k, CUdeviceptr x, CUdeviceptr packed,
-                                     CUdeviceptr b, CUdeviceptr y, CUstream stream,
-                                     CUresult *cr) {
-  if (k->variant.wpack_bytes == 0) return rt_launch(k, x, packed, b, y, 0, stream, cr);
-  return rt_launch(k, x, packed, b, y, packed, stream, cr);
+                                     const CUtensorMap *pmaps, CUdeviceptr b, CUdeviceptr y,
+                                     CUstream stream, CUresult *cr) {
+  if (k->variant.wpack_bytes == 0) return rt_launch(k, x, packed, b, y, NULL, stream, cr);
+  return rt_launch(k, x, packed, b, y, pmaps, stream, cr);
 }
 
 size_t ct_rt_kernel_packed_bytes(const ct_rt_kernel *k, size_t w_bytes) {
@@ -319,12 +326,27 @@ size_t ct_rt_kernel_packed_bytes(const ct_rt_kernel *k, size_t w_bytes) {
 }
 
 ct_status ct_rt_kernel_pack(const ct_rt_kernel *k, CUdeviceptr w, size_t w_bytes,
-                            CUdeviceptr packed, CUstream stream, CUresult *cr) {
+                            CUdeviceptr packed, CUstream stream,
+                            CUtensorMap pmaps[CT_GEN_MAX_MAPS], CUresult *cr) {
   const ct_gen_variant *v = &k->variant;
   CUresult r = CUDA_SUCCESS;
+  memset(pmaps, 0, sizeof(CUtensorMap) * CT_GEN_MAX_MAPS);
   if (v->wpack_bytes == 0) {
     r = ct_drv.cuMemcpyDtoDAsync(packed, w, w_bytes, stream);
   } else {
+    /* The maps over the packed region, at the packed buffer's base less
+    ** wpack_offset, so that each map's offset lands where it should. */
+    for (int i = 0; i < v->n_maps && r == CUDA_SUCCESS; i++)
+      if (rt_map_packed(v, &v->maps[i])) {
+        r = rt_encode_map(&v->maps[i], packed - v->wpack_offset, &pmaps[i]);
+        if (k->maps) {
+          pthread_mutex_lock(&k->maps->lock);
+          k->maps->encodes++;
+          pthread_mutex_unlock(&k->maps->lock);
+        }
+      }
+  }
+  if (r == CUDA_SUCCESS && v->wpack_bytes > 0) {
     /* The weight pass writes at ws + wpack_offset: give it the packed
     ** buffer less that offset (it touches nothing else); its maps, which
     ** it does not read, are left zero. */
@@ -878,15 +900,16 @@ static int overlaps(uintptr_t a, uint64_t na, uintptr_t b, uint64_t nb) {
 }
 
 /* Queues e's kernel on stream in ctx's primary context, for ct_forward
-** (packed 0) or ct_forward_packed (those weights; w unused). */
+** (packed 0) or ct_forward_packed (those weights and their maps pmaps; w
+** unused). */
 static ct_status forward_launch(ct_context *ctx, const ct_rt_entry *e, uintptr_t x,
                                 uintptr_t w, uintptr_t b, uintptr_t y, CUdeviceptr packed,
-                                void *stream) {
+                                const CUtensorMap *pmaps, void *stream) {
   CUcontext popped;
   CUresult cr = ct_drv.cuCtxPushCurrent(ctx->primary);
   if (cr != CUDA_SUCCESS)
     return ctx_fail(ctx, CT_ERR_CUDA, cr, "cannot make the device's primary context current");
-  ct_status rc = packed ? ct_rt_kernel_launch_packed(&e->kernel, (CUdeviceptr)x, packed,
+  ct_status rc = packed ? ct_rt_kernel_launch_packed(&e->kernel, (CUdeviceptr)x, packed, pmaps,
                                                      (CUdeviceptr)b, (CUdeviceptr)y,
                                                      (CUstream)stream, &cr)
                         : ct_rt_kernel_launch(&e->kernel, (CUdeviceptr)x, (CUdeviceptr)w,
@@ -932,7 +955,7 @@ ct_status ct_forward(ct_context *ctx, const ct_problem *p, const float *x,
     return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
                     "ct_forward: y overlaps an input (x, w or b); the "
                     "kernels do not work in place");
-  return forward_launch(ctx, e, ux, uw, ub, uy, 0, stream);
+  return forward_launch(ctx, e, ux, uw, ub, uy, 0, NULL, stream);
 }
 
 ct_status ct_prepare(ct_context *ctx, const ct_problem *p) {
@@ -953,6 +976,7 @@ ct_status ct_prepare(ct_context *ctx, const ct_problem *p) {
 #define CT_RT_WEIGHTS_MAGIC 0x74776374u /* "ctwt" */
 
 struct ct_weights {
+  CUtensorMap pmaps[CT_GEN_MAX_MAPS]; /* the maps over them (cuda.h: 128-byte aligned) */
   uint32_t magic;           /* CT_RT_WEIGHTS_MAGIC while allocated */
   ct_context *ctx;          /* packed on; NULL once that context closed */
   uint64_t serial;          /* ctx->serial then */
@@ -972,6 +996,7 @@ static void rt_release_weights(ct_context *ctx, int pushed) {
     if (pushed) ct_drv.cuMemFree(wp->mem);
     wp->ctx = NULL;
     wp->mem = 0;
+    wp->bytes = 0;
   }
   ctx->weights = NULL;
   pthread_mutex_unlock(&ctx->load_lock);
@@ -998,8 +1023,10 @@ ct_status ct_weights_pack(ct_context *ctx, const ct_problem *p, const float *w,
   ct_rt_entry *e;
   rc = entry_of(ctx, p, &e);
   if (rc != CT_OK) return rc;
-  ct_weights *wp = calloc(1, sizeof *wp);
-  if (wp == NULL) return ctx_fail(ctx, CT_ERR_NOMEM, CUDA_SUCCESS, "out of host memory");
+  ct_weights *wp = NULL;
+  if (posix_memalign((void **)&wp, _Alignof(ct_weights), sizeof *wp) != 0)
+    return ctx_fail(ctx, CT_ERR_NOMEM, CUDA_SUCCESS, "out of host memory");
+  memset(wp, 0, sizeof *wp);
   wp->ctx = ctx;
   wp->serial = ctx->serial;
   wp->e = e;
@@ -1015,7 +1042,7 @@ ct_status ct_weights_pack(ct_context *ctx, const ct_problem *p, const float *w,
   if (cr == CUDA_SUCCESS) {
     what = "queuing the weight pass";
     rc = ct_rt_kernel_pack(&e->kernel, (CUdeviceptr)(uintptr_t)w, (size_t)e->w_bytes, wp->mem,
-                           (CUstream)stream, &cr);
+                           (CUstream)stream, wp->pmaps, &cr);
     if (rc != CT_OK) ct_drv.cuMemFree(wp->mem);
   }
   ct_drv.cuCtxPopCurrent(&popped);
@@ -1064,7 +1091,7 @@ ct_status ct_forward_packed(ct_context *ctx, const ct_problem *p, const float *x
     return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
                     "ct_forward_packed: y overlaps an input (x or b); the kernels do "
                     "not work in place");
-  return forward_launch(ctx, e, ux, 0, ub, uy, wp->mem, stream);
+  return forward_launch(ctx, e, ux, 0, ub, uy, wp->mem, wp->pmaps, stream);
 }
 
 size_t ct_weights_bytes(const ct_weights *wp) {
