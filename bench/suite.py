@@ -1125,7 +1125,8 @@ def parse_args(argv):
     ap.add_argument("--no-compile", action="store_true", help="leave out torch_compile")
     ap.add_argument("--packed", action="store_true",
                     help="the convtune rows through weights packed once (ct_weights_pack, "
-                         "ct_forward_packed; the row says packed: true)")
+                         "ct_forward_packed; the row says packed: true), into "
+                         "suite-<gpu>-packed.json")
     ap.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
                     help="folder of suite-<gpu>.json, .png, .svg (default bench/results)")
     ap.add_argument("--seed", type=int, default=0, help="torch.manual_seed for the inputs (0)")
@@ -1262,7 +1263,10 @@ def main(argv=None):
     dev = cuda_device(args.device)
     torch.backends.cudnn.allow_tf32 = True  # each row sets its own (bench.cudnn_tf32)
     machine = bench.machine_info(args.device)
-    slug = bench.gpu_slug(machine["gpu"])
+    # Packed rows go to a file of their own (suite-<gpu>-packed.json): the
+    # rows merge by shape, precision and impl, and must not replace the
+    # plain ones.
+    slug = bench.gpu_slug(machine["gpu"]) + ("-packed" if args.packed else "")
     rev, dirty = git_revision()
     versions = {"torch": machine["torch"], "cuda": machine["torch_cuda"],
                 "cudnn": machine["cudnn"], "driver": machine["driver"],

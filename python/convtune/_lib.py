@@ -31,6 +31,7 @@ import ctypes.util
 import os
 import subprocess
 import sysconfig
+import threading
 
 __all__ = [
     "CT_OK", "CT_PROBLEM_SPEC_MAX", "CT_PREC_TF32", "CT_PREC_FP32", "PRECISIONS",
@@ -391,10 +392,13 @@ class PackedWeights:
         """The device memory held (0 once freed)."""
         return self.context._lib.ct_weights_bytes(self._handle) if self._handle else 0
 
+    _free_lock = threading.Lock()
+
     def free(self):
-        if self._handle:
-            self.context._lib.ct_weights_free(self._handle)
-            self._handle = None
+        with PackedWeights._free_lock:  # one free, whichever thread calls
+            handle, self._handle = self._handle, None
+        if handle:
+            self.context._lib.ct_weights_free(handle)
 
     def __del__(self):
         self.free()

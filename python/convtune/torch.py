@@ -461,11 +461,15 @@ def explain(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
             "spec": library().format(p)}
 
 
-# Conv2d(pack_weights=True): each module's packed weights, by (input shape,
-# device, layout, precision, the weight's address and version counter); kept
-# beside the module (weakly), not in it, so that copying a module copies no
-# device handle.  A module keeps its last _PACKED_MAX packings.
+# Conv2d(pack_weights=True): each module's packed weights, by (problem,
+# device, the weight's address and version counter), each with a weak
+# reference to the weight tensor packed (a hit must be that very tensor: a
+# new one may take a freed one's address and version); kept beside the
+# module (weakly), not in it, so that copying a module copies no device
+# handle.  A module keeps its last _PACKED_MAX packings; _packed_lock
+# guards the lot (modules may run on several threads).
 _packed = weakref.WeakKeyDictionary()
+_packed_lock = threading.Lock()
 _PACKED_MAX = 4
 
 
@@ -521,7 +525,9 @@ class Conv2d(nn.Conv2d):
         return new
 
     def forward(self, input):
-        if (self.pack_weights and not self.training and input.is_cuda and input.dim() == 4
+        # An inference tensor has no version counter to watch: not packed.
+        if (getattr(self, "pack_weights", False) and not self.training and input.is_cuda
+                and input.dim() == 4 and not self.weight.is_inference()
                 and not _needs_op(input, self.weight, self.bias)
                 and not torch.cuda.is_current_stream_capturing()):
             return self._forward_packed(input)
@@ -531,8 +537,9 @@ class Conv2d(nn.Conv2d):
     def repack(self):
         """Drops this module's packed weights (pack_weights=True packs them
         again at the next call): after a change through weight.data."""
-        for packed in _packed.pop(self, {}).values():
-            packed.free()
+        with _packed_lock:
+            for _, packed in _packed.pop(self, {}).values():
+                packed.free()
 
     def _forward_packed(self, x):
         """forward() through weights packed once: _conv2d_run's checks, then
@@ -552,27 +559,29 @@ class Conv2d(nn.Conv2d):
                      layout)
         ctx = context(x.device)
         stream = torch.cuda.current_stream(x.device)
-        key = (tuple(x.shape), x.device, layout, precision, self.weight.data_ptr(),
-               self.weight._version)
-        mine = _packed.setdefault(self, {})
-        packed = mine.get(key)
-        if packed is not None and packed.context is not ctx:
-            # Packed on a context retired since (a tune or set_database):
-            # the new one may run another kernel, packed its own way.
-            mine.pop(key).free()
-            packed = None
-        if packed is None:
-            weight = _weight_in(self.weight, layout)  # packed from x's memory format
-            packed = ctx.pack_weights(p, weight.data_ptr(), stream.cuda_stream)
-            # Done before any later call, whichever stream it is on; and
-            # before `weight`, a copy when the layouts differ, may be freed.
-            stream.synchronize()
-            while len(mine) >= _PACKED_MAX:
-                mine.pop(next(iter(mine))).free()
-            mine[key] = packed
-        ctx.forward_packed(p, x.data_ptr(), packed,
-                           self.bias.data_ptr() if self.bias is not None else None,
-                           y.data_ptr(), stream.cuda_stream)
+        # p is _problem's one object for these sizes and settings.
+        key = (id(p), x.device, self.weight.data_ptr(), self.weight._version)
+        with _packed_lock:
+            mine = _packed.setdefault(self, {})
+            ref, packed = mine.get(key, (None, None))
+            if packed is not None and (ref() is not self.weight or packed.context is not ctx):
+                # Another tensor at the same address and version, or packed on
+                # a context retired since (a tune or set_database: the kernel
+                # may differ): packed again.
+                mine.pop(key)[1].free()
+                packed = None
+            if packed is None:
+                weight = _weight_in(self.weight, layout)  # packed from x's memory format
+                packed = ctx.pack_weights(p, weight.data_ptr(), stream.cuda_stream)
+                # Done before any later call, whichever stream it is on; and
+                # before `weight`, a copy when the layouts differ, may be freed.
+                stream.synchronize()
+                while len(mine) >= _PACKED_MAX:
+                    mine.pop(next(iter(mine)))[1].free()
+                mine[key] = (weakref.ref(self.weight), packed)
+            ctx.forward_packed(p, x.data_ptr(), packed,
+                               self.bias.data_ptr() if self.bias is not None else None,
+                               y.data_ptr(), stream.cuda_stream)
         return y
 
     def extra_repr(self):

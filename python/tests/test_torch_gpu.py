@@ -186,6 +186,7 @@ def test_packed_weights_module(precision):
                 want = ref(x)
                 assert torch.equal(mine(x), want)
                 assert torch.equal(mine(x), want)  # warm: the packed weights again
+                assert ct._packed.get(mine), "the packed path was not taken"
             check_close(want, x, ref.weight.detach(), ref.bias.detach(), 1, 1, 1, precision)
         x = torch.rand(2, cin, size, size, device=DEV)
         with torch.no_grad():
