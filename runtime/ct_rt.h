@@ -60,13 +60,13 @@ ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
 ** (it reads w itself, or its kernels read the packed weights by pointer)
 ** w_bytes, a plain copy of w.  ct_rt_kernel_pack queues their making from
 ** w into `packed` (that many bytes, 16-byte aligned): k's weight pass, or
-** the copy; and encodes into pmaps the maps over the wpack region, for
-** that buffer (the others zero).  ct_rt_kernel_launch_packed is
-** ct_rt_kernel_launch with them: k's launches but its weight pass, those
-** maps taken from pmaps (k's cache holds the others, so that any number
-** of packed weights share its slots), a workspace that stops where the
-** wpack region starts when that region ends it; for a variant without a
-** wpack region, the launches with `packed` as w.  Both return CT_OK or
+** the copy; and encodes into pmaps the maps that read them, for that
+** buffer (the wpack region's, or a copy's maps over w; the others zero).
+** ct_rt_kernel_launch_packed is ct_rt_kernel_launch with them: k's
+** launches but its weight pass, `packed` as w, those maps taken from
+** pmaps (k's cache holds the others, so that any number of packed weights
+** share its slots), a workspace that stops where the wpack region starts
+** when that region ends it.  Both return CT_OK or
 ** CT_ERR_CUDA with *cr set (launch_packed: also ct_rt_kernel_launch's
 ** CT_ERR_INVALID_ARG). */
 size_t ct_rt_kernel_packed_bytes(const ct_rt_kernel *k, size_t w_bytes);

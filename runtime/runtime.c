@@ -117,9 +117,12 @@ static int rt_maps_read(ct_rt_maps_slot *sl, const CUdeviceptr key[RT_KEYS], int
   return atomic_load_explicit(&sl->seq, memory_order_relaxed) == v;
 }
 
-/* 1 when map m of v lies in the workspace's packed-weights region. */
+/* 1 when map m of v reads the packed weights in a packed call: a map in
+** the workspace's packed region, or for a variant without one (packed
+** weights: a copy of w) a map over w. */
 static int rt_map_packed(const ct_gen_variant *v, const ct_gen_map *m) {
-  return v->wpack_bytes > 0 && m->buffer == CT_GEN_BUF_WS && m->offset >= v->wpack_offset &&
+  if (v->wpack_bytes == 0) return m->buffer == CT_GEN_BUF_W;
+  return m->buffer == CT_GEN_BUF_WS && m->offset >= v->wpack_offset &&
          m->offset - v->wpack_offset < v->wpack_bytes;
 }
 
@@ -317,7 +320,6 @@ ct_status ct_rt_kernel_launch(const ct_rt_kernel *k, CUdeviceptr x,
 ct_status ct_rt_kernel_launch_packed(const ct_rt_kernel *k, CUdeviceptr x, CUdeviceptr packed,
                                      const CUtensorMap *pmaps, CUdeviceptr b, CUdeviceptr y,
                                      CUstream stream, CUresult *cr) {
-  if (k->variant.wpack_bytes == 0) return rt_launch(k, x, packed, b, y, NULL, stream, cr);
   return rt_launch(k, x, packed, b, y, pmaps, stream, cr);
 }
 
@@ -331,21 +333,20 @@ ct_status ct_rt_kernel_pack(const ct_rt_kernel *k, CUdeviceptr w, size_t w_bytes
   const ct_gen_variant *v = &k->variant;
   CUresult r = CUDA_SUCCESS;
   memset(pmaps, 0, sizeof(CUtensorMap) * CT_GEN_MAX_MAPS);
-  if (v->wpack_bytes == 0) {
-    r = ct_drv.cuMemcpyDtoDAsync(packed, w, w_bytes, stream);
-  } else {
-    /* The maps over the packed region, at the packed buffer's base less
-    ** wpack_offset, so that each map's offset lands where it should. */
-    for (int i = 0; i < v->n_maps && r == CUDA_SUCCESS; i++)
-      if (rt_map_packed(v, &v->maps[i])) {
-        r = rt_encode_map(&v->maps[i], packed - v->wpack_offset, &pmaps[i]);
-        if (k->maps) {
-          pthread_mutex_lock(&k->maps->lock);
-          k->maps->encodes++;
-          pthread_mutex_unlock(&k->maps->lock);
-        }
+  if (v->wpack_bytes == 0) r = ct_drv.cuMemcpyDtoDAsync(packed, w, w_bytes, stream);
+  /* The maps over the packed weights: a copy of w at its own address; the
+  ** packed region at the buffer's base less wpack_offset, so that each
+  ** map's offset lands where it should. */
+  const CUdeviceptr base = v->wpack_bytes > 0 ? packed - v->wpack_offset : packed;
+  for (int i = 0; i < v->n_maps && r == CUDA_SUCCESS; i++)
+    if (rt_map_packed(v, &v->maps[i])) {
+      r = rt_encode_map(&v->maps[i], base, &pmaps[i]);
+      if (k->maps) {
+        pthread_mutex_lock(&k->maps->lock);
+        k->maps->encodes++;
+        pthread_mutex_unlock(&k->maps->lock);
       }
-  }
+    }
   if (r == CUDA_SUCCESS && v->wpack_bytes > 0) {
     /* The weight pass writes at ws + wpack_offset: give it the packed
     ** buffer less that offset (it touches nothing else); its maps, which
