@@ -249,6 +249,19 @@ fail:
   return CT_ERR_CUDA;
 }
 
+/* Queues k's launches with args on stream: every one (weights < 0), all
+** but the weight pass (0), or the weight pass alone (1). */
+static CUresult rt_launch_each(const ct_rt_kernel *k, void **args, CUstream stream, int weights) {
+  CUresult r = CUDA_SUCCESS;
+  for (int i = 0; i < k->variant.n_kernels && r == CUDA_SUCCESS; i++) {
+    const ct_gen_launch *l = &k->variant.kernels[i];
+    if (weights >= 0 && (l->weights != 0) != (weights != 0)) continue;
+    r = ct_drv.cuLaunchKernel(k->fn[i], l->grid[0], l->grid[1], l->grid[2], l->block[0],
+                              l->block[1], l->block[2], l->smem, stream, args, NULL);
+  }
+  return r;
+}
+
 /* Queues k's launches; with packed weights (pmaps: their maps, encoded by
 ** ct_rt_kernel_pack) all but the weight pass, with a workspace that stops
 ** where the packed region starts when that region ends it. */
@@ -295,13 +308,7 @@ static ct_status rt_launch(const ct_rt_kernel *k, CUdeviceptr x, CUdeviceptr w, 
     args[6] = &maps[0];
     args[7] = &maps[1];
   }
-  for (int i = 0; i < k->variant.n_kernels && r == CUDA_SUCCESS; i++) {
-    const ct_gen_launch *l = &k->variant.kernels[i];
-    if (packed && l->weights) continue;
-    r = ct_drv.cuLaunchKernel(k->fn[i], l->grid[0], l->grid[1], l->grid[2],
-                              l->block[0], l->block[1], l->block[2], l->smem,
-                              stream, args, NULL);
-  }
+  if (r == CUDA_SUCCESS) r = rt_launch_each(k, args, stream, packed ? 0 : -1);
   /* Freed after what was queued, also when a launch failed. */
   if (ws) {
     CUresult rf = ct_drv.cuMemFreeAsync(ws, stream);
@@ -356,12 +363,7 @@ ct_status ct_rt_kernel_pack(const ct_rt_kernel *k, CUdeviceptr w, size_t w_bytes
     memset(maps, 0, sizeof maps);
     void *args[] = {&x, &w, &b, &y, &ws, (void *)v->kargs, &maps[0], &maps[1]};
     if (k->maps == NULL) args[5] = args[6] = args[7] = NULL;
-    for (int i = 0; i < v->n_kernels && r == CUDA_SUCCESS; i++) {
-      const ct_gen_launch *l = &v->kernels[i];
-      if (!l->weights) continue;
-      r = ct_drv.cuLaunchKernel(k->fn[i], l->grid[0], l->grid[1], l->grid[2], l->block[0],
-                                l->block[1], l->block[2], l->smem, stream, args, NULL);
-    }
+    r = rt_launch_each(k, args, stream, 1);
   }
   *cr = r;
   return r == CUDA_SUCCESS ? CT_OK : CT_ERR_CUDA;
@@ -900,6 +902,46 @@ static int overlaps(uintptr_t a, uint64_t na, uintptr_t b, uint64_t nb) {
   return a < b + nb && b < a + na;
 }
 
+/* The entry of p on ctx, loaded if needed. */
+static ct_status entry_of(ct_context *ctx, const ct_problem *p, ct_rt_entry **e) {
+  uint64_t h = problem_hash(p);
+  *e = table_find(ctx, p, h);
+  return *e ? CT_OK : entry_load(ctx, p, h, e);
+}
+
+/* The checks ct_forward and ct_forward_packed (`who`, which passes no w)
+** make of the tensors before the problem is loaded: none NULL, b given
+** for a bias, every one 4-byte aligned. */
+static ct_status check_tensors(ct_context *ctx, const char *who, const ct_problem *p,
+                               const float *x, const float *w, int with_w, const float *b,
+                               const float *y) {
+  if (p == NULL || x == NULL || (with_w && w == NULL) || y == NULL)
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "%s: the problem, %s must not be NULL", who, with_w ? "x, w and y" : "x and y");
+  if (p->bias != 0 && b == NULL)
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "%s: the problem has a bias but b is NULL", who);
+  const uintptr_t u = (uintptr_t)x | (with_w ? (uintptr_t)w : 0) | (uintptr_t)y |
+                      (p->bias ? (uintptr_t)b : 0);
+  if (u & (sizeof(float) - 1))
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "%s: x, %sb and y must be 4-byte aligned fp32 pointers", who,
+                    with_w ? "w, " : "");
+  return CT_OK;
+}
+
+/* The check once e (the problem's sizes) is known: y overlaps none of x,
+** w (0: none) and b (0: none). */
+static ct_status check_overlaps(ct_context *ctx, const char *who, const ct_rt_entry *e,
+                                uintptr_t x, uintptr_t w, uintptr_t b, uintptr_t y) {
+  if (overlaps(y, e->y_bytes, x, e->x_bytes) || (w && overlaps(y, e->y_bytes, w, e->w_bytes)) ||
+      (b && overlaps(y, e->y_bytes, b, e->b_bytes)))
+    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
+                    "%s: y overlaps an input (%s); the kernels do not work in place", who,
+                    w ? "x, w or b" : "x or b");
+  return CT_OK;
+}
+
 /* Queues e's kernel on stream in ctx's primary context, for ct_forward
 ** (packed 0) or ct_forward_packed (those weights and their maps pmaps; w
 ** unused). */
@@ -931,31 +973,14 @@ static ct_status forward_launch(ct_context *ctx, const ct_rt_entry *e, uintptr_t
 ct_status ct_forward(ct_context *ctx, const ct_problem *p, const float *x,
                      const float *w, const float *b, float *y, void *stream) {
   ct_status rc = ctx_check(ctx);
+  if (rc == CT_OK) rc = check_tensors(ctx, "ct_forward", p, x, w, 1, b, y);
   if (rc != CT_OK) return rc;
-  if (p == NULL || x == NULL || w == NULL || y == NULL)
-    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
-                    "ct_forward: the problem, x, w and y must not be NULL");
-  if (p->bias != 0 && b == NULL)
-    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
-                    "ct_forward: the problem has a bias but b is NULL");
-  uintptr_t ux = (uintptr_t)x, uw = (uintptr_t)w, uy = (uintptr_t)y;
-  uintptr_t ub = p->bias ? (uintptr_t)b : 0;
-  if ((ux | uw | uy | ub) & (sizeof(float) - 1))
-    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
-                    "ct_forward: x, w, b and y must be 4-byte aligned fp32 "
-                    "pointers");
-  uint64_t h = problem_hash(p);
-  ct_rt_entry *e = table_find(ctx, p, h);
-  if (e == NULL) {
-    rc = entry_load(ctx, p, h, &e);
-    if (rc != CT_OK) return rc;
-  }
-  if (overlaps(uy, e->y_bytes, ux, e->x_bytes) ||
-      overlaps(uy, e->y_bytes, uw, e->w_bytes) ||
-      (ub && overlaps(uy, e->y_bytes, ub, e->b_bytes)))
-    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
-                    "ct_forward: y overlaps an input (x, w or b); the "
-                    "kernels do not work in place");
+  const uintptr_t ux = (uintptr_t)x, uw = (uintptr_t)w, uy = (uintptr_t)y;
+  const uintptr_t ub = p->bias ? (uintptr_t)b : 0;
+  ct_rt_entry *e;
+  rc = entry_of(ctx, p, &e);
+  if (rc == CT_OK) rc = check_overlaps(ctx, "ct_forward", e, ux, uw, ub, uy);
+  if (rc != CT_OK) return rc;
   return forward_launch(ctx, e, ux, uw, ub, uy, 0, NULL, stream);
 }
 
@@ -965,10 +990,8 @@ ct_status ct_prepare(ct_context *ctx, const ct_problem *p) {
   if (p == NULL)
     return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
                     "ct_prepare: the problem must not be NULL");
-  uint64_t h = problem_hash(p);
-  ct_rt_entry *e = table_find(ctx, p, h);
-  if (e != NULL) return CT_OK;
-  return entry_load(ctx, p, h, &e);
+  ct_rt_entry *e;
+  return entry_of(ctx, p, &e);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1001,13 +1024,6 @@ static void rt_release_weights(ct_context *ctx, int pushed) {
   }
   ctx->weights = NULL;
   pthread_mutex_unlock(&ctx->load_lock);
-}
-
-/* The entry of p on ctx, loaded if needed. */
-static ct_status entry_of(ct_context *ctx, const ct_problem *p, ct_rt_entry **e) {
-  uint64_t h = problem_hash(p);
-  *e = table_find(ctx, p, h);
-  return *e ? CT_OK : entry_load(ctx, p, h, e);
 }
 
 ct_status ct_weights_pack(ct_context *ctx, const ct_problem *p, const float *w,
@@ -1076,23 +1092,11 @@ ct_status ct_forward_packed(ct_context *ctx, const ct_problem *p, const float *x
   if (p == NULL || !same_problem(&wp->e->problem, p))
     return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
                     "ct_forward_packed: the weights were packed for another problem");
-  if (x == NULL || y == NULL)
-    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
-                    "ct_forward_packed: x and y must not be NULL");
-  if (p->bias != 0 && b == NULL)
-    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
-                    "ct_forward_packed: the problem has a bias but b is NULL");
-  const ct_rt_entry *e = wp->e;
-  uintptr_t ux = (uintptr_t)x, uy = (uintptr_t)y, ub = p->bias ? (uintptr_t)b : 0;
-  if ((ux | uy | ub) & (sizeof(float) - 1))
-    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
-                    "ct_forward_packed: x, b and y must be 4-byte aligned fp32 pointers");
-  if (overlaps(uy, e->y_bytes, ux, e->x_bytes) ||
-      (ub && overlaps(uy, e->y_bytes, ub, e->b_bytes)))
-    return ctx_fail(ctx, CT_ERR_INVALID_ARG, CUDA_SUCCESS,
-                    "ct_forward_packed: y overlaps an input (x or b); the kernels do "
-                    "not work in place");
-  return forward_launch(ctx, e, ux, 0, ub, uy, wp->mem, wp->pmaps, stream);
+  const uintptr_t ux = (uintptr_t)x, uy = (uintptr_t)y, ub = p->bias ? (uintptr_t)b : 0;
+  rc = check_tensors(ctx, "ct_forward_packed", p, x, NULL, 0, b, y);
+  if (rc == CT_OK) rc = check_overlaps(ctx, "ct_forward_packed", wp->e, ux, 0, ub, uy);
+  if (rc != CT_OK) return rc;
+  return forward_launch(ctx, wp->e, ux, 0, ub, uy, wp->mem, wp->pmaps, stream);
 }
 
 size_t ct_weights_bytes(const ct_weights *wp) {

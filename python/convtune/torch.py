@@ -311,8 +311,9 @@ def _problem(x, weight, bias, stride, padding, dilation, precision, act="none",
 # -------------------------------------------------------------------------
 # The custom op
 
-def _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act="none"):
-    """The op's implementation: checks, allocates y and runs ct_forward."""
+def _call_setup(x, weight, bias, stride, padding, dilation, precision, act):
+    """A call's checks, its output y (empty, in x's memory format), x's
+    layout and the problem (None for an empty y: nothing to run)."""
     _check_precision(precision)
     _check_act(act)
     _check_params(stride, padding, dilation)
@@ -322,10 +323,17 @@ def _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act="none
                     memory_format=torch.channels_last if layout == "nhwc"
                     else torch.contiguous_format)
     if y.numel() == 0:  # a batch of 0: nothing to run
+        return y, layout, None
+    return y, layout, _problem(x, weight, bias, stride, padding, dilation,
+                               _resolve_precision(precision), act, layout)
+
+
+def _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act="none"):
+    """The op's implementation: checks, allocates y and runs ct_forward."""
+    y, layout, p = _call_setup(x, weight, bias, stride, padding, dilation, precision, act)
+    if p is None:
         return y
     weight = _weight_in(weight, layout)
-    p = _problem(x, weight, bias, stride, padding, dilation, _resolve_precision(precision),
-                 act, layout)
     stream = torch.cuda.current_stream(x.device).cuda_stream
     context(x.device).forward(p, x.data_ptr(), weight.data_ptr(),
                               bias.data_ptr() if bias is not None else None,
@@ -546,17 +554,10 @@ class Conv2d(nn.Conv2d):
         ct_forward_packed."""
         stride, padding, dilation = _arguments(x, self.weight, self.stride, self.padding,
                                                self.dilation, self.groups, self.precision)
-        _check_params(stride, padding, dilation)
-        layout = _check_tensors(x, self.weight, self.bias, fake=False)
-        shape = _output_shape(x, self.weight, stride, padding, dilation)
-        y = torch.empty(shape, dtype=torch.float32, device=x.device,
-                        memory_format=torch.channels_last if layout == "nhwc"
-                        else torch.contiguous_format)
-        if y.numel() == 0:
+        y, layout, p = _call_setup(x, self.weight, self.bias, stride, padding, dilation,
+                                   self.precision, self.act)
+        if p is None:
             return y
-        precision = _resolve_precision(self.precision)
-        p = _problem(x, self.weight, self.bias, stride, padding, dilation, precision, self.act,
-                     layout)
         ctx = context(x.device)
         stream = torch.cuda.current_stream(x.device)
         # p is _problem's one object for these sizes and settings.
