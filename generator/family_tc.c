@@ -4,7 +4,7 @@
 ** (mma.sync m16n8k8 TF32, fp32 accumulation), the input band of a tile of
 ** output rows staged in shared memory, the CTA's weights resident there.
 **
-**   tc   one TF32 mma per product (operands rounded with cvt.rna): meets
+**   tc   one TF32 mma per product (operands rounded to nearest even): meets
 **        the tf32 contract only.
 **   tc3  3xTF32 split, small terms first, the mma accumulators flushed into
 **        fp32 masters every 2 k-steps: meets the fp32 contract.

@@ -6,7 +6,7 @@
 ** input band into registers, B (the CTA's weights) resident in shared memory
 ** and read by the tensor cores through a matrix descriptor.
 **
-**   wg   one TF32 wgmma per product (operands rounded with cvt.rna): meets
+**   wg   one TF32 wgmma per product (operands rounded to nearest even): meets
 **        the tf32 contract only.
 **   wg3  3xTF32 split, small terms first, the wgmma accumulators flushed
 **        into fp32 masters every KC k-steps: meets the fp32 contract.

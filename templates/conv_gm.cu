@@ -5,11 +5,11 @@
 // has the facts this follows.  generator/family_gm.c holds both
 // descriptors.
 //
-//   gm  (CT_GM_SPLIT 0, precision tf32): A and B rounded to TF32 (cvt.rna)
+//   gm  (CT_GM_SPLIT 0, precision tf32): A and B rounded to TF32 (to_tf32)
 //       by the layout passes, one wgmma per k8 step, fp32 accumulation.
 //   gm3 (CT_GM_SPLIT 1, precision fp32): 3xTF32.  The layout passes write
-//       two copies of each operand, a = ah + al with ah = rna(a) and
-//       al = rna(a - ah) (the lo copy of x at image NP, of w at output
+//       two copies of each operand, a = ah + al with ah = rn(a) and
+//       al = rn(a - ah) (the lo copy of x at image NP, of w at output
 //       channel KP).  Per k8 step a second accumulator takes the cross
 //       terms al*bh and ah*bl, the first takes ah*bh (al*bl, ~2^-22 of a
 //       product, is dropped).  Tensor cores truncate their fp32 sums
@@ -37,7 +37,7 @@
 // arguments (x, w, b, y, ws, ct_kargs, map 0, map 1):
 //   gm_nhwc  x (NCHW, or NHWC with CT_LAYOUT 1) -> the workspace's NHWC
 //            copy [NP][H][W][CP], channels padded to CP = a multiple of 4
-//            with zeros, values rounded to TF32 (cvt.rna), images N .. NP-1
+//            with zeros, values rounded to TF32 (to_tf32), images N .. NP-1
 //            zero (gm3: then the lo copy, the same layout);
 //   gm_pack  w (KCRS, or KRSC) -> the workspace's KRSC copy [KP][R][S][CP]
 //            at float WOFF, rounded, zero past K and C (gm3: then the lo
@@ -660,10 +660,10 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 // with the channel's row index mod 8) and the BN x BK weights (map 1, as
 // gm: packed, or the caller's [K][C] rounded as it loads).  A consumer
 // thread reads its fragment from the boxes (ld.shared of 2 pixels, two
-// channels a k8 step), rounds it to TF32 (cvt.rna) and issues one RS
+// channels a k8 step), rounds it to TF32 (to_tf32) and issues one RS
 // wgmma per k8 step; fragments alternate between two register sets, the
 // one a wgmma in flight reads left alone.  pw3 (CT_GM_SPLIT 1, fp32): the
-// fragments split there, hi = rna(a) and lo = rna(a - hi), the
+// fragments split there, hi = rn(a) and lo = rn(a - hi), the
 // weights' hi and lo copies loaded (gm_pack's, KP rows apart), and the
 // three wgmma per k8 step with gm3's chunked masters; x itself is read
 // once, with no copy.
@@ -818,7 +818,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   };
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
   float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; // pw3's sums: see tile_sums (pw: d alone)
-  // Two sets of fragments, hi (and pw3's lo, rna(a - hi)) per k8 step.
+  // Two sets of fragments, hi (and pw3's lo, rn(a - hi)) per k8 step.
   unsigned fa[PARTS][BK / 8][4], fb[PARTS][BK / 8][4];
   unsigned it = 0, prev = 0;
   // Flat: the input columns of this thread's two pixels at tap column 0,
@@ -866,7 +866,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       }
     }
     const unsigned long long db = wgmma_desc_swizzled(sbase + st * STAGE_BYTES + B_OFF, ROW);
-    // The fragments written before the fence (cvt.rna may not sink past it).
+    // The fragments written before the fence (the rounding may not sink past it).
 #pragma unroll
     for (int q = 0; q < PARTS; ++q)
 #pragma unroll

@@ -5,10 +5,10 @@
 //   GEMM view   M = output pixels, N = output channels, Kdim = C*R*S, padded
 //               to KP = 8*KSTEPS; k = (c*R + r)*S + s.
 //   tc  (SPLIT 0, precision tf32): both operands rounded to TF32 with
-//               cvt.rna (round to nearest, ties away; truncation would double
+//               to_tf32 (round to nearest, ties to even; truncation would double
 //               the error), one mma per product, fp32 accumulation.
 //   tc3 (SPLIT 1, precision fp32): 3xTF32.  a = ah + al with
-//               ah = rna(a), al = rna(a - ah), likewise b; per k-step
+//               ah = rn(a), al = rn(a - ah), likewise b; per k-step
 //               acc += al*bh, acc += ah*bl, acc += ah*bh (small terms first).
 //               Tensor cores may truncate their fp32 sums (round toward zero);
 //               a bias that grows with the number of mma into one accumulator.

@@ -13,12 +13,12 @@
 //   GEMM view   M = output pixels, N = output channels (BN per CTA),
 //               Kdim = C*R*S padded to KP = 8*KSTEPS; k = (c*R + r)*S + s.
 //   wg  (CT_WG_SPLIT 0, precision tf32): A and B rounded to TF32 with
-//               cvt.rna (B once at staging; A once per tile, the band
+//               to_tf32 (B once at staging; A once per tile, the band
 //               rounded in place after its copy lands, so a gather hands
 //               its values on unchanged), one wgmma per k8 step, fp32
 //               accumulation.
 //   wg3 (CT_WG_SPLIT 1, precision fp32): 3xTF32.  a = ah + al with
-//               ah = rna(a), al = rna(a - ah), likewise b (two weight arrays
+//               ah = rn(a), al = rn(a - ah), likewise b (two weight arrays
 //               in shared memory); per k8 step acc += al*bh, acc += ah*bl,
 //               acc += ah*bh (small terms first).  Tensor cores may truncate
 //               their fp32 sums, so as in conv_tc the wgmma accumulators are

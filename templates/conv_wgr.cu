@@ -20,11 +20,12 @@
 //   GEMM view   M = output channels: consumer warpgroup v of the CTA holds
 //               channels n0+64v .. n0+64v+63 (n0 = 128*blockIdx.y) as its A:
 //               the m64nNk8 fragments of k-steps 0 .. KR-1 in registers, of
-//               the rest in shared memory (TF32-rounded); N = NPX pixels of
-//               one output row (a "unit": the row's U pixel tiles are U
-//               units); K = taps in quads as in conv_wgs: quad (c, r, sg)
-//               holds taps s = 4sg .. 4sg+3 of input channel c, kernel row r
-//               (SG = ceil(S/4) quads per row, taps past S weight 0); k-step
+//               the rest in shared memory (TF32-rounded, ties away: see
+//               to_tf32_rna); N = NPX pixels of one output row (a "unit":
+//               the row's U pixel tiles are U units); K = taps in quads as
+//               in conv_wgs: quad (c, r, sg) holds taps s = 4sg .. 4sg+3 of
+//               input channel c, kernel row r (SG = ceil(S/4) quads per
+//               row, taps past S weight 0); k-step
 //               ks = quads 2ks and 2ks+1 (one of weight 0 past the last), the
 //               one at the lower address first (LBO is unsigned).
 //   band        a ring of input rows per channel, [C][RB + SPAN - 1][BCP]
@@ -33,8 +34,9 @@
 //               that slot is below SPAN - 1, also in slot RB + pos % RB, so
 //               that the SPAN = (R-1)*DH + 1 rows of any output row's window
 //               are consecutive slots.  Input column iw at float iw + PW of
-//               its row, zero outside the image, TF32-rounded (round to
-//               nearest).  BCP = 4*(U*NPX + SG - 1) covers every pixel's quads.
+//               its row, zero outside the image, TF32-rounded (to_tf32: to
+//               nearest, ties to even).  BCP = 4*(U*NPX + SG - 1) covers
+//               every pixel's quads.
 //   B           for a unit (output row with window at slot w0, pixel tile
 //               pt) and quad (c, r, sg): pixel q = NPX*pt + n reads floats
 //               4(q+sg) .. 4(q+sg)+3 of row (c, w0 + r*DH): 8 pixels are one
@@ -631,8 +633,8 @@ conv_wgr(const float *__restrict__ x, const float *__restrict__ w,
       const int c = qd / (R * SG), r = (qd / SG) % R, s = (qd % SG) * 4 + t;
       const int m = 16 * wq + g + 8 * (i & 1), ch = nw + m;
       const float v = (qd < NQ && s < S && ch < K) ? __ldg(w + ((ch * C + c) * R + r) * S + s) : 0.0f;
-      if (ks < KR) wr[ks < KR ? ks : 0][i] = to_tf32(v);
-      else aw[(ks - KR) * 512 + (m >> 3) * 64 + h * 32 + (m & 7) * 4 + t] = __uint_as_float(to_tf32(v));
+      if (ks < KR) wr[ks < KR ? ks : 0][i] = to_tf32_rna(v);
+      else aw[(ks - KR) * 512 + (m >> 3) * 64 + h * 32 + (m & 7) * 4 + t] = __uint_as_float(to_tf32_rna(v));
     }
   fence_proxy_async(); // the weights' stores -> the wgmma (async proxy)
   wg_sync(wgi);

@@ -1,11 +1,14 @@
 /*
 ** test_gpu_variants.c — every variant of the search space of odd shapes,
 ** both precisions, against the float64 reference on fresh random inputs;
-** and the GPU float64 reference itself against the CPU reference.
+** the GPU float64 reference itself against the CPU reference; and the
+** templates' TF32 rounding.
 */
 #include <math.h>
 
 #include "ct_drv.h"
+#include "ct_gen.h"
+#include "ct_nvrtc.h"
 #include "gpu_common.h"
 
 static ct_tune_gpu g;
@@ -190,8 +193,109 @@ static void test_every_variant(void) {
   ASSERT_EQ_INT(system(cmd), 0);
 }
 
+/* The templates' TF32 rounding (ct_ptx.cuh): to_tf32 (cvt.rna with a
+** tie adjust) and tf32_rne_bits (round to nearest even on the bits)
+** agree on every one of the 2^32 fp32 bit patterns (NaN against NaN,
+** payloads aside: a NaN whose payload lies in the 13 bits TF32 drops stays
+** a NaN too), and to_tf32 rounds to nearest with ties to even on values
+** picked for it: ties either way, both signs, just off a tie, a subnormal
+** tie, FLT_MAX (to infinity), infinity. */
+static const char tf32_kernels[] =
+    "extern \"C\" __global__ void tf32_all(unsigned long long *bad, unsigned *first) {\n"
+    "  const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;\n"
+    "  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;\n"
+    "       i < (1ull << 32); i += step) {\n"
+    "    const unsigned u = (unsigned)i, hw = to_tf32(__uint_as_float(u)), sw = tf32_rne_bits(u);\n"
+    "    if (hw != sw && !(isnan(__uint_as_float(hw)) && isnan(__uint_as_float(sw)))) {\n"
+    "      atomicAdd(bad, 1ull);\n"
+    "      atomicMin(first, u);\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+    "extern \"C\" __global__ void tf32_some(const unsigned *in, unsigned *out, int n) {\n"
+    "  if ((int)threadIdx.x < n) out[threadIdx.x] = to_tf32(__uint_as_float(in[threadIdx.x]));\n"
+    "}\n";
+
+static void test_tf32_rounding(void) {
+  static const unsigned cases[][2] = {
+      {0x3f801000u, 0x3f800000u}, {0x3f803000u, 0x3f804000u}, {0xbf801000u, 0xbf800000u},
+      {0xbf803000u, 0xbf804000u}, {0x3f800fffu, 0x3f800000u}, {0x3f801001u, 0x3f802000u},
+      {0x00001000u, 0x00000000u}, {0x00003000u, 0x00004000u}, {0x7f7fffffu, 0x7f800000u},
+      {0xff800000u, 0xff800000u}, {0x3fffffffu, 0x40000000u}, {0x12345678u, 0x12346000u}};
+  enum { NC = sizeof cases / sizeof cases[0] };
+  const char *ptx = ct_gen_template("ct_ptx.cuh");
+  ASSERT_TRUE(ptx != NULL);
+  size_t len = strlen(ptx) + sizeof tf32_kernels;
+  char *src = malloc(len);
+  ASSERT_TRUE(src != NULL);
+  snprintf(src, len, "%s%s", ptx, tf32_kernels);
+  ct_rt_compiled c;
+  ct_status rc = ct_rt_compile(src, "tf32.cu", g.limits.arch, &c);
+  if (rc != CT_OK) fprintf(stderr, "%s\n", c.log ? c.log : "(no log)");
+  ASSERT_EQ_INT(rc, CT_OK);
+  ASSERT_EQ_INT(ct_drv.cuCtxPushCurrent(g.ctx), CUDA_SUCCESS);
+  CUmodule mod;
+  CUfunction all, some;
+  ASSERT_EQ_INT(ct_drv.cuModuleLoadData(&mod, c.cubin), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuModuleGetFunction(&all, mod, "tf32_all"), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuModuleGetFunction(&some, mod, "tf32_some"), CUDA_SUCCESS);
+  CUdeviceptr d_bad, d_first, d_in, d_out;
+  ASSERT_EQ_INT(ct_drv.cuMemAlloc(&d_bad, 8), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuMemAlloc(&d_first, 4), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuMemAlloc(&d_in, NC * 4), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuMemAlloc(&d_out, NC * 4), CUDA_SUCCESS);
+  unsigned long long bad = 0;
+  unsigned first = 0xffffffffu, in[NC], out[NC];
+  for (int i = 0; i < NC; i++) {
+    in[i] = cases[i][0];
+    out[i] = 0x7fc00bad; /* poison */
+  }
+  ASSERT_EQ_INT(ct_drv.cuMemcpyHtoD(d_bad, &bad, 8), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuMemcpyHtoD(d_first, &first, 4), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuMemcpyHtoD(d_in, in, sizeof in), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuMemcpyHtoD(d_out, out, sizeof out), CUDA_SUCCESS);
+  int n = NC;
+  void *a_all[] = {&d_bad, &d_first}, *a_some[] = {&d_in, &d_out, &n};
+  ASSERT_EQ_INT(ct_drv.cuLaunchKernel(all, (unsigned)g.limits.sm_count * 8, 1, 1, 256, 1, 1, 0,
+                                      g.stream, a_all, NULL), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuLaunchKernel(some, 1, 1, 1, 32, 1, 1, 0, g.stream, a_some, NULL),
+                CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuStreamSynchronize(g.stream), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(&bad, d_bad, 8), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(&first, d_first, 4), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(out, d_out, sizeof out), CUDA_SUCCESS);
+  printf("to_tf32 vs tf32_rne_bits over 2^32 patterns: %llu differ\n", bad);
+  if (bad) { /* the first one's to_tf32 */
+    unsigned got = 0;
+    n = 1;
+    ASSERT_EQ_INT(ct_drv.cuMemcpyHtoD(d_in, &first, 4), CUDA_SUCCESS);
+    ASSERT_EQ_INT(ct_drv.cuLaunchKernel(some, 1, 1, 1, 32, 1, 1, 0, g.stream, a_some, NULL),
+                  CUDA_SUCCESS);
+    ASSERT_EQ_INT(ct_drv.cuStreamSynchronize(g.stream), CUDA_SUCCESS);
+    ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(&got, d_out, 4), CUDA_SUCCESS);
+    fprintf(stderr, "first: to_tf32(0x%08x) = 0x%08x\n", first, got);
+  }
+  ASSERT_EQ_INT((long long)bad, 0);
+  for (int i = 0; i < NC; i++) {
+    if (out[i] != cases[i][1])
+      fprintf(stderr, "to_tf32(0x%08x) = 0x%08x, want 0x%08x\n", cases[i][0], out[i],
+              cases[i][1]);
+    ASSERT_EQ_INT(out[i], cases[i][1]);
+  }
+  ct_drv.cuMemFree(d_bad);
+  ct_drv.cuMemFree(d_first);
+  ct_drv.cuMemFree(d_in);
+  ct_drv.cuMemFree(d_out);
+  ASSERT_EQ_INT(ct_drv.cuModuleUnload(mod), CUDA_SUCCESS);
+  CUcontext popped;
+  ASSERT_EQ_INT(ct_drv.cuCtxPopCurrent(&popped), CUDA_SUCCESS);
+  ct_rt_compiled_clear(&c);
+  free(src);
+}
+
 int main(void) {
   gpu_open_or_skip(&g);
+  RUN_TEST(test_tf32_rounding);
   RUN_TEST(test_reference_matches_cpu);
   RUN_TEST(test_every_variant);
   ct_tune_gpu_close(&g);
