@@ -9,7 +9,9 @@
 # shapes: odd C, K, H and W with a stride, padding and a partial tile
 # (gm, gmp, gmk); a dilated, padded filter over 44-wide rows (tap's
 # windows off the 16-byte boundary); a 14 x 14 plane (tap's flat form);
-# a 1x1 over C = 130 (pw, with a partial channel block).
+# a 1x1 over C = 130 (pw, with a partial channel block).  The sanitizer
+# writes its report to a log file (by default it shares stdout, which
+# carries the tune's JSON).
 # Exits 77 where no GPU is usable or compute-sanitizer is not installed.
 #   tests/test_gpu_memcheck.sh PATH/TO/convtune
 set -u
@@ -59,14 +61,15 @@ for spec in "${shapes[@]}"; do
     fi
     nfam=$(echo "$fams" | tr ',' '\n' | wc -l)
     t0=$(date +%s)
-    "$san" --tool memcheck --error-exitcode 3 --print-limit 10 \
+    "$san" --tool memcheck --error-exitcode 3 --print-limit 10 --log-file "$tmp/san.log" \
       "$ct" tune --no-isolate --problem "$spec" --precision "$prec" --families "$fams" \
       --max-variants "$nfam" --trials 1 --final-trials 2 --finalists 1 --fresh \
       --db "$tmp/m.db" --json > "$tmp/t.json" 2> "$tmp/t.err"
     rc=$?
     echo "$spec $prec ($fams): exit $rc in $(( $(date +%s) - t0 )) s"
-    grep -E "^=========" "$tmp/t.err" | grep -v "COMPUTE-SANITIZER" | head -12
-    check "$spec $prec: memcheck clean, the tune ends (exit 0)" "[ $rc -eq 0 ] && grep -q 'ERROR SUMMARY: 0 errors' '$tmp/t.err'"
+    grep -E "^=========" "$tmp/san.log" | grep -v "COMPUTE-SANITIZER" | head -12
+    [ $rc -eq 0 ] || tail -n 5 "$tmp/t.err" | sed 's/^/  | /'
+    check "$spec $prec: memcheck clean, the tune ends (exit 0)" "[ $rc -eq 0 ] && grep -q 'ERROR SUMMARY: 0 errors' '$tmp/san.log'"
     [ -s "$tmp/t.json" ] || continue
     check "$spec $prec: every trial timed" "python3 -c '
 import json, sys
