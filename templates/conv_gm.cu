@@ -195,6 +195,12 @@ __device__ __forceinline__ unsigned char *ring_setup(unsigned char *smem_raw,
   return smem;
 }
 
+// A compile-time flag as a value: a generic lambda's copies (the epilogues'
+// whole-tile and edge-tile loops).
+template <bool V> struct ct_flag {
+  static constexpr bool value = V;
+};
+
 // 3xTF32's sums (gm3, gmk3, gmp3, pw3; gm's kernels keep d alone): d
 // takes a chunk's big products, e the tile's cross terms, master the
 // chunks' fp32 sums.  flush_chunk: master += d, every wgmma writing d
@@ -596,25 +602,43 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       }
     } else {
       // Epilogue: accumulator acc[4j + 2h + e] = D[16 warp + g + 8h][8j + 2t + e],
-      // plus the bias, through the activation.
+      // plus the bias, through the activation, at pixel m's channel k:
+      // y[img][k][pq] (NHWC: y[m][k]).  Rows past M and channels past K are
+      // not stored.  A tile whose BN channels all exist runs a copy of the
+      // loop without the channel tests, the stores predicated on the row
+      // alone, and a j's bias pair serves both rows: about 4 instructions
+      // a value where a branch per value took some 20, with the epilogue
+      // in series with the next tile's mainloop (docs/PERFORMANCE.md v23).
+      const long long kst = CT_LAYOUT == 1 ? 1 : PQ;
+      float *yr[2]; // the rows' pixels in channel n0 + 2t's plane
+      bool rv[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
-        if (m >= M) continue;
         const int img = m / PQ, pq = m - img * PQ;
-        // Channel k of pixel m: y[img][k][pq] (NHWC: y[m][k], kst = 1).
-        float *const yp = CT_LAYOUT == 1 ? y + (long long)m * K : y + ((long long)img * K * PQ + pq);
-        const long long kst = CT_LAYOUT == 1 ? 1 : PQ;
+        rv[h] = m < M;
+        yr[h] = (CT_LAYOUT == 1 ? y + (long long)m * K : y + ((long long)img * K * PQ + pq)) +
+                (n0 + 2 * t) * kst;
+      }
+      auto store = [&](auto whole) {
+        constexpr bool WHOLE = decltype(whole)::value;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
           const int k0 = n0 + 8 * j + 2 * t;
-          if (k0 < K)
-            __stcs(yp + k0 * kst, ct_act(acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f)));
-          if (k0 + 1 < K)
-            __stcs(yp + (k0 + 1) * kst,
-                   ct_act(acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f)));
+          const bool in0 = WHOLE || k0 < K, in1 = WHOLE || k0 + 1 < K;
+          const float b0 = b && in0 ? __ldg(b + k0) : 0.0f, b1 = b && in1 ? __ldg(b + k0 + 1) : 0.0f;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            float *const yp = yr[h] + 8 * j * kst;
+            if (rv[h] && in0) __stcs(yp, ct_act(acc[4 * j + 2 * h] + b0));
+            if (rv[h] && in1) __stcs(yp + kst, ct_act(acc[4 * j + 2 * h + 1] + b1));
+          }
         }
-      }
+      };
+      if (n0 + BN <= K)
+        store(ct_flag<true>{});
+      else
+        store(ct_flag<false>{});
     }
   }
   (void)x, (void)w, (void)ws;
@@ -939,24 +963,35 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       // The exchange moves finished values, bias and activation applied: a
       // shuffle of the accumulators themselves makes ptxas serialize every
       // wgmma (its C7514).
+      // A tile whose BN channels all exist runs a copy of the loop without
+      // the channel tests (as gm_conv's epilogue).
       const int odd = g & 1;
       int off;
       const bool live = pixel(p0, q0, px - 2 * odd, off);
-      float *const yp = y + (long long)img * K * HW + off;
+      // Channel n0 + 2t + odd's plane at the run's first pixel.
+      float *const yp = y + (long long)img * K * HW + off + (long long)(n0 + 2 * t + odd) * HW;
+      auto store = [&](auto whole) {
+        constexpr bool WHOLE = decltype(whole)::value;
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        // q: pixels px, px + 1 of channel k0 (q[0], q[2]) and k0 + 1 (q[1], q[3]).
-        const int k0 = n0 + 8 * j + 2 * t, k = k0 + odd;
-        const float b0 = b && k0 < K ? __ldg(b + k0) : 0.0f, b1 = b && k0 + 1 < K ? __ldg(b + k0 + 1) : 0.0f;
-        float q[4];
+        for (int j = 0; j < BN / 8; ++j) {
+          // q: pixels px, px + 1 of channel k0 (q[0], q[2]) and k0 + 1 (q[1], q[3]).
+          const int k0 = n0 + 8 * j + 2 * t, k = k0 + odd;
+          const bool in0 = WHOLE || k0 < K, in1 = WHOLE || k0 + 1 < K;
+          const float b0 = b && in0 ? __ldg(b + k0) : 0.0f, b1 = b && in1 ? __ldg(b + k0 + 1) : 0.0f;
+          float q[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) q[i] = ct_act(acc[4 * j + i] + (i % 2 ? b1 : b0));
-        const float r0 = __shfl_xor_sync(0xffffffffu, odd ? q[0] : q[1], 4);
-        const float r1 = __shfl_xor_sync(0xffffffffu, odd ? q[2] : q[3], 4);
-        if (live && k < K)
-          __stcs(reinterpret_cast<float4 *>(yp + (long long)k * HW),
-                 odd ? make_float4(r0, r1, q[1], q[3]) : make_float4(q[0], q[2], r0, r1));
-      }
+          for (int i = 0; i < 4; ++i) q[i] = ct_act(acc[4 * j + i] + (i % 2 ? b1 : b0));
+          const float r0 = __shfl_xor_sync(0xffffffffu, odd ? q[0] : q[1], 4);
+          const float r1 = __shfl_xor_sync(0xffffffffu, odd ? q[2] : q[3], 4);
+          if (live && (WHOLE || k < K))
+            __stcs(reinterpret_cast<float4 *>(yp + 8LL * j * HW),
+                   odd ? make_float4(r0, r1, q[1], q[3]) : make_float4(q[0], q[2], r0, r1));
+        }
+      };
+      if (n0 + BN <= K)
+        store(ct_flag<true>{});
+      else
+        store(ct_flag<false>{});
     } else {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
