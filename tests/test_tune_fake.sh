@@ -137,6 +137,28 @@ CONVTUNE_TEST_FAKE_MS=100 "$ct" tune "${common[@]}" --db "$db" --budget 2 --json
 check "--budget 2: exit 0 with a winner" "[ $? -eq 0 ] && [ '$(jget "$tmp/t.json" winner)' != null ]"
 check "--budget 2: stops in time" "below $(jget "$tmp/t.json" wall_s) 3.0"
 check "--budget 2: screened only part" "[ $(jget "$tmp/t.json" screened) -lt $n ]"
+# A search that stops before a family's first variant names the families
+# it left untried; an exhaustive one names none.
+check "exhaustive: no family left untried" "[ '$(jget "$tmp/base.json" unscreened_families)' = '[]' ]"
+db="$tmp/budget3.db"
+"$ct" tune --problem "$spec" --max-variants 1 --final-trials 5 --db "$db" --json > "$tmp/u.json" 2>/dev/null
+check "--max-variants 1 over every family: exit 0" "[ $? -eq 0 ]"
+check "--max-variants 1: the untried families named, the tried one not" "python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+tried = {t[\"variant\"].split(\":\")[0] for t in d[\"trials\"]}
+left = d[\"unscreened_families\"]
+sys.exit(not (len(tried) == 1 and left and not tried & set(left)))' '$tmp/u.json'"
+"$ct" tune --problem "$spec" --max-variants 1 --final-trials 5 --db "$tmp/budget4.db" > "$tmp/u.out" 2>/dev/null
+check "--max-variants 1: the summary's note" "grep -q '^note     the search stopped before any variant of' '$tmp/u.out'"
+printf '%s\n%s\n' "$spec" "$spec2" > "$tmp/u.txt"
+"$ct" tune --problems "$tmp/u.txt" --max-variants 1 --final-trials 5 --db "$tmp/budget5.db" --json > "$tmp/ul.json" 2>/dev/null
+check "a list at --max-variants 1: each problem names its untried families" "python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))[\"problems\"]
+sys.exit(not (len(d) == 2 and all(p[\"unscreened_families\"] for p in d)))' '$tmp/ul.json'"
+"$ct" tune --problems "$tmp/u.txt" --max-variants 1 --final-trials 5 --db "$tmp/budget6.db" > "$tmp/ul.out" 2>/dev/null
+check "a list at --max-variants 1: the summary's note" "grep -q '^note: 2 problems. searches stopped before some families' '$tmp/ul.out'"
 
 # ---------------------------------------------------------------------------
 # Report, db check, export / import / merge.

@@ -45,6 +45,8 @@ const char ct_cli_usage_tune[] =
     "family (tensor-core families first, those made for one kind of shape,\n"
     "such as pw for 1x1 layers, before the general gm), then local search\n"
     "around the fastest.  --families tc,wg limits the search to those families.\n"
+    "A search that stops before a family's first variant says which families\n"
+    "it left untried (a note; with --json, \"unscreened_families\").\n"
     "\n"
     "Resume: a variant already recorded for this problem, device and source is\n"
     "not screened again (its trial stands), so a rerun after an interruption\n"
@@ -133,6 +135,19 @@ static void tune_signals(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The families a tune left untried, as a JSON array of names. */
+static void json_unscreened(ct_json *j, const ct_tune_result *r) {
+  ct_json_begin_array(j);
+  for (const char *f = r->unscreened; *f;) {
+    const size_t k = strcspn(f, ",");
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)k, f);
+    ct_json_str(j, name);
+    f += k + (f[k] == ',');
+  }
+  ct_json_end_array(j);
 }
 
 static const char *origin_name(ct_tune_origin o) {
@@ -249,6 +264,8 @@ int ct_cli_tune(const ct_cli *c) {
     ct_json_key_bool(&j, "interrupted", r.interrupted);
     ct_json_key_str(&j, "winner", r.winner >= 0 ? r.rows[r.winner].trial.variant : NULL);
     ct_json_key_num(&j, "winner_mean_ms", r.winner >= 0 ? r.rows[r.winner].trial.mean_ms : NAN);
+    ct_json_key(&j, "unscreened_families");
+    json_unscreened(&j, &r);
     ct_json_key(&j, "trials");
     ct_json_begin_array(&j);
     for (size_t i = 0; i < r.n_rows; i++)
@@ -297,6 +314,18 @@ int ct_cli_tune(const ct_cli *c) {
       printf("; GPU worker restarted %d %s", r.restarts,
              ct_cli_plural((size_t)r.restarts, "time", "times"));
     printf("\n");
+    if (r.n_unscreened > 0 && !r.interrupted) {
+      printf("note     the search stopped before any variant of %s ",
+             ct_cli_plural(r.n_unscreened, "family", "families"));
+      for (const char *f = r.unscreened; *f; f++) {
+        if (*f == ',')
+          fputs(", ", stdout);
+        else
+          putchar(*f);
+      }
+      printf(" was tried; a larger --budget or --max-variants, or --families, reaches %s\n",
+             r.n_unscreened == 1 ? "it" : "them");
+    }
     if (r.winner >= 0) {
       const ct_cache_trial *t = &r.rows[r.winner].trial;
       printf("winner   %s\n         mean %.4f ms, median %.4f ms, min %.4f, max "
@@ -390,6 +419,8 @@ static void list_summary_json(const list_row *rows, size_t n, double wall_s) {
     ct_json_key_num(&j, "wall_s", l->wall_s);
     ct_json_key_num(&j, "budget_s", l->budget_s > 0 ? l->budget_s : NAN);
     ct_json_key_int(&j, "screened", (int64_t)l->r.n_screened);
+    ct_json_key(&j, "unscreened_families");
+    json_unscreened(&j, &l->r);
     ct_json_key_str(&j, "error", l->error[0] ? l->error : NULL);
     ct_json_end_object(&j);
   }
@@ -399,7 +430,7 @@ static void list_summary_json(const list_row *rows, size_t n, double wall_s) {
 }
 
 static void list_summary_text(const list_row *rows, size_t n, double wall_s) {
-  size_t tuned = 0, skipped = 0, failed = 0;
+  size_t tuned = 0, skipped = 0, failed = 0, untried = 0;
   printf("\n%-4s %-11s %10s %9s  %-40s %s\n", "#", "status", "winner ms", "vs dflt",
          "winner", "problem");
   for (size_t i = 0; i < n; i++) {
@@ -414,6 +445,7 @@ static void list_summary_text(const list_row *rows, size_t n, double wall_s) {
     tuned += strcmp(l->status, "tuned") == 0;
     skipped += strcmp(l->status, "skipped") == 0;
     failed += strcmp(l->status, "failed") == 0;
+    untried += l->r.n_unscreened > 0 && !l->r.interrupted;
   }
   char t[32];
   list_time(wall_s, t, sizeof t);
@@ -421,6 +453,10 @@ static void list_summary_text(const list_row *rows, size_t n, double wall_s) {
          "vs dflt: the default variant's recorded screening mean / the winner's "
          "full-protocol mean\n",
          n, ct_cli_plural(n, "problem", "problems"), tuned, skipped, failed, t);
+  if (untried)
+    printf("note: %zu %s stopped before some families had a variant tried "
+           "(--json: unscreened_families); a larger --budget reaches them\n",
+           untried, ct_cli_plural(untried, "problem's search", "problems' searches"));
 }
 
 /* A list tune in progress: what the devices share. */

@@ -359,6 +359,11 @@ typedef struct ct_tune_result {
   char default_variant[CT_GEN_NAME_MAX]; /* the runtime's default variant */
   double default_ms;      /* its recorded mean (screening trials); NAN when
                              it has none on this device */
+  /* The families of the search space that this run left with no trial
+  ** (none screened now or resumed: a budget or --max-variants that ran
+  ** out first), in enumeration order, comma-separated ("" when none). */
+  char unscreened[256];
+  size_t n_unscreened;
 } ct_tune_result;
 
 /* Enumerates the variants of o->problem (only o->families' when given),

@@ -821,10 +821,24 @@ static ct_status tune_store_winner(tune_run *t, char *err, size_t len) {
   return CT_OK;
 }
 
-/* The outcome in brief: the winner's name and time, and the default
-** variant's time from this run's rows when it was screened now. */
+/* The outcome in brief: the winner's name and time, the default
+** variant's time from this run's rows when it was screened now, and the
+** families left with no trial. */
 static void tune_outcome(tune_run *t) {
   ct_tune_result *r = t->r;
+  for (size_t f = 0; ct_gen_families[f] != NULL && t->variants; f++) {
+    int offered = 0, tried = 0;
+    for (size_t i = 0; i < r->n_rows && !tried; i++)
+      if (t->variants[i].family == ct_gen_families[f]) {
+        offered = 1;
+        tried = r->rows[i].origin != CT_TUNE_UNTRIED;
+      }
+    if (!offered || tried) continue;
+    const size_t used = strlen(r->unscreened);
+    snprintf(r->unscreened + used, sizeof r->unscreened - used, "%s%s", used ? "," : "",
+             ct_gen_families[f]->name);
+    r->n_unscreened++;
+  }
   if (r->winner >= 0) {
     const ct_cache_trial *w = &r->rows[r->winner].trial;
     snprintf(r->winner_variant, sizeof r->winner_variant, "%s", w->variant);
