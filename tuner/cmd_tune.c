@@ -140,13 +140,7 @@ static void tune_signals(void) {
 /* The families a tune left untried, as a JSON array of names. */
 static void json_unscreened(ct_json *j, const ct_tune_result *r) {
   ct_json_begin_array(j);
-  for (const char *f = r->unscreened; *f;) {
-    const size_t k = strcspn(f, ",");
-    char name[64];
-    snprintf(name, sizeof name, "%.*s", (int)k, f);
-    ct_json_str(j, name);
-    f += k + (f[k] == ',');
-  }
+  for (size_t k = 0; k < r->n_unscreened; k++) ct_json_str(j, r->unscreened[k]->name);
   ct_json_end_array(j);
 }
 
@@ -317,12 +311,8 @@ int ct_cli_tune(const ct_cli *c) {
     if (r.n_unscreened > 0 && !r.interrupted) {
       printf("note     the search stopped before any variant of %s ",
              ct_cli_plural(r.n_unscreened, "family", "families"));
-      for (const char *f = r.unscreened; *f; f++) {
-        if (*f == ',')
-          fputs(", ", stdout);
-        else
-          putchar(*f);
-      }
+      for (size_t k = 0; k < r.n_unscreened; k++)
+        printf("%s%s", k ? ", " : "", r.unscreened[k]->name);
       printf(" was tried; a larger --budget or --max-variants, or --families, reaches %s\n",
              r.n_unscreened == 1 ? "it" : "them");
     }

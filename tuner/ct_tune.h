@@ -361,8 +361,8 @@ typedef struct ct_tune_result {
                              it has none on this device */
   /* The families of the search space that this run left with no trial
   ** (none screened now or resumed: a budget or --max-variants that ran
-  ** out first), in enumeration order, comma-separated ("" when none). */
-  char unscreened[256];
+  ** out first), in enumeration order. */
+  const ct_gen_family *unscreened[64];
   size_t n_unscreened;
 } ct_tune_result;
 

@@ -833,11 +833,8 @@ static void tune_outcome(tune_run *t) {
         offered = 1;
         tried = r->rows[i].origin != CT_TUNE_UNTRIED;
       }
-    if (!offered || tried) continue;
-    const size_t used = strlen(r->unscreened);
-    snprintf(r->unscreened + used, sizeof r->unscreened - used, "%s%s", used ? "," : "",
-             ct_gen_families[f]->name);
-    r->n_unscreened++;
+    if (offered && !tried && r->n_unscreened < sizeof r->unscreened / sizeof r->unscreened[0])
+      r->unscreened[r->n_unscreened++] = ct_gen_families[f];
   }
   if (r->winner >= 0) {
     const ct_cache_trial *w = &r->rows[r->winner].trial;
