@@ -24,16 +24,6 @@ __device__ __forceinline__ unsigned to_tf32_rna(float f) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
   return r;
 }
-// to_tf32 on the bits: a NaN stays a NaN, infinities stay, a finite value
-// past TF32's largest becomes infinite.  test_gpu_variants checks that
-// to_tf32 gives the same on every fp32 bit pattern.
-__device__ __forceinline__ unsigned tf32_rne_bits(unsigned r) {
-  if ((r & 0x7f800000u) != 0x7f800000u)
-    r += 0xfffu + ((r >> 13) & 1u);
-  else if (r & 0x7fffffu)
-    r = 0x7fffffffu;
-  return r & 0xffffe000u;
-}
 __device__ __forceinline__ float round_tf32(float f) {
   return __uint_as_float(to_tf32(f));
 }

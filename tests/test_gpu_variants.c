@@ -201,6 +201,15 @@ static void test_every_variant(void) {
 ** picked for it: ties either way, both signs, just off a tie, a subnormal
 ** tie, FLT_MAX (to infinity), infinity. */
 static const char tf32_kernels[] =
+    "// Round to nearest even on the bits: a NaN stays a NaN, infinities stay,\n"
+    "// a finite value past TF32's largest becomes infinite.\n"
+    "__device__ unsigned tf32_rne_bits(unsigned r) {\n"
+    "  if ((r & 0x7f800000u) != 0x7f800000u)\n"
+    "    r += 0xfffu + ((r >> 13) & 1u);\n"
+    "  else if (r & 0x7fffffu)\n"
+    "    r = 0x7fffffffu;\n"
+    "  return r & 0xffffe000u;\n"
+    "}\n"
     "extern \"C\" __global__ void tf32_all(unsigned long long *bad, unsigned *first) {\n"
     "  const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;\n"
     "  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;\n"
