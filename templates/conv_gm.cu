@@ -26,6 +26,10 @@
 //       accumulator with the big products each of their wgmma truncated
 //       the big partial sum too (two of the three per k8 step).
 //
+//   gmq, gmq3 (CT_GM_PING 1, with CT_GM_SPLIT 0 or 1): gm_conv with its two
+//       consumer warpgroups on tiles of their own (BM = 64), the CTA's
+//       units in turn, so that one's epilogue runs while the other's
+//       wgmma run (see gm_conv's consumer).
 //   gmp, gmp3 (CT_GM_PATCH 1, with CT_GM_SPLIT 0 or 1): the same GEMM over
 //       an explicit patch matrix instead of TMA im2col, for the problems
 //       im2col cannot gather (a stride above 8, corners or taps past its
@@ -60,8 +64,9 @@
 // an im2col load of the BM pixels x BK channels of tap (r, s) (map 0) and
 // a tiled load of the BN x BK weights of that tap (map 1) into a ring of
 // STAGES stages, each with a full mbarrier (the loads' bytes) and an empty
-// one (an arrival per consumer warpgroup).  Warpgroups 1 .. BM/64 are the
-// consumers: each owns 64 of the BM rows, issues BK/8 m64nBNk8 wgmma per
+// one (an arrival per consumer warpgroup; gmq: one).  Warpgroups 1 .. BM/64
+// are the consumers (gmq: 1 and 2): each owns 64 of the BM rows (gmq: the
+// 64 rows of every other tile), issues BK/8 m64nBNk8 wgmma per
 // k-tile from the swizzled stages, keeps one k-tile of wgmma in flight and
 // releases a stage once its wgmma retired.  The epilogue adds the bias and
 // stores each accumulator row into y's channel planes (8 consecutive
@@ -107,6 +112,9 @@
 #ifndef CT_GM_SPLITK
 #define CT_GM_SPLITK 0
 #endif
+#ifndef CT_GM_PING
+#define CT_GM_PING 0
+#endif
 #ifndef BQ
 #define BQ 32 // tap: output columns of a box (16: 2 rows of 16)
 #endif
@@ -132,8 +140,9 @@ constexpr int TAP_BH = 32 / BQ;              // tap: output rows of a box
 constexpr bool SPLITK = CT_GM_SPLITK != 0;   // gmk: the reduction split, gm_reduce
 constexpr int PARTS = SPLIT ? 2 : 1;         // copies of each operand: hi (, lo)
 constexpr int A_PARTS = POINTWISE ? 1 : PARTS; // pw3 splits A in registers
-constexpr int CWG = BM / 64;                 // consumer warpgroups
-constexpr int THREADS = CT_GM_THREADS(BM);
+constexpr bool PING = CT_GM_PING != 0;       // gmq: a 64-row tile per consumer, in turn
+constexpr int CWG = PING ? 2 : BM / 64;      // consumer warpgroups
+constexpr int THREADS = CT_GM_THREADS(PING ? 128 : BM);
 constexpr int ROW = BK * 4;                  // bytes of a stage row
 // A stage: A hi, (A lo,) B hi, (B lo).
 constexpr int A_BYTES = BM * ROW, B_BYTES = BN * ROW;
@@ -159,6 +168,7 @@ static_assert(!TAPS || (STAGE_BYTES % 1024 == 0 && TAP_BOX % 128 == 0), "tap: al
 static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
 static_assert(BQ == 32 || (TAPS && !FLAT && BQ == 16), "BQ: 32, or 16 for tap's rows");
 static_assert(!SPLITK || (!POINTWISE && !PATCH && SK >= 2), "gmk: gm_conv over im2col, split");
+static_assert(!PING || (BM == 64 && !POINTWISE), "gmq: gm_conv, a 64-row tile per consumer");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
 static_assert(A_BYTES % (8 * ROW) == 0 && B_BYTES % (8 * ROW) == 0, "stages on swizzle atoms");
@@ -187,7 +197,7 @@ __device__ __forceinline__ unsigned char *ring_setup(unsigned char *smem_raw,
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full + s, 1);
-      mbar_init(empty + s, CWG);
+      mbar_init(empty + s, PING ? 1 : CWG); // gmq: one consumer reads a stage
     }
     fence_mbar_init();
   }
@@ -530,30 +540,50 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     return;
   }
 
-  // A consumer: rows 64 * c .. 64 * c + 63 of each tile.
+  // A consumer: rows 64 * c .. 64 * c + 63 of each tile; gmq (PING): all
+  // 64 rows of every other unit of the CTA's walk, consumer c the units
+  // i = c, c + 2, ... (u = blockIdx.x + i gridDim.x), so that one's
+  // epilogue runs beside the other's mainloop.  The ring holds every
+  // unit's k-tiles in walk order; a consumer's counter steps over the
+  // other's.  The mainloops take turns (turn_wait / turn_pass, named
+  // barriers 3 and 4): unit i's starts once unit i - 1's has read its
+  // last stage, so no consumer waits on a stage more than one fill ahead
+  // of the producer (an mbarrier's parity wait cannot tell that fill from
+  // the one two phases earlier).
   if constexpr (CWG == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
   const int c = wgi - 1, lt = tid % 128;
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
+  const int row0 = PING ? 0 : c * 64; // this consumer's first row of a tile
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
   float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; // gm3's sums: see tile_sums (gm: d alone)
-  unsigned it = 0;
-#pragma unroll 1
-  for (int u = blockIdx.x; u < units; u += gridDim.x) {
-    const int tile = u / splits, split = u - tile * splits;
+  auto unit_kt = [&](int u) { // unit u's k-tiles (>= 1 by the plan)
+    const int split = u % splits;
     const int kt1 = (split + 1) * kt_per < ktiles ? (split + 1) * kt_per : ktiles;
-    const int nk = kt1 - split * kt_per; // this unit's k-tiles (>= 1 by the plan)
+    return kt1 - split * kt_per;
+  };
+  unsigned it = 0;
+  int u = blockIdx.x;
+  if (PING && c == 1) {
+    if (u < units) it += unit_kt(u);
+    u += gridDim.x;
+  }
+#pragma unroll 1
+  for (; u < units; u += PING ? 2 * gridDim.x : gridDim.x) {
+    const int tile = u / splits, split = u - tile * splits;
+    const int nk = unit_kt(u);
     const int tm = tile / tiles_n, n0 = (tile - tm * tiles_n) * BN;
     if constexpr (SPLIT) {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) master[i] = 0.0f;
     }
     unsigned prev = 0;
+    if (PING && (c == 1 || u != (int)blockIdx.x)) turn_wait(c); // unit i - 1's mainloop ended
 #pragma unroll 1
     for (int kt = 0; kt < nk; ++kt, ++it) {
       const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
       mbar_wait(full + st, ph);
       const unsigned sa = sbase + st * STAGE_BYTES;
-      const unsigned long long da = wgmma_desc_swizzled(sa + c * 64 * ROW, ROW);
+      const unsigned long long da = wgmma_desc_swizzled(sa + row0 * ROW, ROW);
       const unsigned long long db = wgmma_desc_swizzled(sa + B_OFF, ROW);
       if constexpr (SPLIT) {
         // A chunk opens every KTC k-tiles: the last one's wgmma retire (a
@@ -584,6 +614,10 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     }
     wgmma_wait<0>();
     if (lt == 0) mbar_arrive(empty + prev);
+    if (PING && u + (int)gridDim.x < units) { // unit i + 1: the other's turn
+      it += unit_kt(u + gridDim.x);
+      turn_pass(1 - c);
+    }
     const float *const acc = tile_sums(master, d, e);
 
     if constexpr (SPLITK) {
@@ -591,7 +625,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       float *const part = ws + a.v[CT_GM_A_POFF] + (long long)split * M * K;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
+        const int m = tm * BM + row0 + warp * 16 + 8 * h + g;
         if (m >= M) continue;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
@@ -614,7 +648,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       bool rv[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
+        const int m = tm * BM + row0 + warp * 16 + 8 * h + g;
         const int img = m / PQ, pq = m - img * PQ;
         rv[h] = m < M;
         yr[h] = (CT_LAYOUT == 1 ? y + (long long)m * K : y + ((long long)img * K * PQ + pq)) +

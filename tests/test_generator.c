@@ -1065,6 +1065,84 @@ static void test_gmk_split(void) {
   ASSERT_EQ_INT(n_gmk, 0);
 }
 
+/* Families gmq and gmq3: gm's kernel with two consumers on 64-row tiles in
+** turn.  A gmq variant is its gm twin at BM = 64 (the same parameters)
+** but for gm_conv's block, three warpgroups instead of two, and the
+** source's CT_GM_PING; the same grid, tiles, workspace and maps.  BM =
+** 128 is no gmq point; gmq is offered where its tiles give every
+** consumer of every SM two or more, not on ResNet-50's small last
+** layers. */
+static void test_gmq_pingpong(void) {
+  ct_gen_limits lim = h200();
+  static const char *const specs[] = {
+    "n=16,c=16,h=128,w=128,k=128,r=3,s=3",
+    "n=8,c=30,h=67,w=61,k=70,r=3,s=3,pad=1,act=relu",
+    "n=16,c=16,h=128,w=128,k=128,r=3,s=3,prec=fp32",
+    "n=32,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,layout=nhwc",
+  };
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    ct_problem p;
+    char err[256];
+    ASSERT_EQ_INT(ct_problem_parse(specs[i], &p, err, sizeof err), CT_OK);
+    const char *fam = p.precision == CT_PREC_FP32 ? "gmq3" : "gmq";
+    ct_gen_variant *v = NULL, *all = NULL;
+    size_t n = 0, n_all = 0, n_gmq = 0;
+    ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+    ASSERT_EQ_INT(ct_gen_enumerate_all(&p, &lim, &all, &n_all), CT_OK);
+    for (size_t j = 0; j < n; j++) {
+      if (strcmp(v[j].family->name, fam) != 0) continue;
+      n_gmq++;
+      const ct_gen_variant *q = &v[j];
+      char twin_name[sizeof q->name + 1];
+      snprintf(twin_name, sizeof twin_name, "gm%s", q->name + 3); /* gmq:... -> gm:... */
+      ct_gen_variant t; /* the twin: a point of gm's, pruned or not */
+      size_t k_twin = n_all;
+      for (size_t k = 0; k < n_all; k++)
+        if (strcmp(all[k].name, twin_name) == 0) k_twin = k;
+      ASSERT_TRUE(k_twin < n_all);
+      t = all[k_twin];
+      ASSERT_EQ_INT(q->n_kernels, t.n_kernels);
+      for (int k = 0; k < q->n_kernels; k++) {
+        const ct_gen_launch *a = &q->kernels[k], *b = &t.kernels[k];
+        ASSERT_EQ_STR(a->name, b->name);
+        ASSERT_EQ_INT(a->grid[0], b->grid[0]);
+        ASSERT_EQ_INT(a->smem, b->smem);
+        ASSERT_EQ_INT(a->block[0], strcmp(a->name, "gm_conv") == 0 ? 384u : b->block[0]);
+      }
+      ASSERT_EQ_INT(t.kernels[t.n_kernels - 1].block[0], 256);
+      ASSERT_TRUE(memcmp(q->kargs, t.kargs, sizeof q->kargs) == 0);
+      ASSERT_TRUE(memcmp(q->maps, t.maps, sizeof q->maps) == 0);
+      ASSERT_TRUE(q->workspace_bytes == t.workspace_bytes);
+      char *qs = NULL, *ts = NULL;
+      ASSERT_EQ_INT(ct_gen_source(&p, q, &qs), CT_OK);
+      ASSERT_EQ_INT(ct_gen_source(&p, &t, &ts), CT_OK);
+      ASSERT_TRUE(strstr(qs, "#define CT_GM_PING 1") != NULL);
+      ASSERT_TRUE(strstr(ts, "#define CT_GM_PING 1") == NULL);
+      free(qs);
+      free(ts);
+      char bm128[sizeof q->name + 1];
+      snprintf(bm128, sizeof bm128, "%s", q->name);
+      char *bm = strstr(bm128, "BM=64");
+      ASSERT_TRUE(bm != NULL);
+      memmove(bm + 6, bm + 5, strlen(bm + 5) + 1);
+      memcpy(bm, "BM=128", 6);
+      ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, bm128, &t), CT_ERR_UNSUPPORTED);
+    }
+    free(v);
+    free(all);
+    if (n_gmq == 0) fprintf(stderr, "%s: no %s variant\n", specs[i], fam);
+    ASSERT_TRUE(n_gmq > 0);
+  }
+  ct_problem small;
+  ASSERT_EQ_INT(parse("n=32,c=512,h=7,w=7,k=512,r=1,s=1", CT_PREC_TF32, &small), 0);
+  ct_gen_variant *v = NULL;
+  size_t n = 0, n_gmq = 0;
+  ASSERT_EQ_INT(ct_gen_enumerate(&small, &lim, &v, &n), CT_OK);
+  for (size_t j = 0; j < n; j++) n_gmq += strcmp(v[j].family->name, "gmq") == 0;
+  free(v);
+  ASSERT_EQ_INT(n_gmq, 0);
+}
+
 /* Family gm3 (3xTF32 on gm's kernel): the workspace holds two copies of
 ** each operand, so its maps span 2 NP images and 2 KP output channels and
 ** its workspace is about twice gm's; only fp32 problems get it, only gm
@@ -1459,6 +1537,7 @@ int main(void) {
   RUN_TEST(test_pw_layout);
   RUN_TEST(test_tap_plan);
   RUN_TEST(test_gmk_split);
+  RUN_TEST(test_gmq_pingpong);
   RUN_TEST(test_gm_nhwc_plans);
   TEST_EXIT();
 }
