@@ -9,7 +9,8 @@
 # shapes: odd C, K, H and W with a stride, padding and a partial tile
 # (gm, gmq, gmp, gmk); a dilated, padded filter over 44-wide rows (tap's
 # windows off the 16-byte boundary); a 14 x 14 plane (tap's flat form);
-# a 1x1 over C = 130 (pw, with a partial channel block).  The sanitizer
+# a 1x1 over C = 130 (pw, with a partial channel block); 264 64-pixel
+# tiles (gmq's ping-pong consumers, partial tiles both ways).  The sanitizer
 # writes its report to a log file (by default it shares stdout, which
 # carries the tune's JSON).
 # Exits 77 where no GPU is usable or compute-sanitizer is not installed.
@@ -46,6 +47,7 @@ shapes=(
   "n=3,c=40,h=20,w=44,k=70,r=3,s=5,pad=1x2,dil=1x2,act=relu"
   "n=4,c=48,h=14,w=14,k=70,r=3,s=3,pad=1"
   "n=3,c=130,h=12,w=30,k=70,r=1,s=1"
+  "n=4,c=130,h=67,w=63,k=70,r=3,s=3,pad=1"
 )
 # offered SPEC PREC: the general families the space offers, comma-separated.
 offered() {
