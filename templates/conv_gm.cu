@@ -168,7 +168,7 @@ static_assert(!TAPS || (STAGE_BYTES % 1024 == 0 && TAP_BOX % 128 == 0), "tap: al
 static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
 static_assert(BQ == 32 || (TAPS && !FLAT && BQ == 16), "BQ: 32, or 16 for tap's rows");
 static_assert(!SPLITK || (!POINTWISE && !PATCH && SK >= 2), "gmk: gm_conv over im2col, split");
-static_assert(!PING || (BM == 64 && !POINTWISE), "gmq: gm_conv, a 64-row tile per consumer");
+static_assert(!PING || (BM == 64 && !POINTWISE && !SPLITK), "gmq: gm_conv, a 64-row tile per consumer");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
 static_assert(A_BYTES % (8 * ROW) == 0 && B_BYTES % (8 * ROW) == 0, "stages on swizzle atoms");
@@ -543,41 +543,31 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   // A consumer: rows 64 * c .. 64 * c + 63 of each tile; gmq (PING): all
   // 64 rows of every other unit of the CTA's walk, consumer c the units
   // i = c, c + 2, ... (u = blockIdx.x + i gridDim.x), so that one's
-  // epilogue runs beside the other's mainloop.  The ring holds every
-  // unit's k-tiles in walk order; a consumer's counter steps over the
-  // other's.  The mainloops take turns (turn_wait / turn_pass, named
-  // barriers 3 and 4): unit i's starts once unit i - 1's has read its
-  // last stage, so no consumer waits on a stage more than one fill ahead
-  // of the producer (an mbarrier's parity wait cannot tell that fill from
-  // the one two phases earlier).
+  // epilogue runs beside the other's mainloop, their mainloops in turn
+  // (turn_wait / turn_pass, named barriers 3 and 4) as ct_gm_ping_*
+  // says.
   if constexpr (CWG == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
   const int c = wgi - 1, lt = tid % 128;
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
   const int row0 = PING ? 0 : c * 64; // this consumer's first row of a tile
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
   float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; // gm3's sums: see tile_sums (gm: d alone)
-  auto unit_kt = [&](int u) { // unit u's k-tiles (>= 1 by the plan)
-    const int split = u % splits;
-    const int kt1 = (split + 1) * kt_per < ktiles ? (split + 1) * kt_per : ktiles;
-    return kt1 - split * kt_per;
-  };
-  unsigned it = 0;
-  int u = blockIdx.x;
-  if (PING && c == 1) {
-    if (u < units) it += unit_kt(u);
-    u += gridDim.x;
-  }
+  unsigned it = 0; // the ring index
 #pragma unroll 1
-  for (; u < units; u += PING ? 2 * gridDim.x : gridDim.x) {
+  for (int i = PING ? c : 0;; i += PING ? 2 : 1) {
+    const int u = blockIdx.x + i * gridDim.x; // unit i of the CTA's walk
+    if (u >= units) break;
+    if constexpr (PING) it = ct_gm_ping_ring(i, ktiles);
     const int tile = u / splits, split = u - tile * splits;
-    const int nk = unit_kt(u);
+    const int kt1 = (split + 1) * kt_per < ktiles ? (split + 1) * kt_per : ktiles;
+    const int nk = kt1 - split * kt_per; // this unit's k-tiles (>= 1 by the plan)
     const int tm = tile / tiles_n, n0 = (tile - tm * tiles_n) * BN;
     if constexpr (SPLIT) {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) master[i] = 0.0f;
     }
     unsigned prev = 0;
-    if (PING && (c == 1 || u != (int)blockIdx.x)) turn_wait(c); // unit i - 1's mainloop ended
+    if (PING && ct_gm_ping_waits(i)) turn_wait(c); // unit i - 1's mainloop ended
 #pragma unroll 1
     for (int kt = 0; kt < nk; ++kt, ++it) {
       const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
@@ -614,10 +604,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     }
     wgmma_wait<0>();
     if (lt == 0) mbar_arrive(empty + prev);
-    if (PING && u + (int)gridDim.x < units) { // unit i + 1: the other's turn
-      it += unit_kt(u + gridDim.x);
-      turn_pass(1 - c);
-    }
+    if (PING && ct_gm_ping_passes(i, blockIdx.x, gridDim.x, units)) turn_pass(1 - c);
     const float *const acc = tile_sums(master, d, e);
 
     if constexpr (SPLITK) {

@@ -122,6 +122,20 @@ CT_GM_FN void ct_gm_ktile(int kt, int ncb, int S, int *r, int *s, int *cb) {
   *s = rs - *r * S;
 }
 
+/* Family gmq (gm_conv, CT_GM_PING): unit i of a CTA's walk (u = block + i
+** grid) is consumer i mod 2's; the ring holds every unit's k-tiles in walk
+** order, nk each (no split), so unit i's start at ring index i nk.  Their
+** mainloops take turns: unit i's waits for unit i - 1's to end (i > 0)
+** and hands over to unit i + 1's where the walk has one, so a consumer
+** never waits on a stage more than one fill ahead of the producer (an
+** mbarrier's parity wait cannot tell that fill from the completed one two
+** phases earlier).  test_generator runs the protocol. */
+CT_GM_FN unsigned ct_gm_ping_ring(int i, int nk) { return (unsigned)i * (unsigned)nk; }
+CT_GM_FN int ct_gm_ping_waits(int i) { return i > 0; }
+CT_GM_FN int ct_gm_ping_passes(int i, int block, int grid, int units) {
+  return block + (i + 1) * grid < units;
+}
+
 /* Family pw (gm_pw): the tile pixel that row g of warp `warp` of consumer
 ** warpgroup c holds (row g + 8: the next pixel), and the float offset of
 ** (channel cl, pixel px) of a k-tile's x boxes as TMA's 128-byte swizzle
