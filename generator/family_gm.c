@@ -26,7 +26,7 @@
 ** (ping-pong: one's epilogue beside the other's mainloop), for problems
 ** whose epilogue weighs (few k-tiles a tile); offered where its tiles
 ** give every consumer two or more.  pw and pw3 (below) read a 1x1
-** NCHW problem's x in place.
+** NCHW problem's x in place; pwq and pwq3 are them as gmq is gm.
 **
 ** Parameters (each list starts with the template's default):
 **   BM      pixels per tile: 64 x (consumer warpgroups); gmq: 64, each
@@ -88,7 +88,7 @@ enum { GM_BM, GM_BN, GM_BK, GM_STAGES, GM_KC /* gm3 */ };
 extern const ct_gen_family ct_gen_family_gm, ct_gen_family_gm3, ct_gen_family_gmp,
     ct_gen_family_gmp3, ct_gen_family_gmk, ct_gen_family_gmk3, ct_gen_family_pw,
     ct_gen_family_pw3, ct_gen_family_tap, ct_gen_family_tap3, ct_gen_family_gmq,
-    ct_gen_family_gmq3;
+    ct_gen_family_gmq3, ct_gen_family_pwq, ct_gen_family_pwq3;
 
 /* Which of the eight families: operand copies (1: TF32, 2: 3xTF32 hi
 ** and lo), patch matrix or im2col, the reduction split or not, the
@@ -657,12 +657,13 @@ static int pw_fits_problem(const ct_problem *p) {
 }
 
 static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                          int parts, int taps) {
+                          int parts, int taps, int ping) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
-  if (!gm_point_valid(lim, v, parts)) return 0;
+  if (!gm_point_valid(lim, v, parts) || (ping && (bm != 64 || taps))) return 0;
   /* pw3's consumer registers (above); tap3's tile origin and sizes take
-  ** about 8 more (BN = 128 at BK = 8 spilled 32 bytes). */
-  if (parts == 2 && 3 * bn / 2 + 16 * (bk / 8) + 24 + (taps ? 8 : 0) > 232) return 0;
+  ** about 8 more (BN = 128 at BK = 8 spilled 32 bytes), and so does pwq3's
+  ** walk (52 bytes there). */
+  if (parts == 2 && 3 * bn / 2 + 16 * (bk / 8) + 24 + (taps || ping ? 8 : 0) > 232) return 0;
   if (p->layout != CT_LAYOUT_NCHW) return 0;
   if (!taps && !pw_fits_problem(p)) return 0;
   if (taps && !tap_flat(p) && (p->stride_w != 1 || p->w % 4 != 0)) return 0;
@@ -692,11 +693,11 @@ static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   if (tiles > lim31 / 2 || sh.nkt > lim31 || (tiles + sh.grid - 1) / sh.grid > lim31 / sh.nkt ||
       packs < 0 || packs > lim31 || w_rows < 0 || w_rows > (INT64_C(1) << 38) / sh.cp)
     return 0;
-  return gm_fits(lim, bm, bn, bk, stages, 1, parts, taps ? TAP_BQ(v, parts) : 0, 0);
+  return gm_fits(lim, bm, bn, bk, stages, 1, parts, taps ? TAP_BQ(v, parts) : 0, ping);
 }
 
 static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                          const ct_gen_family *f, int parts, int taps) {
+                          const ct_gen_family *f, int parts, int taps, int ping) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK];
   if (bk != gm_want_bk(round_up(p->c, 4)) && !(parts == 2 && bn == 128)) return 0;
   if (bn > 64 && bn / 2 >= round_up(p->k, 64)) return 0;
@@ -714,7 +715,9 @@ static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const i
                          : taps ? (P + rows128 - 1) / rows128 * (span / bq)
                                 : (P * Q + 127) / 128;
     const int64_t tiles128 = p->n * m128 * ((p->k + bn - 1) / bn);
-    if (tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
+    /* as gm's: pwq only where its tiles give every consumer two or more */
+    if (!ping && tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
+    if (ping && tiles128 < 2 * ct_gen_sm_count(lim)) return 0;
   }
   return gm_ring_worth(lim, v, f, 1, parts, taps ? bq : 0);
 }
@@ -726,11 +729,12 @@ static int pw_reads_w(const ct_problem *p, int parts) {
 }
 
 static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                          ct_gen_variant *out, char *defines, size_t len, int parts, int taps) {
+                          ct_gen_variant *out, char *defines, size_t len, int parts, int taps,
+                          int ping) {
   pw_shape sh;
   pw_shape_of(p, lim, v, parts, taps, &sh);
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
-  const unsigned threads = (unsigned)CT_GM_THREADS(bm);
+  const unsigned threads = (unsigned)CT_GM_THREADS(ping ? 128 : bm);
   const int64_t bq = taps ? TAP_BQ(v, parts) : 0, bh = taps ? 32 / bq : 1;
   const unsigned smem = (unsigned)gm_smem(bm, bn, bk, stages, 1, parts, bq);
   /* pw reads the caller's w ([K][C], KCRS with R = S = 1) where a TFLOAT32
@@ -803,26 +807,30 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   gm_tiled_map(&out->maps[1], wdirect ? CT_GEN_BUF_W : CT_GEN_BUF_WS, 0, wdirect, wdims,
                wstrides, wbox, (int)(bk * 4), 128);
 
-  snprintf(defines, len, "%s#define CT_GM_PW %d\n#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
-           parts == 2 ? "#define CT_GM_SPLIT 1\n" : "", flat ? 3 : taps ? 2 : 1, threads, smem);
+  snprintf(defines, len,
+           "%s%s#define CT_GM_PW %d\n#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
+           parts == 2 ? "#define CT_GM_SPLIT 1\n" : "", ping ? "#define CT_GM_PING 1\n" : "",
+           flat ? 3 : taps ? 2 : 1, threads, smem);
 }
 
-/* The entry points of pw, pw3, tap and tap3: parts, taps. */
-#define PW_ENTRIES(fam, parts, taps)                                                      \
+/* The entry points of pw, pw3, tap, tap3, pwq and pwq3: parts, taps, ping. */
+#define PW_ENTRIES(fam, parts, taps, ping)                                                \
   static int fam##_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {  \
-    return pw_valid_parts(p, lim, v, parts, taps);                                       \
+    return pw_valid_parts(p, lim, v, parts, taps, ping);                                 \
   }                                                                                       \
   static int fam##_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {  \
-    return pw_worth_parts(p, lim, v, &ct_gen_family_##fam, parts, taps);                 \
+    return pw_worth_parts(p, lim, v, &ct_gen_family_##fam, parts, taps, ping);           \
   }                                                                                       \
   static void fam##_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,    \
                          ct_gen_variant *out, char *defines, size_t len) {               \
-    pw_plan_parts(p, lim, v, out, defines, len, parts, taps);                            \
+    pw_plan_parts(p, lim, v, out, defines, len, parts, taps, ping);                      \
   }
-PW_ENTRIES(pw, 1, 0)
-PW_ENTRIES(pw3, 2, 0)
-PW_ENTRIES(tap, 1, 1)
-PW_ENTRIES(tap3, 2, 1)
+PW_ENTRIES(pw, 1, 0, 0)
+PW_ENTRIES(pw3, 2, 0, 0)
+PW_ENTRIES(tap, 1, 1, 0)
+PW_ENTRIES(tap3, 2, 1, 0)
+PW_ENTRIES(pwq, 1, 0, 1)
+PW_ENTRIES(pwq3, 2, 0, 1)
 
 /* The descriptors' entry points. */
 #define GM_ENTRIES(fam)                                                                   \
@@ -891,5 +899,7 @@ GM_FAMILY(gmq3, CT_PREC_FP32, GM_FP32_PARAMS, 1)
 
 GM_FAMILY(pw, CT_PREC_TF32, GM_TF32_PARAMS, 0)
 GM_FAMILY(pw3, CT_PREC_FP32, GM_FP32_PARAMS, 0)
+GM_FAMILY(pwq, CT_PREC_TF32, GM_TF32_PARAMS, 0)
+GM_FAMILY(pwq3, CT_PREC_FP32, GM_FP32_PARAMS, 0)
 GM_FAMILY(tap, CT_PREC_TF32, GM_TF32_BQ_PARAMS, 0)
 GM_FAMILY(tap3, CT_PREC_FP32, GM_FP32_BQ_PARAMS, 0)

@@ -42,6 +42,7 @@
   X(wgr) \
   X(s2d_wg) X(s2d_wg3) \
   X(pw) X(pw3) \
+  X(pwq) X(pwq3) \
   X(gmk) X(gmk3) \
   X(gmp) X(gmp3) \
   X(gm) X(gm3) \

@@ -29,7 +29,7 @@
 //   gmq, gmq3 (CT_GM_PING 1, with CT_GM_SPLIT 0 or 1): gm_conv with its two
 //       consumer warpgroups on tiles of their own (BM = 64), the CTA's
 //       units in turn, so that one's epilogue runs while the other's
-//       wgmma run (see gm_conv's consumer).
+//       wgmma run (see gm_conv's consumer); pwq, pwq3 the same of gm_pw.
 //   gmp, gmp3 (CT_GM_PATCH 1, with CT_GM_SPLIT 0 or 1): the same GEMM over
 //       an explicit patch matrix instead of TMA im2col, for the problems
 //       im2col cannot gather (a stride above 8, corners or taps past its
@@ -168,7 +168,7 @@ static_assert(!TAPS || (STAGE_BYTES % 1024 == 0 && TAP_BOX % 128 == 0), "tap: al
 static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
 static_assert(BQ == 32 || (TAPS && !FLAT && BQ == 16), "BQ: 32, or 16 for tap's rows");
 static_assert(!SPLITK || (!POINTWISE && !PATCH && SK >= 2), "gmk: gm_conv over im2col, split");
-static_assert(!PING || (BM == 64 && !POINTWISE && !SPLITK), "gmq: gm_conv, a 64-row tile per consumer");
+static_assert(!PING || (BM == 64 && !TAPS && !SPLITK), "gmq, pwq: a 64-row tile per consumer");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
 static_assert(A_BYTES % (8 * ROW) == 0 && B_BYTES % (8 * ROW) == 0, "stages on swizzle atoms");
@@ -835,12 +835,14 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     return;
   }
 
-  // A consumer: rows 64 * c .. 64 * c + 63 of each tile, boxes 2 c, 2 c + 1.
+  // A consumer: rows 64 * c .. 64 * c + 63 of each tile, boxes 2 c, 2 c + 1;
+  // pwq (PING): rows 0 .. 63, boxes 0 and 1, of every other tile of the
+  // CTA's walk, in turn with the other consumer as gm_conv's gmq.
   if constexpr (CWG == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
   const int c = wgi - 1, lt = tid % 128;
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
   // The pixels of rows g and g + 8: pw, px and px + 1; tap, 4 apart.
-  const int px = TAPS ? ct_gm_tap_pixel(c, warp, g, 0) : ct_gm_pw_pixel(c, warp, g);
+  const int px = TAPS ? ct_gm_tap_pixel(c, warp, g, 0) : ct_gm_pw_pixel(PING ? 0 : c, warp, g);
   const int pxs[2] = {px, TAPS ? ct_gm_tap_pixel(c, warp, g, 1) : px + 1};
   // pw: the epilogue's 16-byte stores where y is 16-byte aligned (its
   // plane's runs whole: HW % 4 = 0); else, and for tap, one float at a time.
@@ -948,7 +950,10 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     ++it;
   };
 #pragma unroll 1
-  for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
+  for (int wi = PING ? c : 0;; wi += PING ? 2 : 1) {
+    const int u = blockIdx.x + wi * gridDim.x; // tile wi of the CTA's walk
+    if (u >= tiles) break;
+    if constexpr (PING) it = ct_gm_ping_ring(wi, nkt);
     const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
     int img, p0, q0;
     origin(tm, img, p0, q0);
@@ -961,6 +966,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       for (int i = 0; i < BN / 2; ++i) master[i] = 0.0f;
     }
     int kt = 0;
+    if (PING && ct_gm_ping_waits(wi)) turn_wait(c); // tile wi - 1's mainloop ended
 #pragma unroll 1
     for (; kt + 1 < nkt; kt += 2) {
       ktile(fa, kt);
@@ -969,6 +975,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     if (kt < nkt) ktile(fa, kt);
     wgmma_wait<0>();
     if (lt == 0) mbar_arrive(empty + prev);
+    if (PING && ct_gm_ping_passes(wi, blockIdx.x, gridDim.x, tiles)) turn_pass(1 - c);
     const float *const acc = tile_sums(master, d, e);
 
     // Epilogue: acc[4j + 2h + e] = D[row g + 8h][8j + 2t + e], pixel pxs[h].

@@ -1065,13 +1065,13 @@ static void test_gmk_split(void) {
   ASSERT_EQ_INT(n_gmk, 0);
 }
 
-/* Families gmq and gmq3: gm's kernel with two consumers on 64-row tiles in
-** turn.  A gmq variant is its gm twin at BM = 64 (the same parameters)
-** but for gm_conv's block, three warpgroups instead of two, and the
-** source's CT_GM_PING; the same grid, tiles, workspace and maps.  BM =
-** 128 is no gmq point; gmq is offered where its tiles give every
-** consumer of every SM two or more, not on ResNet-50's small last
-** layers. */
+/* Families gmq, gmq3, pwq and pwq3: gm's and pw's kernels with two
+** consumers on 64-row tiles in turn.  A gmq (pwq) variant is its gm (pw)
+** twin at BM = 64 (the same parameters) but for gm_conv's (gm_pw's)
+** block, three warpgroups instead of two, and the source's CT_GM_PING;
+** the same grid, tiles, workspace and maps.  BM = 128 is no point of
+** theirs; they are offered where their tiles give every consumer of every
+** SM two or more, not on ResNet-50's small last layers. */
 static void test_gmq_pingpong(void) {
   ct_gen_limits lim = h200();
   static const char *const specs[] = {
@@ -1079,12 +1079,16 @@ static void test_gmq_pingpong(void) {
     "n=8,c=30,h=67,w=61,k=70,r=3,s=3,pad=1,act=relu",
     "n=16,c=16,h=128,w=128,k=128,r=3,s=3,prec=fp32",
     "n=32,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,layout=nhwc",
+    "n=32,c=64,h=56,w=56,k=256,r=1,s=1",
+    "n=16,c=130,h=36,w=36,k=70,r=1,s=1,act=relu,prec=fp32",
   };
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
     ct_problem p;
     char err[256];
     ASSERT_EQ_INT(ct_problem_parse(specs[i], &p, err, sizeof err), CT_OK);
-    const char *fam = p.precision == CT_PREC_FP32 ? "gmq3" : "gmq";
+    const int pw = p.r == 1 && p.s == 1;
+    const char *fam = pw ? (p.precision == CT_PREC_FP32 ? "pwq3" : "pwq")
+                         : (p.precision == CT_PREC_FP32 ? "gmq3" : "gmq");
     ct_gen_variant *v = NULL, *all = NULL;
     size_t n = 0, n_all = 0, n_gmq = 0;
     ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
@@ -1094,7 +1098,7 @@ static void test_gmq_pingpong(void) {
       n_gmq++;
       const ct_gen_variant *q = &v[j];
       char twin_name[sizeof q->name + 1];
-      snprintf(twin_name, sizeof twin_name, "gm%s", q->name + 3); /* gmq:... -> gm:... */
+      snprintf(twin_name, sizeof twin_name, "%.2s%s", q->name, q->name + 3); /* gmq: -> gm: */
       ct_gen_variant t; /* the twin: a point of gm's, pruned or not */
       size_t k_twin = n_all;
       for (size_t k = 0; k < n_all; k++)
@@ -1107,7 +1111,8 @@ static void test_gmq_pingpong(void) {
         ASSERT_EQ_STR(a->name, b->name);
         ASSERT_EQ_INT(a->grid[0], b->grid[0]);
         ASSERT_EQ_INT(a->smem, b->smem);
-        ASSERT_EQ_INT(a->block[0], strcmp(a->name, "gm_conv") == 0 ? 384u : b->block[0]);
+        const int main_kernel = strcmp(a->name, pw ? "gm_pw" : "gm_conv") == 0;
+        ASSERT_EQ_INT(a->block[0], main_kernel ? 384u : b->block[0]);
       }
       ASSERT_EQ_INT(t.kernels[t.n_kernels - 1].block[0], 256);
       ASSERT_TRUE(memcmp(q->kargs, t.kargs, sizeof q->kargs) == 0);
@@ -1138,7 +1143,8 @@ static void test_gmq_pingpong(void) {
   ct_gen_variant *v = NULL;
   size_t n = 0, n_gmq = 0;
   ASSERT_EQ_INT(ct_gen_enumerate(&small, &lim, &v, &n), CT_OK);
-  for (size_t j = 0; j < n; j++) n_gmq += strcmp(v[j].family->name, "gmq") == 0;
+  for (size_t j = 0; j < n; j++)
+    n_gmq += strcmp(v[j].family->name, "gmq") == 0 || strcmp(v[j].family->name, "pwq") == 0;
   free(v);
   ASSERT_EQ_INT(n_gmq, 0);
 }
