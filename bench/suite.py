@@ -63,10 +63,9 @@ LEGEND = {
 FAMILY_COLORS = {
     "direct": "#7f7f7f", "tc": "#1f77b4", "tc3": "#aec7e8", "wg": "#2ca02c",
     "wg3": "#98df8a", "wgs": "#9467bd", "wgr": "#d62728", "s2d_wg": "#ff7f0e",
-    "s2d_wg3": "#ffbb78", "gm": "#17becf", "gm3": "#9edae5", "gmq": "#637939",
-    "gmq3": "#b5cf6b", "gmk": "#5254a3",
+    "s2d_wg3": "#ffbb78", "gm": "#17becf", "gm3": "#9edae5", "gmk": "#5254a3",
     "gmk3": "#6b6ecf", "pw": "#8c6d31", "pw3": "#e7ba52", "pwq": "#bd9e39",
-    "pwq3": "#e7cb94", "tap": "#843c39",
+    "tap": "#843c39",
     "tap3": "#d6616b", "gmp": "#393b79", "gmp3": "#9c9ede",
 }
 OTHER_COLORS = ["#8c564b", "#e377c2", "#bcbd22", "#17becf", "#c49c94", "#f7b6d2"]

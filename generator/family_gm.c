@@ -21,15 +21,14 @@
 ** small; their cost is the matrix, R S / (stride_h stride_w) times x.
 ** gmk and gmk3 are gm and gm3 with each tile's reduction split into SK
 ** runs (split-K: partials in the workspace, gm_reduce adds them), for
-** problems whose tiles leave SMs idle.  gmq and gmq3 are gm and gm3 at BM
-** = 64 with two consumer warpgroups taking the CTA's tiles in turn
-** (ping-pong: one's epilogue beside the other's mainloop), for problems
-** whose epilogue weighs (few k-tiles a tile); offered where its tiles
-** give every consumer two or more.  pw and pw3 (below) read a 1x1
-** NCHW problem's x in place; pwq and pwq3 are them as gmq is gm.
+** problems whose tiles leave SMs idle.  pw and pw3 (below) read a 1x1
+** NCHW problem's x in place; pwq is pw at BM = 64 with two consumer
+** warpgroups taking the CTA's tiles in turn (ping-pong: one's epilogue
+** beside the other's mainloop), offered where its tiles give every
+** consumer two or more.
 **
 ** Parameters (each list starts with the template's default):
-**   BM      pixels per tile: 64 x (consumer warpgroups); gmq: 64, each
+**   BM      pixels per tile: 64 x (consumer warpgroups); pwq: 64, each
 **           of its two consumers on tiles of its own
 **   BN      output channels per tile = the wgmma N (gm3: at most 128, its
 **           accumulators and masters take BN registers a thread)
@@ -64,7 +63,7 @@
 ** device (gm_valid).  Pruned
 ** (gm_worth): BK other than the smallest one that holds CP (or 32), BN
 ** (above 64) of at least twice K rounded up to 64, BM = 64 when 128-pixel tiles already
-** give every SM two tiles (gmq: when they do not), and STAGES other than the two deepest rings
+** give every SM two tiles, and STAGES other than the two deepest rings
 ** of the list that fit.  gmp and gmp3 check the same limits on their
 ** GEMM view (no im2col limit applies), KG and the patch kernel's grid in
 ** 31 bits; they are pruned as gm is (on the view), and wherever gm can
@@ -87,27 +86,22 @@ enum { GM_BM, GM_BN, GM_BK, GM_STAGES, GM_KC /* gm3 */ };
 /* gm_worth reads their STAGES lists. */
 extern const ct_gen_family ct_gen_family_gm, ct_gen_family_gm3, ct_gen_family_gmp,
     ct_gen_family_gmp3, ct_gen_family_gmk, ct_gen_family_gmk3, ct_gen_family_pw,
-    ct_gen_family_pw3, ct_gen_family_tap, ct_gen_family_tap3, ct_gen_family_gmq,
-    ct_gen_family_gmq3, ct_gen_family_pwq, ct_gen_family_pwq3;
+    ct_gen_family_pw3, ct_gen_family_tap, ct_gen_family_tap3, ct_gen_family_pwq;
 
-/* Which of the eight families: operand copies (1: TF32, 2: 3xTF32 hi
-** and lo), patch matrix or im2col, the reduction split or not, the
-** descriptor (its STAGES list; gmk's SK is its last parameter), and the
-** schedule (gmq: two consumers on 64-row tiles in turn). */
+/* Which of the six families: operand copies (1: TF32, 2: 3xTF32 hi and
+** lo), patch matrix or im2col, the reduction split or not, and the
+** descriptor (its STAGES list; gmk's SK is its last parameter). */
 typedef struct gm_kind {
   int parts, patch, splitk;
   const ct_gen_family *family;
-  int ping;
 } gm_kind;
 
-static const gm_kind kind_gm = {1, 0, 0, &ct_gen_family_gm, 0},
-                     kind_gm3 = {2, 0, 0, &ct_gen_family_gm3, 0},
-                     kind_gmp = {1, 1, 0, &ct_gen_family_gmp, 0},
-                     kind_gmp3 = {2, 1, 0, &ct_gen_family_gmp3, 0},
-                     kind_gmk = {1, 0, 1, &ct_gen_family_gmk, 0},
-                     kind_gmk3 = {2, 0, 1, &ct_gen_family_gmk3, 0},
-                     kind_gmq = {1, 0, 0, &ct_gen_family_gmq, 1},
-                     kind_gmq3 = {2, 0, 0, &ct_gen_family_gmq3, 1};
+static const gm_kind kind_gm = {1, 0, 0, &ct_gen_family_gm},
+                     kind_gm3 = {2, 0, 0, &ct_gen_family_gm3},
+                     kind_gmp = {1, 1, 0, &ct_gen_family_gmp},
+                     kind_gmp3 = {2, 1, 0, &ct_gen_family_gmp3},
+                     kind_gmk = {1, 0, 1, &ct_gen_family_gmk},
+                     kind_gmk3 = {2, 0, 1, &ct_gen_family_gmk3};
 
 typedef struct gm_shape {
   int64_t P, Q, cp, np, kp, m, tiles_m, tiles_n, ncb;
@@ -168,7 +162,7 @@ static int64_t gm_smem(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int a
                 : CT_GM_SMEM(bm, bn, bk, stages, a_parts, parts);
 }
 
-/* 1 when such a block fits the device (ping: gmq's, three warpgroups
+/* 1 when such a block fits the device (ping: pwq's, three warpgroups
 ** at BM = 64). */
 static int gm_fits(const ct_gen_limits *lim, int64_t bm, int64_t bn, int64_t bk,
                    int64_t stages, int a_parts, int parts, int64_t bq, int ping) {
@@ -293,12 +287,12 @@ static int gm_ring_worth(const ct_gen_limits *lim, const int *v, const ct_gen_fa
   return deeper <= 1;
 }
 
-/* The hard limits of the eight families. */
+/* The hard limits of the six families. */
 static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                          const gm_kind *kd) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const int parts = kd->parts;
-  if (!gm_point_valid(lim, v, parts) || (kd->ping && bm != 64)) return 0;
+  if (!gm_point_valid(lim, v, parts)) return 0;
   if (!kd->patch && !gm_im2col_fits(p)) return 0;
   ct_problem g;
   gm_shape sh;
@@ -338,10 +332,10 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   if (parts * sh.np > lim31 || g.h > d32 || g.w > d32 || parts * sh.kp > lim31 ||
       sh.x_floats / (parts * sh.np) * 4 >= s40 || sh.w_floats / (parts * sh.kp) * 4 >= s40)
     return 0;
-  return gm_fits(lim, bm, bn, bk, stages, parts, parts, 0, kd->ping);
+  return gm_fits(lim, bm, bn, bk, stages, parts, parts, 0, 0);
 }
 
-/* The pruning heuristic of the eight families. */
+/* The pruning heuristic of the six families. */
 static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                          const gm_kind *kd) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK];
@@ -353,11 +347,8 @@ static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   int64_t P, Q;
   ct_problem_output(p, &P, &Q);
   if (bm == 64) {
-    /* gm: where 128-pixel tiles leave SMs without two tiles; gmq: where
-    ** its 64-pixel tiles give every consumer of every SM at least two. */
     int64_t tiles128 = (p->n * P * Q + 127) / 128 * ((p->k + bn - 1) / bn);
-    if (!kd->ping && tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
-    if (kd->ping && tiles128 < 2 * ct_gen_sm_count(lim)) return 0;
+    if (tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
   }
   /* gmp where gm gathers p itself: a shallower GEMM (a quarter of gm's
   ** depth saved) from a patch matrix at most 4 times the NHWC copy, or a
@@ -441,7 +432,7 @@ static void gm_tiled_map(ct_gen_map *m, ct_gen_map_buffer buf, uint64_t offset, 
   m->l2_promote = l2_promote;
 }
 
-/* The plan of the eight families. */
+/* The plan of the six families. */
 static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                          ct_gen_variant *out, char *defines, size_t len,
                          const gm_kind *kd) {
@@ -451,7 +442,7 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   gm_gemm_problem(p, kd, &g);
   gm_shape_of(&g, lim, v, parts, &sh);
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
-  const unsigned threads = (unsigned)CT_GM_THREADS(kd->ping ? 128 : bm);
+  const unsigned threads = (unsigned)CT_GM_THREADS(bm);
   const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, parts, parts);
   const int caller = gm_reads_caller(p, kd);
   gm_split sp;
@@ -555,11 +546,10 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
                caller ? 0 : (uint64_t)(sh.w_off * 4), caller, wdims, wstrides, wbox,
                (int)(bk * 4), 128);
 
-  snprintf(defines, len, "%s%s%s%s#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
+  snprintf(defines, len, "%s%s%s#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
            parts == 2 ? "#define CT_GM_SPLIT 1\n" : "",
            kd->patch ? "#define CT_GM_PATCH 1\n" : "",
-           kd->splitk ? "#define CT_GM_SPLITK 1\n" : "",
-           kd->ping ? "#define CT_GM_PING 1\n" : "", threads, smem);
+           kd->splitk ? "#define CT_GM_SPLITK 1\n" : "", threads, smem);
 }
 
 /* Families pw and pw3 (gm_pw): a 1x1, stride-1, unpadded NCHW problem as
@@ -578,6 +568,19 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 ** fragments: 16 BK / 8; about 24 more) pass the 232 setmaxnreg gives it:
 ** BN = 128 only with BK = 8 (tap3, about 8 more: never).  Pruned as gm
 ** is (pw3's BN = 128 at BK = 8 kept).
+**
+** Family pwq (gm_pw with CT_GM_PING): pw at BM = 64 with three
+** warpgroups, the two consumers on tiles of their own, the CTA's tiles
+** in turn (tile i of its walk to consumer i mod 2), their mainloops
+** ordered (ct_gm_ping_* in ct_gm.cuh) so that one's epilogue runs beside
+** the other's loads and wgmma; pw's grid, maps and workspace.  Declined
+** where pw is.  Pruned as pw, but at BM = 64 where 128-pixel tiles give
+** every SM two or more (the inverse of pw's rule): memory-bound 1x1
+** layers, where the stores of one tile can overlap the next tile's
+** loads.  TF32 only: a 3xTF32 form (pw3's kernel in turn) won one of
+** twelve ResNet-50 1x1 layers at fp32, where pw3's three wgmma a k8 step
+** outweigh the stores, and its variants took the search's time from
+** pw3's.
 **
 ** Families tap and tap3 (gm_pw with CT_GM_PW 2): the same kernel over any
 ** filter, padding, dilation and vertical stride of an NCHW problem whose
@@ -659,11 +662,10 @@ static int pw_fits_problem(const ct_problem *p) {
 static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                           int parts, int taps, int ping) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
-  if (!gm_point_valid(lim, v, parts) || (ping && (bm != 64 || taps))) return 0;
+  if (!gm_point_valid(lim, v, parts) || (ping && (bm != 64 || taps || parts != 1))) return 0;
   /* pw3's consumer registers (above); tap3's tile origin and sizes take
-  ** about 8 more (BN = 128 at BK = 8 spilled 32 bytes), and so does pwq3's
-  ** walk (52 bytes there). */
-  if (parts == 2 && 3 * bn / 2 + 16 * (bk / 8) + 24 + (taps || ping ? 8 : 0) > 232) return 0;
+  ** about 8 more (BN = 128 at BK = 8 spilled 32 bytes). */
+  if (parts == 2 && 3 * bn / 2 + 16 * (bk / 8) + 24 + (taps ? 8 : 0) > 232) return 0;
   if (p->layout != CT_LAYOUT_NCHW) return 0;
   if (!taps && !pw_fits_problem(p)) return 0;
   if (taps && !tap_flat(p) && (p->stride_w != 1 || p->w % 4 != 0)) return 0;
@@ -813,7 +815,7 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
            flat ? 3 : taps ? 2 : 1, threads, smem);
 }
 
-/* The entry points of pw, pw3, tap, tap3, pwq and pwq3: parts, taps, ping. */
+/* The entry points of pw, pw3, tap, tap3 and pwq: parts, taps, ping. */
 #define PW_ENTRIES(fam, parts, taps, ping)                                                \
   static int fam##_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {  \
     return pw_valid_parts(p, lim, v, parts, taps, ping);                                 \
@@ -830,7 +832,6 @@ PW_ENTRIES(pw3, 2, 0, 0)
 PW_ENTRIES(tap, 1, 1, 0)
 PW_ENTRIES(tap3, 2, 1, 0)
 PW_ENTRIES(pwq, 1, 0, 1)
-PW_ENTRIES(pwq3, 2, 0, 1)
 
 /* The descriptors' entry points. */
 #define GM_ENTRIES(fam)                                                                   \
@@ -850,8 +851,6 @@ GM_ENTRIES(gmp)
 GM_ENTRIES(gmp3)
 GM_ENTRIES(gmk)
 GM_ENTRIES(gmk3)
-GM_ENTRIES(gmq)
-GM_ENTRIES(gmq3)
 
 /* The parameter lists: gm, gmp and pw take the same, gm3, gmp3 and pw3
 ** too; gmk and gmk3 add SK, the runs a tile's reduction is split into
@@ -894,12 +893,9 @@ GM_FAMILY(gmp3, CT_PREC_FP32, GM_FP32_PARAMS, 1)
 
 GM_FAMILY(gmk, CT_PREC_TF32, GM_TF32_SK_PARAMS, 1)
 GM_FAMILY(gmk3, CT_PREC_FP32, GM_FP32_SK_PARAMS, 1)
-GM_FAMILY(gmq, CT_PREC_TF32, GM_TF32_PARAMS, 1)
-GM_FAMILY(gmq3, CT_PREC_FP32, GM_FP32_PARAMS, 1)
 
 GM_FAMILY(pw, CT_PREC_TF32, GM_TF32_PARAMS, 0)
 GM_FAMILY(pw3, CT_PREC_FP32, GM_FP32_PARAMS, 0)
 GM_FAMILY(pwq, CT_PREC_TF32, GM_TF32_PARAMS, 0)
-GM_FAMILY(pwq3, CT_PREC_FP32, GM_FP32_PARAMS, 0)
 GM_FAMILY(tap, CT_PREC_TF32, GM_TF32_BQ_PARAMS, 0)
 GM_FAMILY(tap3, CT_PREC_FP32, GM_FP32_BQ_PARAMS, 0)

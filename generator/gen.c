@@ -42,11 +42,10 @@
   X(wgr) \
   X(s2d_wg) X(s2d_wg3) \
   X(pw) X(pw3) \
-  X(pwq) X(pwq3) \
+  X(pwq) \
   X(gmk) X(gmk3) \
   X(gmp) X(gmp3) \
   X(gm) X(gm3) \
-  X(gmq) X(gmq3) \
   X(tap) X(tap3)
 
 #define CT_GEN_DECLARE_FAMILY(f) extern const ct_gen_family ct_gen_family_##f;

@@ -26,10 +26,6 @@
 //       accumulator with the big products each of their wgmma truncated
 //       the big partial sum too (two of the three per k8 step).
 //
-//   gmq, gmq3 (CT_GM_PING 1, with CT_GM_SPLIT 0 or 1): gm_conv with its two
-//       consumer warpgroups on tiles of their own (BM = 64), the CTA's
-//       units in turn, so that one's epilogue runs while the other's
-//       wgmma run (see gm_conv's consumer); pwq, pwq3 the same of gm_pw.
 //   gmp, gmp3 (CT_GM_PATCH 1, with CT_GM_SPLIT 0 or 1): the same GEMM over
 //       an explicit patch matrix instead of TMA im2col, for the problems
 //       im2col cannot gather (a stride above 8, corners or taps past its
@@ -64,9 +60,8 @@
 // an im2col load of the BM pixels x BK channels of tap (r, s) (map 0) and
 // a tiled load of the BN x BK weights of that tap (map 1) into a ring of
 // STAGES stages, each with a full mbarrier (the loads' bytes) and an empty
-// one (an arrival per consumer warpgroup; gmq: one).  Warpgroups 1 .. BM/64
-// are the consumers (gmq: 1 and 2): each owns 64 of the BM rows (gmq: the
-// 64 rows of every other tile), issues BK/8 m64nBNk8 wgmma per
+// one (an arrival per consumer warpgroup).  Warpgroups 1 .. BM/64 are the
+// consumers: each owns 64 of the BM rows, issues BK/8 m64nBNk8 wgmma per
 // k-tile from the swizzled stages, keeps one k-tile of wgmma in flight and
 // releases a stage once its wgmma retired.  The epilogue adds the bias and
 // stores each accumulator row into y's channel planes (8 consecutive
@@ -140,7 +135,7 @@ constexpr int TAP_BH = 32 / BQ;              // tap: output rows of a box
 constexpr bool SPLITK = CT_GM_SPLITK != 0;   // gmk: the reduction split, gm_reduce
 constexpr int PARTS = SPLIT ? 2 : 1;         // copies of each operand: hi (, lo)
 constexpr int A_PARTS = POINTWISE ? 1 : PARTS; // pw3 splits A in registers
-constexpr bool PING = CT_GM_PING != 0;       // gmq: a 64-row tile per consumer, in turn
+constexpr bool PING = CT_GM_PING != 0;       // pwq: a 64-row tile per consumer, in turn
 constexpr int CWG = PING ? 2 : BM / 64;      // consumer warpgroups
 constexpr int THREADS = CT_GM_THREADS(PING ? 128 : BM);
 constexpr int ROW = BK * 4;                  // bytes of a stage row
@@ -168,7 +163,7 @@ static_assert(!TAPS || (STAGE_BYTES % 1024 == 0 && TAP_BOX % 128 == 0), "tap: al
 static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
 static_assert(BQ == 32 || (TAPS && !FLAT && BQ == 16), "BQ: 32, or 16 for tap's rows");
 static_assert(!SPLITK || (!POINTWISE && !PATCH && SK >= 2), "gmk: gm_conv over im2col, split");
-static_assert(!PING || (BM == 64 && !TAPS && !SPLITK), "gmq, pwq: a 64-row tile per consumer");
+static_assert(!PING || (POINTWISE && BM == 64 && !TAPS && !SPLIT), "pwq: a 64-row tile per consumer");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
 static_assert(A_BYTES % (8 * ROW) == 0 && B_BYTES % (8 * ROW) == 0, "stages on swizzle atoms");
@@ -197,7 +192,7 @@ __device__ __forceinline__ unsigned char *ring_setup(unsigned char *smem_raw,
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full + s, 1);
-      mbar_init(empty + s, PING ? 1 : CWG); // gmq: one consumer reads a stage
+      mbar_init(empty + s, PING ? 1 : CWG); // pwq: one consumer reads a stage
     }
     fence_mbar_init();
   }
@@ -540,24 +535,15 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     return;
   }
 
-  // A consumer: rows 64 * c .. 64 * c + 63 of each tile; gmq (PING): all
-  // 64 rows of every other unit of the CTA's walk, consumer c the units
-  // i = c, c + 2, ... (u = blockIdx.x + i gridDim.x), so that one's
-  // epilogue runs beside the other's mainloop, their mainloops in turn
-  // (turn_wait / turn_pass, named barriers 3 and 4) as ct_gm_ping_*
-  // says.
+  // A consumer: rows 64 * c .. 64 * c + 63 of each tile.
   if constexpr (CWG == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
   const int c = wgi - 1, lt = tid % 128;
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
-  const int row0 = PING ? 0 : c * 64; // this consumer's first row of a tile
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
   float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; // gm3's sums: see tile_sums (gm: d alone)
-  unsigned it = 0; // the ring index
+  unsigned it = 0;
 #pragma unroll 1
-  for (int i = PING ? c : 0;; i += PING ? 2 : 1) {
-    const int u = blockIdx.x + i * gridDim.x; // unit i of the CTA's walk
-    if (u >= units) break;
-    if constexpr (PING) it = ct_gm_ping_ring(i, ktiles);
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
     const int tile = u / splits, split = u - tile * splits;
     const int kt1 = (split + 1) * kt_per < ktiles ? (split + 1) * kt_per : ktiles;
     const int nk = kt1 - split * kt_per; // this unit's k-tiles (>= 1 by the plan)
@@ -567,13 +553,12 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       for (int i = 0; i < BN / 2; ++i) master[i] = 0.0f;
     }
     unsigned prev = 0;
-    if (PING && ct_gm_ping_waits(i)) turn_wait(c); // unit i - 1's mainloop ended
 #pragma unroll 1
     for (int kt = 0; kt < nk; ++kt, ++it) {
       const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
       mbar_wait(full + st, ph);
       const unsigned sa = sbase + st * STAGE_BYTES;
-      const unsigned long long da = wgmma_desc_swizzled(sa + row0 * ROW, ROW);
+      const unsigned long long da = wgmma_desc_swizzled(sa + c * 64 * ROW, ROW);
       const unsigned long long db = wgmma_desc_swizzled(sa + B_OFF, ROW);
       if constexpr (SPLIT) {
         // A chunk opens every KTC k-tiles: the last one's wgmma retire (a
@@ -604,7 +589,6 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     }
     wgmma_wait<0>();
     if (lt == 0) mbar_arrive(empty + prev);
-    if (PING && ct_gm_ping_passes(i, blockIdx.x, gridDim.x, units)) turn_pass(1 - c);
     const float *const acc = tile_sums(master, d, e);
 
     if constexpr (SPLITK) {
@@ -612,7 +596,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       float *const part = ws + a.v[CT_GM_A_POFF] + (long long)split * M * K;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int m = tm * BM + row0 + warp * 16 + 8 * h + g;
+        const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
         if (m >= M) continue;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
@@ -635,7 +619,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       bool rv[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int m = tm * BM + row0 + warp * 16 + 8 * h + g;
+        const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
         const int img = m / PQ, pq = m - img * PQ;
         rv[h] = m < M;
         yr[h] = (CT_LAYOUT == 1 ? y + (long long)m * K : y + ((long long)img * K * PQ + pq)) +
@@ -718,6 +702,11 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 // and a half-warp's 16 8-byte loads hit the 32 banks once; ct_gm_pw_smem
 // is the boxes' swizzled layout).  The epilogue stores each accumulator
 // at its pixel, y[n][k][hw].
+//
+// pwq (CT_GM_PING 1, BM = 64, tf32): the two consumers on tiles of their
+// own, the CTA's tiles in turn, so that one's epilogue (its stores) runs
+// beside the other's loads and wgmma; each stage is read, and released,
+// by one consumer (the empty barriers' count is 1).
 //
 // tap, tap3 (CT_GM_PW 2): the same kernel over any filter, padding,
 // dilation and vertical stride (the horizontal stride 1).  Map 0 is x as
@@ -837,7 +826,9 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
 
   // A consumer: rows 64 * c .. 64 * c + 63 of each tile, boxes 2 c, 2 c + 1;
   // pwq (PING): rows 0 .. 63, boxes 0 and 1, of every other tile of the
-  // CTA's walk, in turn with the other consumer as gm_conv's gmq.
+  // CTA's walk (tile i to consumer i mod 2), their mainloops in turn
+  // (turn_wait / turn_pass, named barriers 3 and 4) as ct_gm_ping_* says,
+  // so that one's epilogue runs beside the other's mainloop.
   if constexpr (CWG == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
   const int c = wgi - 1, lt = tid % 128;
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;

@@ -122,9 +122,9 @@ CT_GM_FN void ct_gm_ktile(int kt, int ncb, int S, int *r, int *s, int *cb) {
   *s = rs - *r * S;
 }
 
-/* Family gmq (gm_conv, CT_GM_PING): unit i of a CTA's walk (u = block + i
+/* Family pwq (gm_pw, CT_GM_PING): unit i of a CTA's walk (u = block + i
 ** grid) is consumer i mod 2's; the ring holds every unit's k-tiles in walk
-** order, nk each (no split), so unit i's start at ring index i nk.  Their
+** order, nk each, so unit i's start at ring index i nk.  Their
 ** mainloops take turns: unit i's waits for unit i - 1's to end (i > 0)
 ** and hands over to unit i + 1's where the walk has one, so a consumer
 ** never waits on a stage more than one fill ahead of the producer (an

@@ -1065,40 +1065,34 @@ static void test_gmk_split(void) {
   ASSERT_EQ_INT(n_gmk, 0);
 }
 
-/* Families gmq, gmq3, pwq and pwq3: gm's and pw's kernels with two
-** consumers on 64-row tiles in turn.  A gmq (pwq) variant is its gm (pw)
-** twin at BM = 64 (the same parameters) but for gm_conv's (gm_pw's)
-** block, three warpgroups instead of two, and the source's CT_GM_PING;
-** the same grid, tiles, workspace and maps.  BM = 128 is no point of
-** theirs; they are offered where their tiles give every consumer of every
-** SM two or more, not on ResNet-50's small last layers. */
-static void test_gmq_pingpong(void) {
+/* Family pwq: pw's kernel with two consumers on 64-row tiles in turn.
+** A pwq variant is its pw twin at BM = 64 (the same parameters) but for
+** gm_pw's block, three warpgroups instead of two, and the source's
+** CT_GM_PING; the same grid, tiles, workspace and maps.  BM = 128 is not
+** among its points; it is offered where its tiles give every consumer of
+** every SM two or more (not on a batch-1 layer that pw takes), and at
+** tf32 only (pw3 serves fp32). */
+static void test_pwq_pingpong(void) {
   ct_gen_limits lim = h200();
   static const char *const specs[] = {
-    "n=16,c=16,h=128,w=128,k=128,r=3,s=3",
-    "n=8,c=30,h=67,w=61,k=70,r=3,s=3,pad=1,act=relu",
-    "n=16,c=16,h=128,w=128,k=128,r=3,s=3,prec=fp32",
-    "n=32,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,layout=nhwc",
     "n=32,c=64,h=56,w=56,k=256,r=1,s=1",
-    "n=16,c=130,h=36,w=36,k=70,r=1,s=1,act=relu,prec=fp32",
+    "n=16,c=130,h=36,w=36,k=70,r=1,s=1,act=relu",
   };
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
     ct_problem p;
     char err[256];
     ASSERT_EQ_INT(ct_problem_parse(specs[i], &p, err, sizeof err), CT_OK);
-    const int pw = p.r == 1 && p.s == 1;
-    const char *fam = pw ? (p.precision == CT_PREC_FP32 ? "pwq3" : "pwq")
-                         : (p.precision == CT_PREC_FP32 ? "gmq3" : "gmq");
+    const char *fam = "pwq";
     ct_gen_variant *v = NULL, *all = NULL;
-    size_t n = 0, n_all = 0, n_gmq = 0;
+    size_t n = 0, n_all = 0, n_pwq = 0;
     ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
     ASSERT_EQ_INT(ct_gen_enumerate_all(&p, &lim, &all, &n_all), CT_OK);
     for (size_t j = 0; j < n; j++) {
       if (strcmp(v[j].family->name, fam) != 0) continue;
-      n_gmq++;
+      n_pwq++;
       const ct_gen_variant *q = &v[j];
       char twin_name[sizeof q->name + 1];
-      snprintf(twin_name, sizeof twin_name, "%.2s%s", q->name, q->name + 3); /* gmq: -> gm: */
+      snprintf(twin_name, sizeof twin_name, "%.2s%s", q->name, q->name + 3); /* pwq: -> pw: */
       ct_gen_variant t; /* the twin: a point of gm's, pruned or not */
       size_t k_twin = n_all;
       for (size_t k = 0; k < n_all; k++)
@@ -1111,7 +1105,7 @@ static void test_gmq_pingpong(void) {
         ASSERT_EQ_STR(a->name, b->name);
         ASSERT_EQ_INT(a->grid[0], b->grid[0]);
         ASSERT_EQ_INT(a->smem, b->smem);
-        const int main_kernel = strcmp(a->name, pw ? "gm_pw" : "gm_conv") == 0;
+        const int main_kernel = strcmp(a->name, "gm_pw") == 0;
         ASSERT_EQ_INT(a->block[0], main_kernel ? 384u : b->block[0]);
       }
       ASSERT_EQ_INT(t.kernels[t.n_kernels - 1].block[0], 256);
@@ -1135,21 +1129,32 @@ static void test_gmq_pingpong(void) {
     }
     free(v);
     free(all);
-    if (n_gmq == 0) fprintf(stderr, "%s: no %s variant\n", specs[i], fam);
-    ASSERT_TRUE(n_gmq > 0);
+    if (n_pwq == 0) fprintf(stderr, "%s: no %s variant\n", specs[i], fam);
+    ASSERT_TRUE(n_pwq > 0);
   }
-  ct_problem small;
-  ASSERT_EQ_INT(parse("n=32,c=512,h=7,w=7,k=512,r=1,s=1", CT_PREC_TF32, &small), 0);
-  ct_gen_variant *v = NULL;
-  size_t n = 0, n_gmq = 0;
-  ASSERT_EQ_INT(ct_gen_enumerate(&small, &lim, &v, &n), CT_OK);
-  for (size_t j = 0; j < n; j++)
-    n_gmq += strcmp(v[j].family->name, "gmq") == 0 || strcmp(v[j].family->name, "pwq") == 0;
-  free(v);
-  ASSERT_EQ_INT(n_gmq, 0);
+  /* pw's problems without pwq: 25 128-pixel tiles; fp32 (pw3). */
+  static const char *const without[] = {
+    "n=1,c=256,h=56,w=56,k=64,r=1,s=1",
+    "n=32,c=64,h=56,w=56,k=256,r=1,s=1,prec=fp32",
+  };
+  for (size_t i = 0; i < sizeof without / sizeof without[0]; i++) {
+    ct_problem p;
+    char err[256];
+    ASSERT_EQ_INT(ct_problem_parse(without[i], &p, err, sizeof err), CT_OK);
+    ct_gen_variant *v = NULL;
+    size_t n = 0, n_pwq = 0, n_pw = 0;
+    ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+    for (size_t j = 0; j < n; j++) {
+      n_pwq += strcmp(v[j].family->name, "pwq") == 0;
+      n_pw += strncmp(v[j].family->name, "pw", 2) == 0 && strcmp(v[j].family->name, "pwq") != 0;
+    }
+    free(v);
+    ASSERT_TRUE(n_pw > 0);
+    ASSERT_EQ_INT(n_pwq, 0);
+  }
 }
 
-/* gmq's ring protocol (ct_gm_ping_*), run as the kernel runs it, one CTA:
+/* pwq's ring protocol (ct_gm_ping_*), run as the kernel runs it, one CTA:
 ** a producer filling stage p mod STAGES once its previous use is released
 ** (a parity wait on the empty barrier), two consumers taking units i =
 ** c, c + 2, ... (ring index ct_gm_ping_ring), each waiting on a stage's
@@ -1160,7 +1165,7 @@ static void test_gmq_pingpong(void) {
 ** step in a random order of the actors.  Returns 1 when every wait
 ** passed on the fill it was meant for and all units ended, 0 on a wait
 ** that passed early (a fill two phases behind) or a deadlock. */
-static int gmq_ring_run(int stages, int nk, int units, int turns, unsigned seed) {
+static int pwq_ring_run(int stages, int nk, int units, int turns, unsigned seed) {
   enum { MAXS = 16, MAXU = 16 };
   int fill[MAXS] = {0}, rel[MAXS] = {0}, passed[MAXU] = {0};
   const int total = units * nk;
@@ -1215,7 +1220,7 @@ static int gmq_ring_run(int stages, int nk, int units, int turns, unsigned seed)
   return 0;
 }
 
-static void test_gmq_ring_protocol(void) {
+static void test_pwq_ring_protocol(void) {
   static const int stage_list[] = {2, 3, 4, 6, 8}, nk_list[] = {1, 2, 3, 5, 9, 16},
                    unit_list[] = {1, 2, 3, 4, 7, 12};
   int aliased = 0;
@@ -1224,14 +1229,14 @@ static void test_gmq_ring_protocol(void) {
       for (size_t d = 0; d < sizeof unit_list / sizeof *unit_list; d++)
         for (unsigned seed = 1; seed <= 40; seed++) {
           const int st = stage_list[a], nk = nk_list[b], un = unit_list[d];
-          if (!gmq_ring_run(st, nk, un, 1, seed)) {
-            fprintf(stderr, "gmq ring: STAGES %d, %d k-tiles, %d units, seed %u failed\n", st,
+          if (!pwq_ring_run(st, nk, un, 1, seed)) {
+            fprintf(stderr, "pwq ring: STAGES %d, %d k-tiles, %d units, seed %u failed\n", st,
                     nk, un, seed);
             ASSERT_TRUE(0);
           }
-          aliased += !gmq_ring_run(st, nk, un, 0, seed);
+          aliased += !pwq_ring_run(st, nk, un, 0, seed);
         }
-  /* Without the turns, some order breaks the ring (the first form of gmq,
+  /* Without the turns, some order breaks the ring (the first form of the schedule,
   ** which hung on the GPU): the check can fail. */
   ASSERT_TRUE(aliased > 0);
 }
@@ -1630,8 +1635,8 @@ int main(void) {
   RUN_TEST(test_pw_layout);
   RUN_TEST(test_tap_plan);
   RUN_TEST(test_gmk_split);
-  RUN_TEST(test_gmq_pingpong);
-  RUN_TEST(test_gmq_ring_protocol);
+  RUN_TEST(test_pwq_pingpong);
+  RUN_TEST(test_pwq_ring_protocol);
   RUN_TEST(test_gm_nhwc_plans);
   TEST_EXIT();
 }

@@ -339,10 +339,7 @@ static void test_relu_every_family(void) {
     "act=relu,n=2,c=3,h=64,w=48,k=40,r=16,s=16,stride=16,prec=fp32",
     "act=relu,n=2,c=64,h=28,w=28,k=96,r=1,s=1,prec=tf32",
     "act=relu,n=2,c=64,h=28,w=28,k=96,r=1,s=1,prec=fp32",
-    "act=relu,n=16,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,prec=tf32", /* gmq */
-    "act=relu,n=16,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,prec=fp32", /* gmq3 */
     "act=relu,n=16,c=64,h=56,w=56,k=64,r=1,s=1,prec=tf32", /* pwq */
-    "act=relu,n=16,c=64,h=56,w=56,k=64,r=1,s=1,prec=fp32", /* pwq3 */
   };
   enum { MAX_FAMILIES = 32 };
   const size_t n_specs = sizeof specs / sizeof specs[0];
