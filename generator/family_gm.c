@@ -47,7 +47,8 @@
 ** Layouts: an NHWC problem (x NHWC, w KRSC) is copied along its channels
 ** instead of transposed; for gm, when C % 4 = 0 and x and w are big enough,
 ** not copied at all: the maps read the caller's x and w, TFLOAT32, and the
-** call is gm_conv alone, without workspace (gm_reads_caller).
+** call is gm_conv alone, without workspace; an NCHW 1x1 problem's weight
+** map reads the caller's w, [K][C] already, with no gm_pack (gm_reads).
 **
 ** A point is declined (valid() == 0), never offered wrong, when: the device
 ** is not cc 9.0 with the target "sm_90a"; a stride exceeds 8 (the im2col
@@ -219,21 +220,37 @@ static int gm_im2col_fits(const ct_problem *p) {
 ** holds them, or 32. */
 static int64_t gm_want_bk(int64_t cp) { return cp <= 8 ? 8 : cp <= 16 ? 16 : 32; }
 
-/* 1 when gm (tf32, im2col) needs no layout pass for p: an NHWC problem
-** whose channels fill 16-byte rows (C % 4 = 0), so that the maps can read
-** the caller's x and w as they are (TFLOAT32: rounded to nearest as they
-** load), both at least CT_GM_MIN_MAP_BYTES (smaller tensors' maps may get a
-** wrong out-of-bounds fill, and the GEMM's discarded rows and columns rely
-** on zeros past the last image and output channel).  Then the call is
-** gm_conv alone with no workspace (gmk: then gm_reduce, the partials its
-** only workspace); its maps need x and w 16-byte aligned, which the
+/* What gm's maps read of the caller's tensors (gm_reads).  GM_READS_XW:
+** an NHWC problem whose channels fill 16-byte rows (C % 4 = 0), so that
+** the maps read the caller's x and w as they are (TFLOAT32: rounded to
+** nearest as they load), both at least CT_GM_MIN_MAP_BYTES (smaller
+** tensors' maps may get a wrong out-of-bounds fill, and the GEMM's
+** discarded rows and columns rely on zeros past the last image and output
+** channel); the call is gm_conv alone with no workspace (gmk: then
+** gm_reduce, the partials its only workspace).  GM_READS_W: an NCHW 1x1
+** problem, whose KCRS w is [K][C], the order the weight map reads, with
+** C % 4 = 0 and w at least CT_GM_MIN_MAP_BYTES (pw_reads_w): x still goes
+** through gm_nhwc, the weights through no pass (no gm_pack), the
+** workspace is x's copy (and gmk's partials).  GM_COPY: both passes.
+** The maps over the caller's tensors need them 16-byte aligned, which the
 ** runtime checks. */
-static int gm_reads_caller(const ct_problem *p, const gm_kind *kd) {
-  if (kd->parts != 1 || kd->patch || p->layout != CT_LAYOUT_NHWC || p->c % 4 != 0) return 0;
+enum { GM_COPY, GM_READS_XW, GM_READS_W };
+
+/* 1 when a TFLOAT32 map of the caller's w as [K][C] can be made (pw, and
+** gm's GM_READS_W): parts 1, C % 4 = 0 (its rows' 16-byte stride) and w
+** at least CT_GM_MIN_MAP_BYTES. */
+static int pw_reads_w(const ct_problem *p, int parts) {
+  return parts == 1 && p->c % 4 == 0 && p->k * p->c >= CT_GM_MIN_MAP_BYTES / 4;
+}
+
+static int gm_reads(const ct_problem *p, const gm_kind *kd) {
+  if (kd->parts != 1 || kd->patch || p->c % 4 != 0) return GM_COPY;
+  if (p->layout == CT_LAYOUT_NCHW)
+    return p->r == 1 && p->s == 1 && pw_reads_w(p, kd->parts) ? GM_READS_W : GM_COPY;
   const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4;
   const int64_t xf[4] = {p->n, p->h, p->w, p->c}, wf[4] = {p->k, p->r, p->s, p->c};
   const int64_t nx = ct_gen_checked_product(xf, 4), nw = ct_gen_checked_product(wf, 4);
-  return nx >= min_floats && nw >= min_floats;
+  return nx >= min_floats && nw >= min_floats ? GM_READS_XW : GM_COPY;
 }
 
 /* gmk's split of the reduction: each tile's ktiles k-tiles in `splits`
@@ -246,7 +263,7 @@ typedef struct gm_split {
 } gm_split;
 
 static int gm_split_of(const ct_problem *p, const gm_kind *kd, const int *v,
-                       const ct_gen_limits *lim, const gm_shape *sh, int64_t ktiles, int caller,
+                       const ct_gen_limits *lim, const gm_shape *sh, int64_t ktiles, int reads,
                        gm_split *sp) {
   const int64_t tiles = sh->tiles_m * sh->tiles_n;
   const int64_t sk = kd->splitk ? v[kd->family->n_params - 1] : 1;
@@ -256,7 +273,9 @@ static int gm_split_of(const ct_problem *p, const gm_kind *kd, const int *v,
   sp->units = tiles * sp->splits;
   const int64_t sms = ct_gen_sm_count(lim);
   sp->grid = sp->units < sms ? sp->units : sms;
-  sp->poff = !kd->splitk || caller ? 0 : round_up(sh->w_off + sh->w_floats, 256);
+  sp->poff = !kd->splitk || reads == GM_READS_XW ? 0
+             : reads == GM_READS_W             ? sh->w_off
+                                               : round_up(sh->w_off + sh->w_floats, 256);
   const int64_t pf[3] = {sp->splits, sh->m, p->k};
   sp->part_floats = kd->splitk ? ct_gen_checked_product(pf, 3) : 0;
   return sp->part_floats >= 0 && sp->part_floats <= (INT64_C(1) << 50);
@@ -305,7 +324,7 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   ** (unsigned) stay in range. */
   const int64_t ktiles = g.r * g.s * sh.ncb, tiles = sh.tiles_m * sh.tiles_n;
   gm_split sp;
-  if (!gm_split_of(&g, kd, v, lim, &sh, ktiles, gm_reads_caller(p, kd), &sp)) return 0;
+  if (!gm_split_of(&g, kd, v, lim, &sh, ktiles, gm_reads(p, kd), &sp)) return 0;
   if (ktiles > lim31 - sp.kt_per || sh.m > lim31 - 256 || tiles > lim31 / 2 ||
       sp.units > lim31 / 2 ||
       (sp.units + sp.grid - 1) / sp.grid > lim31 / sp.kt_per || p->k * sh.P * sh.Q > lim31 ||
@@ -321,7 +340,7 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
     if (gm_patch1(p) && ((sh.np * sh.P * sh.Q + CT_GM_PREP_PX - 1) / CT_GM_PREP_PX > lim31 ||
                          (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH > 65535))
       return 0;
-  } else if (!gm_reads_caller(p, kd) &&
+  } else if (gm_reads(p, kd) != GM_READS_XW &&
              (sh.nhwc_blocks > lim31 || sh.pack_blocks > lim31 ||
               (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH > 65535)) {
     return 0;
@@ -374,7 +393,7 @@ static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const in
     gm_split sp;
     if (!gm_shape_of(&g, lim, v, kd->parts, &sh)) return 0;
     const int64_t tiles = sh.tiles_m * sh.tiles_n, sms = ct_gen_sm_count(lim);
-    if (!gm_split_of(&g, kd, v, lim, &sh, g.r * g.s * sh.ncb, gm_reads_caller(p, kd), &sp) ||
+    if (!gm_split_of(&g, kd, v, lim, &sh, g.r * g.s * sh.ncb, gm_reads(p, kd), &sp) ||
         tiles >= sms || sp.units > 2 * sms || sp.kt_per < 2)
       return 0;
     const ct_gen_param *skp = &kd->family->params[kd->family->n_params - 1];
@@ -444,9 +463,10 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const unsigned threads = (unsigned)CT_GM_THREADS(bm);
   const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, parts, parts);
-  const int caller = gm_reads_caller(p, kd);
+  const int reads = gm_reads(p, kd);
+  const int caller = reads == GM_READS_XW, wcaller = reads != GM_COPY;
   gm_split sp;
-  gm_split_of(&g, kd, v, lim, &sh, g.r * g.s * sh.ncb, caller, &sp);
+  gm_split_of(&g, kd, v, lim, &sh, g.r * g.s * sh.ncb, reads, &sp);
   if (caller) {
     out->n_kernels = 1;
     gm_launch(&out->kernels[0], "gm_conv", sp.grid, 1, threads, smem);
@@ -465,11 +485,17 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
                 (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH, CT_GM_PREP_THREADS, 0);
       gm_launch(&out->kernels[1], "gm_pack", sh.pack_blocks, 1, CT_GM_PACK_THREADS, 0);
     }
-    out->kernels[1].weights = 1;
-    gm_launch(&out->kernels[2], "gm_conv", sp.grid, 1, threads, smem);
-    out->workspace_bytes = (size_t)sh.ws_bytes;
-    out->wpack_offset = (size_t)(sh.w_off * 4); /* read by map 1 alone */
-    out->wpack_bytes = (size_t)(sh.w_floats * 4);
+    if (wcaller) { /* x's pass alone; map 1 reads w */
+      out->n_kernels = 2;
+      gm_launch(&out->kernels[1], "gm_conv", sp.grid, 1, threads, smem);
+      out->workspace_bytes = (size_t)(sh.x_floats * 4);
+    } else {
+      out->kernels[1].weights = 1;
+      gm_launch(&out->kernels[2], "gm_conv", sp.grid, 1, threads, smem);
+      out->workspace_bytes = (size_t)sh.ws_bytes;
+      out->wpack_offset = (size_t)(sh.w_off * 4); /* read by map 1 alone */
+      out->wpack_bytes = (size_t)(sh.w_floats * 4);
+    }
   }
   if (kd->splitk) { /* then gm_reduce over the partials */
     gm_launch(&out->kernels[out->n_kernels++], "gm_reduce",
@@ -535,15 +561,16 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   mx->l2_promote = 0;
 
   /* Map 1: tiled over the packed weights, dims {CP, S, R, KP} (gm3: 2 KP),
-  ** or over the caller's KRSC w, dims {C, S, R, K}, rounded as it loads;
+  ** or over the caller's KRSC w (GM_READS_XW; GM_READS_W: KCRS, R = S =
+  ** 1), dims {C, S, R, K}, rounded as it loads;
   ** gmp: {KG, 1, 1, KP}; box {BK, 1, 1, BN}. */
   const uint64_t wdims[4] = {(uint64_t)sh.cp, (uint64_t)g.s, (uint64_t)g.r,
-                             (uint64_t)(caller ? g.k : parts * sh.kp)};
+                             (uint64_t)(wcaller ? g.k : parts * sh.kp)};
   const uint64_t wstrides[3] = {(uint64_t)(sh.cp * 4), (uint64_t)(g.s * sh.cp * 4),
                                 (uint64_t)(g.r * g.s * sh.cp * 4)};
   const uint32_t wbox[4] = {(uint32_t)bk, 1, 1, (uint32_t)bn};
-  gm_tiled_map(&out->maps[1], caller ? CT_GEN_BUF_W : CT_GEN_BUF_WS,
-               caller ? 0 : (uint64_t)(sh.w_off * 4), caller, wdims, wstrides, wbox,
+  gm_tiled_map(&out->maps[1], wcaller ? CT_GEN_BUF_W : CT_GEN_BUF_WS,
+               wcaller ? 0 : (uint64_t)(sh.w_off * 4), wcaller, wdims, wstrides, wbox,
                (int)(bk * 4), 128);
 
   snprintf(defines, len, "%s%s%s#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
@@ -722,12 +749,6 @@ static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const i
     if (ping && tiles128 < 2 * ct_gen_sm_count(lim)) return 0;
   }
   return gm_ring_worth(lim, v, f, 1, parts, taps ? bq : 0);
-}
-
-/* 1 when pw (parts 1) maps the caller's w itself: C % 4 = 0 (its rows'
-** 16-byte stride) and w at least CT_GM_MIN_MAP_BYTES. */
-static int pw_reads_w(const ct_problem *p, int parts) {
-  return parts == 1 && p->c % 4 == 0 && p->k * p->c >= CT_GM_MIN_MAP_BYTES / 4;
 }
 
 static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,

@@ -1354,6 +1354,60 @@ static void test_gm_nhwc_plans(void) {
   ASSERT_EQ_INT(v.maps[0].buffer, CT_GEN_BUF_WS);
 }
 
+/* gm on an NCHW 1x1 problem (ResNet-50's 7x7 layers, which pw declines:
+** H W % 4 != 0): x through gm_nhwc, the weight map over the caller's w
+** ([K][C] as KCRS with R = S = 1 is), TFLOAT32, no gm_pack; the
+** workspace x's copy alone, gmk's partials after it.  w below 128 KiB, C
+** % 4 != 0, a 3x3 filter and gm3 keep gm_pack. */
+static void test_gm_nchw_1x1_weights(void) {
+  ct_gen_limits lim = h200();
+  ct_problem p;
+  ct_gen_variant v;
+  ASSERT_EQ_INT(parse("n=32,c=512,h=7,w=7,k=2048,r=1,s=1", CT_PREC_TF32, &p), 0);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, "gm:BM=128,BN=128,BK=32,STAGES=4", &v), CT_OK);
+  ASSERT_EQ_INT(v.n_kernels, 2);
+  ASSERT_EQ_STR(v.kernels[0].name, "gm_nhwc");
+  ASSERT_EQ_STR(v.kernels[1].name, "gm_conv");
+  ASSERT_TRUE(!v.kernels[0].weights && !v.kernels[1].weights);
+  const long long x_bytes = 32LL * 7 * 7 * 512 * 4;
+  ASSERT_EQ_INT((long long)v.workspace_bytes, x_bytes);
+  ASSERT_EQ_INT((long long)v.wpack_bytes, 0);
+  ASSERT_EQ_INT(v.maps[0].buffer, CT_GEN_BUF_WS);
+  ASSERT_TRUE(!v.maps[0].tf32);
+  ASSERT_EQ_INT(v.maps[1].buffer, CT_GEN_BUF_W);
+  ASSERT_TRUE(v.maps[1].tf32);
+  ASSERT_EQ_INT((long long)v.maps[1].offset, 0);
+  ASSERT_EQ_INT((long long)v.maps[1].dims[0], 512);
+  ASSERT_EQ_INT((long long)v.maps[1].dims[3], 2048);
+  ASSERT_EQ_INT((long long)v.maps[1].strides[0], 512 * 4);
+  /* gmk: the partials right after x's copy. */
+  ASSERT_EQ_INT(
+      ct_gen_variant_from_name(&p, &lim, "gmk:BM=128,BN=256,BK=32,STAGES=4,SK=2", &v), CT_OK);
+  ASSERT_EQ_INT(v.n_kernels, 3);
+  ASSERT_EQ_STR(v.kernels[1].name, "gm_conv");
+  ASSERT_EQ_STR(v.kernels[2].name, "gm_reduce");
+  ASSERT_EQ_INT(v.maps[1].buffer, CT_GEN_BUF_W);
+  ASSERT_EQ_INT((long long)v.workspace_bytes, x_bytes + 2LL * 32 * 49 * 2048 * 4);
+  static const struct {
+    const char *spec, *name;
+    int prec;
+  } packs[] = {
+      {"n=32,c=64,h=7,w=7,k=256,r=1,s=1", "gm:BM=128,BN=64,BK=32,STAGES=6", CT_PREC_TF32},
+      {"n=32,c=514,h=7,w=7,k=2048,r=1,s=1", "gm:BM=128,BN=128,BK=32,STAGES=4", CT_PREC_TF32},
+      {"n=32,c=512,h=7,w=7,k=512,r=3,s=3,pad=1", "gm:BM=128,BN=128,BK=32,STAGES=4", CT_PREC_TF32},
+      {"n=32,c=512,h=7,w=7,k=2048,r=1,s=1", "gm3:BM=128,BN=128,BK=32,STAGES=3,KC=8", CT_PREC_FP32},
+  };
+  for (size_t i = 0; i < sizeof packs / sizeof packs[0]; i++) {
+    ASSERT_EQ_INT(parse(packs[i].spec, packs[i].prec, &p), 0);
+    ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, packs[i].name, &v), CT_OK);
+    ASSERT_EQ_INT(v.n_kernels, 3);
+    ASSERT_EQ_STR(v.kernels[1].name, "gm_pack");
+    ASSERT_TRUE(v.kernels[1].weights);
+    ASSERT_EQ_INT(v.maps[1].buffer, CT_GEN_BUF_WS);
+    ASSERT_TRUE(v.wpack_bytes > 0);
+  }
+}
+
 static void test_unknown_args_family_refused(void) {
   for (size_t i = 0; ct_gen_families[i] != NULL; i++) {
     ASSERT_TRUE(ct_gen_families[i]->args == CT_GEN_ARGS_POINTERS ||
@@ -1638,5 +1692,6 @@ int main(void) {
   RUN_TEST(test_pwq_pingpong);
   RUN_TEST(test_pwq_ring_protocol);
   RUN_TEST(test_gm_nhwc_plans);
+  RUN_TEST(test_gm_nchw_1x1_weights);
   TEST_EXIT();
 }

@@ -10,7 +10,9 @@
 # (gm, gmp, gmk); a dilated, padded filter over 44-wide rows (tap's
 # windows off the 16-byte boundary); a 14 x 14 plane (tap's flat form);
 # a 1x1 over C = 130 (pw, with a partial channel block); a 1x1 over
-# 36 x 36 planes (pwq's ping-pong consumers, partial tiles both ways).  The sanitizer
+# 36 x 36 planes (pwq's ping-pong consumers, partial tiles both ways); a
+# 1x1 over 7 x 9 planes with C % 4 = 0 (gm's weight map over the
+# caller's w).  The sanitizer
 # writes its report to a log file (by default it shares stdout, which
 # carries the tune's JSON).
 # Exits 77 where no GPU is usable or compute-sanitizer is not installed.
@@ -48,6 +50,7 @@ shapes=(
   "n=4,c=48,h=14,w=14,k=70,r=3,s=3,pad=1"
   "n=3,c=130,h=12,w=30,k=70,r=1,s=1"
   "n=16,c=130,h=36,w=36,k=70,r=1,s=1"
+  "n=3,c=256,h=7,w=9,k=136,r=1,s=1"
 )
 # offered SPEC PREC: the general families the space offers, comma-separated.
 offered() {

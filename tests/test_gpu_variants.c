@@ -45,7 +45,9 @@ static ct_tune_gpu g;
 ** has windows starting off TMA's 16-byte boundary.  Last, one big enough
 ** for pwq's ping-pong consumers: a 1x1 over 36 x 36 planes, 21 64-pixel
 ** tiles an image (the last partial), K = 70 (a partial channel tile),
-** C = 130 (a partial k-tile), a fused ReLU. */
+** C = 130 (a partial k-tile), a fused ReLU.  And gm's weight map over
+** the caller's w: a 1x1 over 7 x 9 planes (pw declines H W % 4 != 0),
+** C = 256, K = 136 (a partial channel tile), w at least 128 KiB. */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
@@ -80,6 +82,7 @@ static const char *shapes[] = {
     "n=1,c=2,h=300,w=9,k=4,r=3,s=1,pad=1,dil=130",
     "n=3,c=130,h=12,w=30,k=70,r=1,s=1,act=relu",
     "n=16,c=130,h=36,w=36,k=70,r=1,s=1,act=relu",
+    "n=3,c=256,h=7,w=9,k=136,r=1,s=1,act=relu",
 };
 enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
 
