@@ -341,7 +341,8 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
                          (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH > 65535))
       return 0;
   } else if (gm_reads(p, kd) != GM_READS_XW &&
-             (sh.nhwc_blocks > lim31 || sh.pack_blocks > lim31 ||
+             (sh.nhwc_blocks > lim31 ||
+              (gm_reads(p, kd) == GM_COPY && sh.pack_blocks > lim31) ||
               (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH > 65535)) {
     return 0;
   }

@@ -159,10 +159,11 @@ void ct_close(ct_context *ctx);
 ** stream).  x, w, b, y are device pointers to dense fp32 tensors in the
 ** problem's layout, 4-byte
 ** aligned; y must not overlap x, w or b; b may be NULL only when p->bias is
-** 0.  A kernel that reads x and w through TMA tensor maps (the gm family
-** on an NHWC problem with C % 4 = 0) needs them 16-byte aligned, and
-** returns CT_ERR_INVALID_ARG, saying so, otherwise (PyTorch's allocations
-** are).  With p->act = CT_ACT_RELU, y holds the ReLU of the sum (plus bias).
+** 0.  A kernel that reads x or w through a TMA tensor map (pw, pwq and
+** tap read x so; gm on an NHWC problem with C % 4 = 0 reads x and w so;
+** gm and pw on an NCHW 1x1 problem with C % 4 = 0 read w so) needs that
+** tensor 16-byte aligned, and returns CT_ERR_INVALID_ARG, saying so,
+** otherwise (PyTorch's allocations are).  With p->act = CT_ACT_RELU, y holds the ReLU of the sum (plus bias).
 ** Asynchronous: returns once the work is queued.
 **
 ** The first call for a problem (per context) validates it and loads its

@@ -1118,6 +1118,44 @@ static void test_packed_weights(void) {
   ct_close(ctx);
 }
 
+/* Packed weights for a gm winner whose weight map reads w in place (an
+** NCHW 1x1 problem, C % 4 = 0: no gm_pack, wpack_bytes 0): packing is a
+** copy of w with the weight map encoded over it, no launch;
+** ct_forward_packed runs the layout pass and the GEMM with the copy as w;
+** plain ct_forward the same two launches with the caller's w. */
+static void test_packed_gm_in_place(void) {
+  static const char *spec = "n=4,c=512,h=7,w=7,k=64,r=1,s=1,prec=tf32";
+  ct_problem p = parse(spec);
+  ct_gen_variant v;
+  ct_context *ctx = open_tuned_family(spec, "gm", "packed_in_place.db", &v);
+  ASSERT_TRUE(ctx != NULL);
+  ASSERT_EQ_INT(v.n_kernels, 2);
+  ASSERT_TRUE(v.wpack_bytes == 0 && !v.kernels[0].weights && !v.kernels[1].weights);
+  ct_weights *wp = NULL;
+  ct_mock_stats s0 = stats();
+  ASSERT_EQ_INT(ct_weights_pack(ctx, &p, bw, NULL, &wp), CT_OK);
+  ct_mock_stats s1 = stats();
+  ASSERT_EQ_INT(s1.launches - s0.launches, 0);
+  ASSERT_EQ_INT(s1.copies - s0.copies, 1);
+  ASSERT_EQ_INT(s1.map_encodes - s0.map_encodes, 1); /* the weight map, over the copy */
+  ASSERT_EQ_INT(ct_weights_bytes(wp), (size_t)(p.k * p.c) * sizeof(float));
+  ct_mock_launch l;
+  s0 = stats();
+  ASSERT_EQ_INT(ct_forward_packed(ctx, &p, bx, wp, bb, by, NULL), CT_OK);
+  ASSERT_EQ_INT(stats().launches - s0.launches, 2);
+  mock_last_launch(&l);
+  ASSERT_EQ_STR(l.name, "gm_conv");
+  ASSERT_TRUE(l.args[1] != (uint64_t)(uintptr_t)bw && l.args[1] != 0);
+  s0 = stats();
+  ASSERT_EQ_INT(fwd(ctx, &p), CT_OK);
+  ASSERT_EQ_INT(stats().launches - s0.launches, 2);
+  mock_last_launch(&l);
+  ASSERT_EQ_STR(l.name, "gm_conv");
+  ASSERT_EQ_INT(l.args[1], (uint64_t)(uintptr_t)bw);
+  ct_weights_free(wp);
+  ct_close(ctx);
+}
+
 /* Packed weights for a kernel that reads w as it is (the default direct
 ** variant): a copy of w, which ct_forward_packed passes as w; a context
 ** closed with weights still packed releases their memory, and a later
@@ -1270,6 +1308,7 @@ int main(int argc, char **argv) {
   RUN_TEST(test_tensor_maps);
   RUN_TEST(test_packed_weights);
   RUN_TEST(test_packed_copy);
+  RUN_TEST(test_packed_gm_in_place);
 
   free(win_a.cubin);
   free(win_big.cubin);
