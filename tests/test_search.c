@@ -264,6 +264,44 @@ static void test_failed_do_not_lead(void) {
   ct_tune_search_destroy(s);
 }
 
+/* Priors: screened before the seeds in the order given, each once (an
+** index out of range or repeated passed over), a prior already known
+** (resumed) skipped; counted towards max_screen; no effect on an
+** exhaustive search. */
+static void test_priors(void) {
+  ct_tune_search *s = NULL;
+  ASSERT_EQ_INT(ct_tune_search_create(vs, nv, 1, 10, &s), CT_OK);
+  const size_t pri[] = {70, 5, 70, 999, 33};
+  ASSERT_EQ_INT(ct_tune_search_prefer(s, pri, 5), 3);
+  ct_tune_search_result(s, 5, landscape(5)); /* resumed */
+  size_t peek[3];
+  ASSERT_EQ_INT(ct_tune_search_peek(s, peek, 3), 3);
+  ASSERT_EQ_INT(peek[0], 70);
+  ASSERT_EQ_INT(peek[1], 33);
+  ASSERT_TRUE(peek[2] != 5 && peek[2] != 70 && peek[2] != 33);
+  ASSERT_EQ_INT(ct_tune_search_next(s), 70);
+  ct_tune_search_result(s, 70, landscape(70));
+  ASSERT_EQ_INT(ct_tune_search_next(s), 33);
+  ct_tune_search_result(s, 33, landscape(33));
+  size_t screened = 3;
+  for (long i; (i = ct_tune_search_next(s)) >= 0; screened++) {
+    ASSERT_TRUE(i != 5 && i != 70 && i != 33);
+    ct_tune_search_result(s, (size_t)i, landscape((size_t)i));
+  }
+  ASSERT_EQ_INT(screened, 10);
+  ct_tune_search_destroy(s);
+  /* The same search without priors starts elsewhere: its first seed. */
+  ASSERT_EQ_INT(ct_tune_search_create(vs, nv, 1, 10, &s), CT_OK);
+  ASSERT_TRUE(ct_tune_search_next(s) != 70);
+  ct_tune_search_destroy(s);
+  /* Exhaustive: enumeration order stands. */
+  ASSERT_EQ_INT(ct_tune_search_create(vs, nv, 0, 0, &s), CT_OK);
+  ASSERT_EQ_INT(ct_tune_search_prefer(s, pri, 5), 0);
+  ASSERT_EQ_INT(ct_tune_search_next(s), 0);
+  ct_tune_search_destroy(s);
+  ASSERT_EQ_INT(ct_tune_search_prefer(NULL, pri, 5), 0);
+}
+
 static void test_bad_args(void) {
   ct_tune_search *s = (ct_tune_search *)1;
   ASSERT_EQ_INT(ct_tune_search_create(NULL, 3, 0, 0, &s), CT_ERR_INVALID_ARG);
@@ -284,6 +322,7 @@ int main(void) {
   RUN_TEST(test_coupled_parameters);
   RUN_TEST(test_resumed_results_count);
   RUN_TEST(test_failed_do_not_lead);
+  RUN_TEST(test_priors);
   RUN_TEST(test_bad_args);
   TEST_EXIT();
 }

@@ -10,7 +10,9 @@
 #     the rerun skips what is done;
 #   - two tuners on one database at once: both finish, nothing lost;
 #   - budgeted search: within 3% of the exhaustive winner; --budget keeps
-#     to its time;
+#     to its time; the nearest tuned problem's winner screened first
+#     (priors), not with --no-priors, an exhaustive search, another
+#     precision or another filter size;
 #   - problem lists: tune --problems (text and JSON), reruns skip what is
 #     tuned, SIGKILL in a list tune, --shard shares merged against one
 #     run, --weighted budgets, --devices over 2 and 4 fake GPUs (spread,
@@ -159,6 +161,45 @@ d = json.load(open(sys.argv[1]))[\"problems\"]
 sys.exit(not (len(d) == 2 and all(p[\"unscreened_families\"] for p in d)))' '$tmp/ul.json'"
 "$ct" tune --problems "$tmp/u.txt" --max-variants 1 --final-trials 5 --db "$tmp/budget6.db" > "$tmp/ul.out" 2>/dev/null
 check "a list at --max-variants 1: the summary's note" "grep -q '^note: 2 problems. searches stopped before some families' '$tmp/ul.out'"
+
+# ---------------------------------------------------------------------------
+# Priors: a budgeted tune screens first the winners of the nearest problems
+# tuned on this device at this precision; --no-priors and an exhaustive
+# search do not.
+db="$tmp/prior.db"
+warm "$db"
+spec3="n=2,c=3,h=20,w=20,k=8,r=3,s=3,pad=1"
+"$ct" tune "${common[@]}" --db "$db" --json > "$tmp/p1.json" 2>/dev/null
+w1=$(jget "$tmp/p1.json" winner); s1=$(jget "$tmp/p1.json" problem)
+"$ct" tune --problem "$spec3" --families direct --max-variants 6 --final-trials 5 --db "$db" \
+  --json > "$tmp/p2.json" 2>/dev/null
+check "priors: exit 0" "[ $? -eq 0 ]"
+check "priors: the nearest tuned problem's winner, named with its problem" "python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(d[\"priors\"] != [{\"variant\": sys.argv[2], \"from\": sys.argv[3]}])' '$tmp/p2.json' '$w1' '$s1'"
+s3=$(jget "$tmp/p2.json" problem)
+first=$(sql "$db" "SELECT t.variant FROM trials t JOIN problems p ON p.id = t.problem_id
+                   WHERE p.spec = '$s3' ORDER BY t.id LIMIT 1")
+check "priors: screened first" "[ '$first' = '$w1' ]"
+"$ct" tune --problem "$spec3" --families direct --max-variants 6 --final-trials 5 --db "$db" \
+  --json > "$tmp/p2r.json" 2>/dev/null
+check "priors: a rerun that screens nothing names none" "[ $? -eq 0 ] && [ $(jget "$tmp/p2r.json" screened) -eq 0 ] && [ '$(jget "$tmp/p2r.json" priors)' = '[]' ]"
+"$ct" tune --problem "$spec3" --families direct --max-variants 6 --final-trials 5 --db "$db" \
+  --fresh > "$tmp/p2.out" 2>/dev/null
+check "priors: the summary's line" "grep -qF 'priors   screened first: $w1 (won $s1)' '$tmp/p2.out'"
+"$ct" tune --problem "$spec3" --families direct --max-variants 6 --final-trials 5 --db "$db" \
+  --fresh --no-priors --json > "$tmp/p3.json" 2>/dev/null
+check "--no-priors: none" "[ $? -eq 0 ] && [ '$(jget "$tmp/p3.json" priors)' = '[]' ]"
+"$ct" tune --problem "$spec3" --families direct --final-trials 5 --db "$db" --fresh \
+  --json > "$tmp/p4.json" 2>/dev/null
+check "exhaustive: no priors" "[ $? -eq 0 ] && [ '$(jget "$tmp/p4.json" search)' = exhaustive ] && [ '$(jget "$tmp/p4.json" priors)' = '[]' ]"
+"$ct" tune --problem "$spec3" --precision fp32 --families direct --max-variants 6 --final-trials 5 \
+  --db "$db" --json > "$tmp/p5.json" 2>/dev/null
+check "priors: none from another precision" "[ $? -eq 0 ] && [ '$(jget "$tmp/p5.json" priors)' = '[]' ]"
+"$ct" tune --problem "n=2,c=3,h=20,w=20,k=8,r=1,s=1" --families direct --max-variants 6 \
+  --final-trials 5 --db "$db" --json > "$tmp/p6.json" 2>/dev/null
+check "priors: none from another filter size" "[ $? -eq 0 ] && [ '$(jget "$tmp/p6.json" priors)' = '[]' ]"
 
 # ---------------------------------------------------------------------------
 # Report, db check, export / import / merge.

@@ -44,7 +44,7 @@ enum {
   OPT_PROBLEM = 256, OPT_PROBLEMS, OPT_SHARD, OPT_LEVEL1, OPT_DEVICES, OPT_PRECISION, OPT_DB, OPT_ARCH, OPT_DEVICE,
   OPT_THREADS, OPT_TRIALS, OPT_FINAL_TRIALS, OPT_FINALISTS, OPT_SEED,
   OPT_MAX_VARIANTS, OPT_BUDGET, OPT_WATCHDOG, OPT_FAMILIES, OPT_OUT,
-  OPT_FORCE, OPT_FRESH, OPT_WEIGHTED, OPT_NO_ISOLATE, OPT_CUBINS, OPT_PACKED, OPT_JSON, OPT_QUIET,
+  OPT_FORCE, OPT_FRESH, OPT_WEIGHTED, OPT_NO_ISOLATE, OPT_NO_PRIORS, OPT_CUBINS, OPT_PACKED, OPT_JSON, OPT_QUIET,
   OPT_HELP = 'h'
 };
 
@@ -74,6 +74,7 @@ static const struct option cli_options[] = {
     {"fresh", no_argument, NULL, OPT_FRESH},
     {"weighted", no_argument, NULL, OPT_WEIGHTED},
     {"no-isolate", no_argument, NULL, OPT_NO_ISOLATE},
+    {"no-priors", no_argument, NULL, OPT_NO_PRIORS},
     {"cubins", no_argument, NULL, OPT_CUBINS},
     {"packed", no_argument, NULL, OPT_PACKED},
     {"json", no_argument, NULL, OPT_JSON},
@@ -102,7 +103,7 @@ static const int opts_space[] = {P_PROBLEM, OPT_ARCH, OPT_DEVICE, OPT_FAMILIES,
 static const int opts_tune[] = {P_PROBLEM, OPT_PROBLEMS, OPT_SHARD, OPT_WEIGHTED, OPT_DEVICES, OPT_DB, OPT_DEVICE, OPT_THREADS,
                                 OPT_TRIALS, OPT_FINAL_TRIALS, OPT_FINALISTS,
                                 OPT_SEED, OPT_MAX_VARIANTS, OPT_BUDGET,
-                                OPT_FAMILIES, OPT_FRESH, OPT_WATCHDOG,
+                                OPT_FAMILIES, OPT_FRESH, OPT_NO_PRIORS, OPT_WATCHDOG,
                                 OPT_NO_ISOLATE, OPT_JSON, OPT_QUIET, OPT_HELP, 0};
 static const int opts_check[] = {P_PROBLEM, OPT_PROBLEMS, OPT_DB, OPT_DEVICE, OPT_TRIALS,
                                  OPT_SEED, OPT_PACKED, OPT_JSON, OPT_HELP, 0};
@@ -258,6 +259,7 @@ static int cli_set(ct_cli *c, int val, const char *text) {
   case OPT_FRESH: c->fresh = 1; break;
   case OPT_WEIGHTED: c->weighted = 1; break;
   case OPT_NO_ISOLATE: c->no_isolate = 1; break;
+  case OPT_NO_PRIORS: c->no_priors = 1; break;
   case OPT_CUBINS: c->cubins = 1; break;
   case OPT_PACKED: c->packed = 1; break;
   case OPT_JSON: c->json = 1; break;

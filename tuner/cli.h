@@ -40,6 +40,7 @@ typedef struct ct_cli {
   const char *families;    /* --families */
   const char *out;         /* --out */
   int fresh, no_isolate;   /* --fresh, --no-isolate */
+  int no_priors;           /* --no-priors */
   int cubins;              /* --cubins */
   int packed;              /* --packed */
   int force;               /* --force */

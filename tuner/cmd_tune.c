@@ -24,7 +24,8 @@ const char ct_cli_usage_tune[] =
     "                     [--device N] [--threads N] [--trials N]\n"
     "                     [--final-trials N] [--finalists N] [--seed N]\n"
     "                     [--max-variants N] [--budget SECONDS]\n"
-    "                     [--families LIST] [--fresh] [--watchdog SECONDS]\n"
+    "                     [--families LIST] [--fresh] [--no-priors]\n"
+    "                     [--watchdog SECONDS]\n"
     "                     [--no-isolate] [--json] [--quiet]\n"
     "\n"
     "Generates the valid variants of the problem, compiles them with NVRTC\n"
@@ -41,10 +42,15 @@ const char ct_cli_usage_tune[] =
     "\n"
     "Search: every variant when there are at most 512 (else 512 of them).\n"
     "--max-variants N screens at most N, --budget SECONDS stops screening in\n"
-    "time for the finalists; both pick variants by a stratified sample of each\n"
-    "family (tensor-core families first, those made for one kind of shape,\n"
-    "such as pw for 1x1 layers, before the general gm), then local search\n"
-    "around the fastest.  --families tc,wg limits the search to those families.\n"
+    "time for the finalists.  Such a search screens first the winners of up\n"
+    "to 4 of the nearest problems tuned on this device at this precision\n"
+    "with the same layout, filter size and stride (priors: a network's\n"
+    "layers share their best tiles; a quarter of --max-variants at most;\n"
+    "--no-priors skips them), then a stratified sample of each family\n"
+    "(tensor-core families first, those made for one kind of shape, such as\n"
+    "pw for 1x1 layers, before the general gm), then local search around the\n"
+    "fastest.\n"
+    "--families tc,wg limits the search to those families.\n"
     "A search that stops before a family's first variant says which families\n"
     "it left untried (a note; with --json, \"unscreened_families\").\n"
     "\n"
@@ -137,11 +143,24 @@ static void tune_signals(void) {
   sigaction(SIGTERM, &sa, NULL);
 }
 
-/* The families a tune left untried, as a JSON array of names. */
-static void json_unscreened(ct_json *j, const ct_tune_result *r) {
+/* A tune's search notes as JSON keys: "unscreened_families", the families
+** it left untried (names); "priors", [{"variant": V, "from": SPEC}, ...];
+** "priors_error" where the tuned problems could not be read for them. */
+static void json_search_notes(ct_json *j, const ct_tune_result *r) {
+  ct_json_key(j, "unscreened_families");
   ct_json_begin_array(j);
   for (size_t k = 0; k < r->n_unscreened; k++) ct_json_str(j, r->unscreened[k]->name);
   ct_json_end_array(j);
+  ct_json_key(j, "priors");
+  ct_json_begin_array(j);
+  for (size_t k = 0; k < r->n_priors; k++) {
+    ct_json_begin_object(j);
+    ct_json_key_str(j, "variant", r->priors[k]);
+    ct_json_key_str(j, "from", r->prior_sources[k]);
+    ct_json_end_object(j);
+  }
+  ct_json_end_array(j);
+  if (r->priors_error[0]) ct_json_key_str(j, "priors_error", r->priors_error);
 }
 
 static const char *origin_name(ct_tune_origin o) {
@@ -166,6 +185,7 @@ static void tune_options(const ct_cli *c, const char *db, ct_tune_options *out) 
   if (c->finalists) o.finalists = c->finalists;
   o.seed = c->seed;
   o.resume = !c->fresh;
+  o.no_priors = c->no_priors;
   o.max_variants = (size_t)c->max_variants;
   o.budget_s = c->budget;
   o.families = c->families;
@@ -258,8 +278,7 @@ int ct_cli_tune(const ct_cli *c) {
     ct_json_key_bool(&j, "interrupted", r.interrupted);
     ct_json_key_str(&j, "winner", r.winner >= 0 ? r.rows[r.winner].trial.variant : NULL);
     ct_json_key_num(&j, "winner_mean_ms", r.winner >= 0 ? r.rows[r.winner].trial.mean_ms : NAN);
-    ct_json_key(&j, "unscreened_families");
-    json_unscreened(&j, &r);
+    json_search_notes(&j, &r);
     ct_json_key(&j, "trials");
     ct_json_begin_array(&j);
     for (size_t i = 0; i < r.n_rows; i++)
@@ -308,6 +327,14 @@ int ct_cli_tune(const ct_cli *c) {
       printf("; GPU worker restarted %d %s", r.restarts,
              ct_cli_plural((size_t)r.restarts, "time", "times"));
     printf("\n");
+    if (r.n_priors > 0) {
+      printf("priors   screened first: ");
+      for (size_t k = 0; k < r.n_priors; k++)
+        printf("%s%s (won %s)", k ? ", " : "", r.priors[k], r.prior_sources[k]);
+      printf("\n");
+    }
+    if (r.priors_error[0])
+      printf("note     no priors: the tuned problems could not be read (%s)\n", r.priors_error);
     if (r.n_unscreened > 0 && !r.interrupted) {
       printf("note     the search stopped before any variant of %s ",
              ct_cli_plural(r.n_unscreened, "family", "families"));
@@ -409,8 +436,7 @@ static void list_summary_json(const list_row *rows, size_t n, double wall_s) {
     ct_json_key_num(&j, "wall_s", l->wall_s);
     ct_json_key_num(&j, "budget_s", l->budget_s > 0 ? l->budget_s : NAN);
     ct_json_key_int(&j, "screened", (int64_t)l->r.n_screened);
-    ct_json_key(&j, "unscreened_families");
-    json_unscreened(&j, &l->r);
+    json_search_notes(&j, &l->r);
     ct_json_key_str(&j, "error", l->error[0] ? l->error : NULL);
     ct_json_end_object(&j);
   }

@@ -231,7 +231,8 @@ int ct_tune_worker_main(int argc, char **argv);
 /* The search order (search.c)                                             */
 
 /* Decides which variant to screen next.  Exhaustive: enumeration order,
-** every variant.  Budgeted: first a stratified sample of every family (a
+** every variant.  Budgeted: first the priors the caller gives
+** (ct_tune_search_prefer), then a stratified sample of every family (a
 ** third of max_screen, or sqrt(n) under a time budget alone; each family
 ** in proportion to its size and at least its default variant, points
 ** spread evenly over its enumeration order; round-robin over the
@@ -269,6 +270,13 @@ size_t ct_tune_search_peek(ct_tune_search *s, size_t *out, size_t k);
 /* 1 when budgeted, 0 when exhaustive. */
 int ct_tune_search_budgeted(const ct_tune_search *s);
 
+/* Budgeted: variants idx[0 .. k) (indices into the enumeration) are
+** screened before the seeds, in that order, each once (an index out of
+** range or given twice is passed over); they count towards max_screen.
+** Call before the first pick.  Exhaustive: no effect.  Returns how many
+** were taken. */
+size_t ct_tune_search_prefer(ct_tune_search *s, const size_t *idx, size_t k);
+
 /* ---------------------------------------------------------------------- */
 /* The family filter (families.c): --families of every command             */
 
@@ -288,6 +296,11 @@ size_t ct_tune_families_keep(const char *list, ct_gen_variant *v, size_t n);
 /* Spaces up to this many variants are searched exhaustively by default;
 ** larger ones get a budgeted search of this many. */
 #define CT_TUNE_EXHAUSTIVE_MAX 512
+
+/* A budgeted search screens first the winners of at most this many of the
+** nearest problems tuned on the device (fewer with --max-variants: a
+** quarter of it, at least one). */
+#define CT_TUNE_PRIORS_MAX 4
 
 typedef struct ct_tune_options {
   ct_problem problem;      /* what to tune, precision included */
@@ -315,6 +328,8 @@ typedef struct ct_tune_options {
   ** is then skipped without starting a worker. */
   const ct_cache_device *known_device;
   const ct_gen_limits *known_limits;
+  int no_priors;           /* 1: a budgeted search does not screen the
+                              nearest tuned problems' winners first */
 } ct_tune_options;
 
 /* Defaults: device 0, all cores, 10 screening trials, 100 final, 3
@@ -364,6 +379,16 @@ typedef struct ct_tune_result {
   ** out first), in enumeration order. */
   const ct_gen_family *unscreened[64];
   size_t n_unscreened;
+  /* The priors a budgeted search screened in this run, in that order (the
+  ** first it screened): the winners of the nearest problems tuned on this
+  ** device at this precision with the same layout, filter size and stride
+  ** (ct_rt_problem_distance) that are in this search space, and the
+  ** problem each won; priors_error: why the tuned problems could not be
+  ** read for them ("" when they could). */
+  char priors[CT_TUNE_PRIORS_MAX][CT_GEN_NAME_MAX];
+  char prior_sources[CT_TUNE_PRIORS_MAX][CT_PROBLEM_SPEC_MAX];
+  size_t n_priors;
+  char priors_error[256];
 } ct_tune_result;
 
 /* Enumerates the variants of o->problem (only o->families' when given),

@@ -3,7 +3,9 @@
 ** search order").  Pure CPU logic over the enumerated variants: their
 ** families and parameter values, and the results recorded so far.
 **
-** Budgeted search, in three stages:
+** Budgeted search, in three stages after the priors (variants the caller
+** prefers, ct_tune_search_prefer: the winners of the nearest problems
+** tuned on this device), screened first in the order given:
 **   1. seeds: a stratified sample, about a third of the budget (sqrt(n)
 **      without a count limit, as under a time budget).  Each
 **      family gets a share in proportion to its size (at least one: its
@@ -42,6 +44,7 @@ struct ct_tune_search {
   unsigned char *known;  /* per variant: has a result */
   size_t n_known;
   long *seed_rank;       /* per variant: position among seeds, -1 if none */
+  long *prior_rank;      /* per variant: position among priors, -1 if none */
   size_t *adj_start;     /* neighbours of i: adj[adj_start[i] .. [i+1]) */
   size_t *adj;
   /* The model: per variant its family's index and its parameters' value
@@ -64,6 +67,7 @@ void ct_tune_search_destroy(ct_tune_search *s) {
   free(s->mean);
   free(s->known);
   free(s->seed_rank);
+  free(s->prior_rank);
   free(s->adj_start);
   free(s->adj);
   free(s);
@@ -281,11 +285,12 @@ ct_status ct_tune_search_create(const ct_gen_variant *v, size_t n,
   s->mean = malloc((n ? n : 1) * sizeof *s->mean);
   s->known = calloc(n ? n : 1, 1);
   s->seed_rank = malloc((n ? n : 1) * sizeof *s->seed_rank);
+  s->prior_rank = malloc((n ? n : 1) * sizeof *s->prior_rank);
   ct_status rc = CT_ERR_NOMEM;
-  if (s->mean && s->known && s->seed_rank) {
+  if (s->mean && s->known && s->seed_rank && s->prior_rank) {
     for (size_t i = 0; i < n; i++) {
       s->mean[i] = NAN;
-      s->seed_rank[i] = -1;
+      s->seed_rank[i] = s->prior_rank[i] = -1;
     }
     rc = CT_OK;
     if (s->budgeted) {
@@ -313,6 +318,14 @@ int ct_tune_search_budgeted(const ct_tune_search *s) {
   return s != NULL && s->budgeted;
 }
 
+size_t ct_tune_search_prefer(ct_tune_search *s, const size_t *idx, size_t k) {
+  if (s == NULL || !s->budgeted || (idx == NULL && k > 0)) return 0;
+  size_t ranked = 0;
+  for (size_t j = 0; j < k; j++)
+    if (idx[j] < s->n && s->prior_rank[idx[j]] < 0) s->prior_rank[idx[j]] = (long)ranked++;
+  return ranked;
+}
+
 /* The pick of the rules above, treating taken[] as tried; -1 if none.
 ** s->pred must be fresh (predict). */
 static long pick(const ct_tune_search *s, const unsigned char *taken) {
@@ -322,7 +335,13 @@ static long pick(const ct_tune_search *s, const unsigned char *taken) {
       if (!taken[i]) return (long)i;
     return -1;
   }
-  /* 1. The untried seed of lowest rank. */
+  /* 0. The untried prior of lowest rank, then 1. the untried seed of
+  ** lowest rank. */
+  for (size_t i = 0; i < s->n; i++)
+    if (!taken[i] && s->prior_rank[i] >= 0 &&
+        (best < 0 || s->prior_rank[i] < s->prior_rank[best]))
+      best = (long)i;
+  if (best >= 0) return best;
   for (size_t i = 0; i < s->n; i++)
     if (!taken[i] && s->seed_rank[i] >= 0 &&
         (best < 0 || s->seed_rank[i] < s->seed_rank[best]))

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ct_lookup.h"
 #include "ct_nvrtc.h"
 #include "ct_rt.h"
 #include "ct_tune.h"
@@ -395,6 +396,7 @@ typedef struct tune_run {
   char options[256], nvrtc_version[16], arch[16];
   int64_t device_id, problem_id;
   size_t outputs;            /* output elements of the problem */
+  size_t prior_rows[CT_TUNE_PRIORS_MAX]; /* the priors' rows, r->priors' order */
   tune_progress pg;
 } tune_run;
 
@@ -512,6 +514,79 @@ static ct_status tune_setup(tune_run *t, char *err, size_t len) {
   return CT_OK;
 }
 
+/* A tuned problem and its distance to the one being tuned. */
+typedef struct prior_ranked {
+  double distance;
+  size_t index;
+} prior_ranked;
+
+static int prior_cmp(const void *pa, const void *pb) {
+  const prior_ranked *a = pa, *b = pb;
+  if (a->distance != b->distance) return a->distance < b->distance ? -1 : 1;
+  return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* Priors come from tuned problems this near (ct_rt_problem_distance):
+** the same layout, filter size and stride (other channels, padding,
+** dilation, bias or activation, and sizes allowed). */
+#define TUNE_PRIOR_DISTANCE 1600.0
+
+/* A budgeted search's priors (ct_tune_search_prefer): the winners of the
+** problems tuned on this device at this precision within
+** TUNE_PRIOR_DISTANCE, nearest first (the problem itself passed over),
+** each that is in this search space (valid, kept by the pruning and
+** o->families), has no result yet (resumed) and is not taken yet, up to
+** CT_TUNE_PRIORS_MAX (with o->max_variants a quarter of that, none below
+** 4: the seeds keep the budget).  Where the database cannot list them the
+** search goes on without (r->priors_error says why). */
+static void tune_priors(tune_run *t) {
+  const ct_tune_options *o = t->o;
+  ct_tune_result *r = t->r;
+  if (o->no_priors || !r->budgeted) return;
+  size_t cap = CT_TUNE_PRIORS_MAX;
+  if (o->max_variants > 0 && o->max_variants / 4 < cap) cap = o->max_variants / 4;
+  if (cap == 0) return;
+  ct_rt_tuned_list tuned;
+  char err[200];
+  ct_status rc = ct_rt_tuned_load(t->cache, &r->device, &tuned, err, sizeof err);
+  prior_ranked *order = tuned.n ? malloc(tuned.n * sizeof *order) : NULL;
+  if (rc != CT_OK || (tuned.n && order == NULL)) {
+    snprintf(r->priors_error, sizeof r->priors_error, "%s: %s",
+             ct_status_string(rc != CT_OK ? rc : CT_ERR_NOMEM),
+             rc != CT_OK ? err : "out of host memory");
+    ct_rt_tuned_free(&tuned);
+    free(order);
+    return;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < tuned.n; i++) {
+    char spec[CT_PROBLEM_SPEC_MAX];
+    ct_problem_format(&tuned.items[i].problem, spec, sizeof spec);
+    if (strcmp(spec, r->spec) == 0) continue; /* this problem */
+    const double d = ct_rt_problem_distance(&o->problem, &tuned.items[i].problem);
+    if (!(d < TUNE_PRIOR_DISTANCE)) continue; /* another precision too: INFINITY */
+    order[n].distance = d;
+    order[n++].index = i;
+  }
+  if (n > 1) qsort(order, n, sizeof *order, prior_cmp);
+  size_t idx[CT_TUNE_PRIORS_MAX];
+  for (size_t j = 0; j < n && r->n_priors < cap; j++) {
+    const ct_rt_tuned *tp = &tuned.items[order[j].index];
+    size_t v = 0;
+    while (v < t->n && strcmp(t->variants[v].name, tp->variant) != 0) v++;
+    int taken = v == t->n || r->rows[v].origin == CT_TUNE_RESUMED;
+    for (size_t k = 0; k < r->n_priors && !taken; k++) taken = idx[k] == v;
+    if (taken) continue;
+    idx[r->n_priors] = t->prior_rows[r->n_priors] = v;
+    snprintf(r->priors[r->n_priors], sizeof r->priors[0], "%s", tp->variant);
+    snprintf(r->prior_sources[r->n_priors], sizeof r->prior_sources[0], "%s", tp->spec);
+    r->n_priors++;
+  }
+  ct_tune_search_prefer(t->search, idx, r->n_priors);
+  ct_rt_tuned_free(&tuned);
+  free(order);
+}
+
 /* Planning: a row and a compile slot per variant with its source and
 ** hash, the search order, and (resume) what earlier runs recorded. */
 static ct_status tune_plan(tune_run *t, char *err, size_t len) {
@@ -571,6 +646,7 @@ static ct_status tune_plan(tune_run *t, char *err, size_t len) {
       progress_count(&t->pg, &tr);
     }
   }
+  tune_priors(t);
   t->pg.total = r->budgeted && max_screen && max_screen < n ? max_screen : n;
   return CT_OK;
 }
@@ -836,6 +912,18 @@ static void tune_outcome(tune_run *t) {
     if (offered && !tried && r->n_unscreened < sizeof r->unscreened / sizeof r->unscreened[0])
       r->unscreened[r->n_unscreened++] = ct_gen_families[f];
   }
+  /* The priors this run screened (a budget spent before, or a stop, may
+  ** leave some untried). */
+  size_t kept = 0;
+  for (size_t k = 0; k < r->n_priors; k++)
+    if (r->rows[t->prior_rows[k]].origin == CT_TUNE_SCREENED) {
+      if (kept != k) {
+        memcpy(r->priors[kept], r->priors[k], sizeof r->priors[0]);
+        memcpy(r->prior_sources[kept], r->prior_sources[k], sizeof r->prior_sources[0]);
+      }
+      kept++;
+    }
+  r->n_priors = kept;
   if (r->winner >= 0) {
     const ct_cache_trial *w = &r->rows[r->winner].trial;
     snprintf(r->winner_variant, sizeof r->winner_variant, "%s", w->variant);
