@@ -80,6 +80,20 @@ void ct_rt_tuned_free(ct_rt_tuned_list *l);
 ** valid. */
 double ct_rt_problem_distance(const ct_problem *a, const ct_problem *b);
 
+/* One problem of a ct_rt_tuned_list (index) and its distance to another. */
+typedef struct ct_rt_ranked {
+  double distance;
+  size_t index;
+} ct_rt_ranked;
+
+/* The problems of l other than p itself (an entry stored under p's
+** canonical spec) whose distance to p is finite and below max_distance
+** (INFINITY: every one of p's precision), nearest first (ties: list
+** order), as a malloc'd array *out of *n (NULL when none) that the caller
+** frees.  Returns CT_OK, CT_ERR_INVALID_ARG or CT_ERR_NOMEM. */
+ct_status ct_rt_tuned_rank(const ct_rt_tuned_list *l, const ct_problem *p,
+                           double max_distance, ct_rt_ranked **out, size_t *n);
+
 /* What the runtime should run for a problem. */
 typedef struct ct_rt_choice {
   ct_path path;                   /* TUNED_CUBIN, TUNED_COMPILED, NEAREST

@@ -256,16 +256,40 @@ static ct_status choose_exact(ct_cache *cache, const ct_cache_device *dev,
   return CT_OK;
 }
 
-typedef struct ranked {
-  double distance;
-  size_t index;
-} ranked;
-
 static int ranked_cmp(const void *pa, const void *pb) {
-  const ranked *a = pa, *b = pb;
+  const ct_rt_ranked *a = pa, *b = pb;
   if (a->distance < b->distance) return -1;
   if (a->distance > b->distance) return 1;
   return a->index < b->index ? -1 : a->index > b->index;
+}
+
+ct_status ct_rt_tuned_rank(const ct_rt_tuned_list *l, const ct_problem *p,
+                           double max_distance, ct_rt_ranked **out, size_t *n) {
+  if (out) *out = NULL;
+  if (n) *n = 0;
+  if (l == NULL || p == NULL || out == NULL || n == NULL) return CT_ERR_INVALID_ARG;
+  if (l->n == 0) return CT_OK;
+  char spec[CT_PROBLEM_SPEC_MAX];
+  ct_problem_format(p, spec, sizeof spec);
+  ct_rt_ranked *order = malloc(l->n * sizeof *order);
+  if (order == NULL) return CT_ERR_NOMEM;
+  size_t k = 0;
+  for (size_t i = 0; i < l->n; i++) {
+    const ct_rt_tuned *t = &l->items[i];
+    if (strcmp(t->spec, spec) == 0) continue; /* the exact entry, passed over */
+    const double d = ct_rt_problem_distance(p, &t->problem);
+    if (!(d < max_distance) || !isfinite(d)) continue;
+    order[k].distance = d;
+    order[k++].index = i;
+  }
+  if (k == 0) {
+    free(order);
+    return CT_OK;
+  }
+  qsort(order, k, sizeof *order, ranked_cmp);
+  *out = order;
+  *n = k;
+  return CT_OK;
 }
 
 /* Step 2: the nearest tuned problem whose winner is valid for p.  CT_OK
@@ -289,31 +313,15 @@ static ct_status choose_nearest(ct_cache *cache, const ct_cache_device *dev,
   if (tuned->status == CT_ERR_NOMEM) return CT_ERR_NOMEM;
   if (tuned->status != CT_OK) return CT_ERR_NOT_FOUND;
 
-  char spec[CT_PROBLEM_SPEC_MAX];
-  ct_problem_format(p, spec, sizeof spec);
-  ranked *order = NULL;
+  ct_rt_ranked *order = NULL;
   size_t n = 0;
-  if (tuned->n > 0) {
-    order = malloc(tuned->n * sizeof *order);
-    if (order == NULL) return CT_ERR_NOMEM;
-  }
-  for (size_t i = 0; i < tuned->n; i++) {
-    const ct_rt_tuned *t = &tuned->items[i];
-    if (strcmp(t->spec, spec) == 0) continue; /* the exact entry, passed over */
-    double d = ct_rt_problem_distance(p, &t->problem);
-    if (!isfinite(d)) continue;
-    order[n].distance = d;
-    order[n].index = i;
-    n++;
-  }
+  if (ct_rt_tuned_rank(tuned, p, INFINITY, &order, &n) == CT_ERR_NOMEM) return CT_ERR_NOMEM;
   if (n == 0) {
-    free(order);
     reason_add(out->reason, sizeof out->reason,
                "; no other problem is tuned at %s on this device",
                ct_precision_name(p->precision));
     return CT_ERR_NOT_FOUND;
   }
-  qsort(order, n, sizeof *order, ranked_cmp);
   for (size_t j = 0; j < n; j++) {
     const ct_rt_tuned *t = &tuned->items[order[j].index];
     ct_gen_variant v;

@@ -514,18 +514,6 @@ static ct_status tune_setup(tune_run *t, char *err, size_t len) {
   return CT_OK;
 }
 
-/* A tuned problem and its distance to the one being tuned. */
-typedef struct prior_ranked {
-  double distance;
-  size_t index;
-} prior_ranked;
-
-static int prior_cmp(const void *pa, const void *pb) {
-  const prior_ranked *a = pa, *b = pb;
-  if (a->distance != b->distance) return a->distance < b->distance ? -1 : 1;
-  return a->index < b->index ? -1 : a->index > b->index;
-}
-
 /* Priors come from tuned problems this near (ct_rt_problem_distance):
 ** the same layout, filter size and stride (other channels, padding,
 ** dilation, bias or activation, and sizes allowed). */
@@ -548,28 +536,18 @@ static void tune_priors(tune_run *t) {
   if (cap == 0) return;
   ct_rt_tuned_list tuned;
   char err[200];
+  ct_rt_ranked *order = NULL;
+  size_t n = 0;
   ct_status rc = ct_rt_tuned_load(t->cache, &r->device, &tuned, err, sizeof err);
-  prior_ranked *order = tuned.n ? malloc(tuned.n * sizeof *order) : NULL;
-  if (rc != CT_OK || (tuned.n && order == NULL)) {
-    snprintf(r->priors_error, sizeof r->priors_error, "%s: %s",
-             ct_status_string(rc != CT_OK ? rc : CT_ERR_NOMEM),
-             rc != CT_OK ? err : "out of host memory");
+  if (rc == CT_OK &&
+      (rc = ct_rt_tuned_rank(&tuned, &o->problem, TUNE_PRIOR_DISTANCE, &order, &n)) != CT_OK)
+    snprintf(err, sizeof err, "out of host memory");
+  if (rc != CT_OK) {
+    snprintf(r->priors_error, sizeof r->priors_error, "%s: %s", ct_status_string(rc), err);
     ct_rt_tuned_free(&tuned);
-    free(order);
     return;
   }
-  size_t n = 0;
-  for (size_t i = 0; i < tuned.n; i++) {
-    char spec[CT_PROBLEM_SPEC_MAX];
-    ct_problem_format(&tuned.items[i].problem, spec, sizeof spec);
-    if (strcmp(spec, r->spec) == 0) continue; /* this problem */
-    const double d = ct_rt_problem_distance(&o->problem, &tuned.items[i].problem);
-    if (!(d < TUNE_PRIOR_DISTANCE)) continue; /* another precision too: INFINITY */
-    order[n].distance = d;
-    order[n++].index = i;
-  }
-  if (n > 1) qsort(order, n, sizeof *order, prior_cmp);
-  size_t idx[CT_TUNE_PRIORS_MAX];
+  size_t *const idx = t->prior_rows;
   for (size_t j = 0; j < n && r->n_priors < cap; j++) {
     const ct_rt_tuned *tp = &tuned.items[order[j].index];
     size_t v = 0;
@@ -577,7 +555,7 @@ static void tune_priors(tune_run *t) {
     int taken = v == t->n || r->rows[v].origin == CT_TUNE_RESUMED;
     for (size_t k = 0; k < r->n_priors && !taken; k++) taken = idx[k] == v;
     if (taken) continue;
-    idx[r->n_priors] = t->prior_rows[r->n_priors] = v;
+    idx[r->n_priors] = v;
     snprintf(r->priors[r->n_priors], sizeof r->priors[0], "%s", tp->variant);
     snprintf(r->prior_sources[r->n_priors], sizeof r->prior_sources[0], "%s", tp->spec);
     r->n_priors++;
