@@ -87,8 +87,8 @@ typedef struct ct_rt_ranked {
 } ct_rt_ranked;
 
 /* The problems of l other than p itself (an entry stored under p's
-** canonical spec) whose distance to p is finite and below max_distance
-** (INFINITY: every one of p's precision), nearest first (ties: list
+** canonical spec) whose distance to p is below max_distance (at most
+** INFINITY: then every one of p's precision), nearest first (ties: list
 ** order), as a malloc'd array *out of *n (NULL when none) that the caller
 ** frees.  Returns CT_OK, CT_ERR_INVALID_ARG or CT_ERR_NOMEM. */
 ct_status ct_rt_tuned_rank(const ct_rt_tuned_list *l, const ct_problem *p,

@@ -278,7 +278,7 @@ ct_status ct_rt_tuned_rank(const ct_rt_tuned_list *l, const ct_problem *p,
     const ct_rt_tuned *t = &l->items[i];
     if (strcmp(t->spec, spec) == 0) continue; /* the exact entry, passed over */
     const double d = ct_rt_problem_distance(p, &t->problem);
-    if (!(d < max_distance) || !isfinite(d)) continue;
+    if (!(d < max_distance)) continue; /* INFINITY (another precision) never is */
     order[k].distance = d;
     order[k++].index = i;
   }
