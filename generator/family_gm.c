@@ -107,7 +107,7 @@ static const gm_kind kind_gm = {1, 0, 0, &ct_gen_family_gm},
 typedef struct gm_shape {
   int64_t P, Q, cp, np, kp, m, tiles_m, tiles_n, ncb;
   int64_t x_floats, w_off, w_floats, ws_bytes;
-  int64_t nhwc_blocks, pack_blocks, patch_blocks, grid;
+  int64_t nhwc_blocks, nhwc_blocks_y, pack_blocks, patch_blocks, grid;
 } gm_shape;
 
 static int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
@@ -144,7 +144,19 @@ static int gm_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   sh->tiles_m = (sh->m + v[GM_BM] - 1) / v[GM_BM];
   sh->tiles_n = (p->k + v[GM_BN] - 1) / v[GM_BN];
   sh->ncb = (sh->cp + v[GM_BK] - 1) / v[GM_BK];
-  sh->nhwc_blocks = (sh->np * p->h * p->w + CT_GM_PREP_PX - 1) / CT_GM_PREP_PX;
+  /* gm_nhwc's grid: NHWC x, tiles of pixels across the images; NCHW x,
+  ** tiles within an image (ct_gm_nhwc_px). */
+  if (p->layout == CT_LAYOUT_NHWC) {
+    sh->nhwc_blocks = (sh->np * p->h * p->w + CT_GM_PREP_PX - 1) / CT_GM_PREP_PX;
+    sh->nhwc_blocks_y = (sh->cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH;
+  } else {
+    const int64_t hw = (int64_t)p->h * p->w, px = ct_gm_nhwc_px(sh->cp, hw);
+    const int64_t ch = ct_gm_nhwc_ch(sh->cp);
+    sh->nhwc_blocks = (hw + px - 1) / px;
+    if (sh->np > INT64_MAX / sh->nhwc_blocks) return 0;
+    sh->nhwc_blocks *= sh->np;
+    sh->nhwc_blocks_y = (sh->cp + ch - 1) / ch;
+  }
   sh->pack_blocks = sh->kp * p->r * p->s;
   /* gm_patch's grid when p is gmp's view (the patch matrix's rows). */
   const int64_t rb = CT_GM_PATCH_ROWS(sh->cp);
@@ -341,9 +353,8 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
                          (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH > 65535))
       return 0;
   } else if (gm_reads(p, kd) != GM_READS_XW &&
-             (sh.nhwc_blocks > lim31 ||
-              (gm_reads(p, kd) == GM_COPY && sh.pack_blocks > lim31) ||
-              (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH > 65535)) {
+             (sh.nhwc_blocks > lim31 || sh.nhwc_blocks_y > 65535 ||
+              (gm_reads(p, kd) == GM_COPY && sh.pack_blocks > lim31))) {
     return 0;
   }
   /* The maps: every dimension <= 2^32, every stride < 2^40 bytes; the
@@ -482,8 +493,8 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
       gm_launch(&out->kernels[0], "gm_patch", sh.patch_blocks, 1, CT_GM_PATCH_THREADS, 0);
       gm_launch(&out->kernels[1], "gm_wpack", sh.kp, 1, CT_GM_PACK_THREADS, 0);
     } else {
-      gm_launch(&out->kernels[0], "gm_nhwc", sh.nhwc_blocks,
-                (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH, CT_GM_PREP_THREADS, 0);
+      gm_launch(&out->kernels[0], "gm_nhwc", sh.nhwc_blocks, sh.nhwc_blocks_y,
+                CT_GM_PREP_THREADS, 0);
       gm_launch(&out->kernels[1], "gm_pack", sh.pack_blocks, 1, CT_GM_PACK_THREADS, 0);
     }
     if (wcaller) { /* x's pass alone; map 1 reads w */

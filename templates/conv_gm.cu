@@ -245,7 +245,7 @@ __device__ __forceinline__ void store_run4(float *dst, const float (&v)[4], long
                     round_tf32(v[3] - hi.w));
 }
 
-// The layout passes' shared-memory transpose (gm_nhwc, gm_patch1): a
+// gm_patch1's shared-memory transpose: a
 // block's tile, tile[c][pl] = channel c0 + c of row row0 + pl, written to
 // the workspace's rows of row_len floats as 16-byte runs of 4 channels
 // (store_run4: rounded; gm3 also the lo parts), the rows at or past `rows`
@@ -285,35 +285,44 @@ __device__ __forceinline__ ct_gm_geom patch_geom(const ct_kargs &a) {
 }  // namespace gm
 
 #if !CT_GM_PATCH && !CT_GM_PW
-// gm_nhwc: grid (ceil(NP H W / CT_GM_PREP_PX), ceil(CP / CT_GM_PREP_CH)),
-// CT_GM_PREP_THREADS.  A block moves 32 pixels x 64 channels through
-// shared memory.  Its pixels are consecutive in the workspace's (image,
-// row, column) order, so a small image wastes no block on its tail and a
-// block's output is one contiguous run when CP <= 64.  It reads along the
-// pixels (a warp per channel row; 8 loads a thread in flight) and writes
-// 16-byte runs of 4 channels; gm3 writes the hi run and the lo run NP
-// images further.  An NHWC x (CT_LAYOUT 1) is read along its channels
-// instead, 4 at a time, and written the same way.  Pixel indices are
-// 64-bit; channels, the pixel within an image and the blocks in 32 bits
-// where they fit by valid().
+// gm_nhwc: x -> the workspace's NHWC copy, rounded (gm3: the hi copy, then
+// the lo copy NP images further), zero past C and past image N.
+// CT_GM_PREP_THREADS threads.
+//
+// An NCHW x: grid (NP tiles, ceil(CP / ch)), a block's ch channels of one
+// image's tile of px pixels (ct_gm.cuh's ct_gm_nhwc_px: all the image's
+// pixels, or a tile of 4096 floats).  Its x is ch runs of px floats, one
+// per channel plane (one run when the tile is the whole image), read with
+// 16-byte loads where x's runs start on 16 bytes, into tile[c][pl] rows
+// ld floats apart (ld odd past a whole image, so that a warp's reads
+// along the channels meet each bank once).  Then each thread writes
+// 16-byte runs of 4 channels of a pixel.  (Tiles of 32 pixels across the
+// images, this kernel's earlier form, moved the same bytes 1.4-2x slower
+// on ResNet-50's and KernelBench's planes: 128-byte runs per channel.)
+//
+// An NHWC x (CT_LAYOUT 1): grid (ceil(NP H W / CT_GM_PREP_PX),
+// ceil(CP / CT_GM_PREP_CH)), a block's 32 pixels x 64 channels read and
+// written along the channels, a 4-channel run per thread and step.
+//
+// Pixel indices are 64-bit; channels, the pixel within an image and the
+// blocks in 32 bits where they fit by valid().
 extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
     gm_nhwc(const float *__restrict__ x, const float *w, const float *b, float *y,
             float *__restrict__ ws, const __grid_constant__ ct_kargs a,
             const __grid_constant__ ct_tmap m0, const __grid_constant__ ct_tmap m1) {
-  constexpr int PX = CT_GM_PREP_PX, CH = CT_GM_PREP_CH, ROWS = CT_GM_PREP_THREADS / PX;
-  static_assert(PX == 32 && CH % ROWS == 0 && CH % 4 == 0, "a warp per channel row");
-  __shared__ float tile[CH][PX + 1];
+  constexpr int T = CT_GM_PREP_THREADS;
   const int C = (int)a.v[CT_GM_A_C], CP = (int)a.v[CT_GM_A_CP];
-  const long long HW = a.v[CT_GM_A_H] * a.v[CT_GM_A_W];
-  const long long pixels = a.v[CT_GM_A_NP] * HW, real = a.v[CT_GM_A_N] * HW;
-  const long long pix0 = (long long)blockIdx.x * PX;
-  const int c0 = CH * (int)blockIdx.y;
-  const long long lo_off = pixels * CP; // gm3's lo copy
+  const long long N = a.v[CT_GM_A_N], NP = a.v[CT_GM_A_NP];
+  const long long lo_off = NP * a.v[CT_GM_A_H] * a.v[CT_GM_A_W] * CP; // gm3's lo copy
+  (void)w, (void)b, (void)y, (void)m0, (void)m1;
   if constexpr (CT_LAYOUT == 1) {
-    // x is NHWC already: the block's 32 pixels x 64 channels, a 4-channel
-    // run per thread and step, read and written along the channels.
+    constexpr int PX = CT_GM_PREP_PX, CH = CT_GM_PREP_CH;
+    const long long pixels = NP * a.v[CT_GM_A_H] * a.v[CT_GM_A_W];
+    const long long real = N * a.v[CT_GM_A_H] * a.v[CT_GM_A_W];
+    const long long pix0 = (long long)blockIdx.x * PX;
+    const int c0 = CH * (int)blockIdx.y;
     const int quads = (CP - c0 < CH ? CP - c0 : CH) / 4;
-    for (int e = threadIdx.x; e < PX * quads; e += CT_GM_PREP_THREADS) {
+    for (int e = threadIdx.x; e < PX * quads; e += T) {
       const int pl = e / quads, c = c0 + 4 * (e - pl * quads);
       const long long pix = pix0 + pl;
       if (pix >= pixels) continue;
@@ -323,20 +332,54 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
         v[j] = pix < real && c + j < C ? __ldg(x + pix * C + c + j) : 0.0f;
       gm::store_run4(ws + pix * CP + c, v, lo_off);
     }
-    (void)w, (void)b, (void)y, (void)m0, (void)m1;
     return;
   }
-  const int tx = threadIdx.x % PX, ty = threadIdx.x / PX;
-  // This thread's pixel: image n, position hw; past the real images, zero.
-  const long long pix = pix0 + tx, n = pix / HW, hw = pix - n * HW;
-  const bool live = pix < real;
-  const float *const xb = x + (n * C + c0) * HW + hw;
-#pragma unroll
-  for (int i = ty; i < CH; i += ROWS)
-    tile[i][tx] = live && c0 + i < C ? __ldg(xb + (long long)i * HW) : 0.0f;
+  __shared__ __align__(16) float tile[CT_GM_NHWC_WHOLE];
+  const int HW = (int)(a.v[CT_GM_A_H] * a.v[CT_GM_A_W]);
+  const int ch = ct_gm_nhwc_ch(CP), px = (int)ct_gm_nhwc_px(CP, HW);
+  const int tiles = (HW + px - 1) / px;
+  const int bx = (int)blockIdx.x, ni = bx / tiles;
+  const long long n = ni;
+  const int p0 = px * (bx - ni * tiles), c0 = ch * (int)blockIdx.y;
+  const int npx = HW - p0 < px ? HW - p0 : px;     // this tile's pixels
+  const int nq = (CP - c0 < ch ? CP - c0 : ch) / 4; // its 4-channel runs
+  const int ncx = n < N ? (C - c0 < ch ? C - c0 : ch) : 0; // channels read from x
+  const bool whole = npx == HW;
+  const int ld = whole ? HW : npx | 1;
+  const float *const xb = x + (n * C + c0) * HW + p0;
+  // 16-byte loads: every run starts on 16 bytes (x's address is the caller's).
+  const bool vec = (reinterpret_cast<unsigned long long>(xb) & 15) == 0 && (whole || HW % 4 == 0);
+  if (whole) {
+    // The block's channel planes are one run of ncx HW floats.
+    const int count = ncx * HW, q4 = vec ? count / 4 : 0;
+    for (int e = threadIdx.x; e < q4; e += T)
+      *reinterpret_cast<float4 *>(tile + 4 * e) = __ldg(reinterpret_cast<const float4 *>(xb) + e);
+    for (int e = 4 * q4 + threadIdx.x; e < count; e += T) tile[e] = __ldg(xb + e);
+  } else if (vec) {
+    const int rq = npx / 4; // 16-byte loads a channel's run
+    for (int e = threadIdx.x; e < ncx * rq; e += T) {
+      const int c = e / rq, pl = 4 * (e - c * rq);
+      const float4 v = __ldg(reinterpret_cast<const float4 *>(xb + (long long)c * HW + pl));
+      float *const t = tile + c * ld + pl;
+      t[0] = v.x, t[1] = v.y, t[2] = v.z, t[3] = v.w;
+    }
+  } else {
+    for (int e = threadIdx.x; e < ncx * npx; e += T) {
+      const int c = e / npx, pl = e - c * npx;
+      tile[c * ld + pl] = __ldg(xb + (long long)c * HW + pl);
+    }
+  }
   __syncthreads();
-  gm::store_tile(tile, ws, pix0, pixels, CP, c0, lo_off);
-  (void)w, (void)b, (void)y, (void)m0, (void)m1;
+  float *const wb = ws + (n * HW + p0) * CP + c0;
+  for (int e = threadIdx.x; e < npx * nq; e += T) {
+    // A whole block's runs per pixel divide by a constant.
+    const int pl = nq == CT_GM_NHWC_CH / 4 ? e / (CT_GM_NHWC_CH / 4) : e / nq;
+    const int c = 4 * (e - pl * nq);
+    float v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = c + j < ncx ? tile[(c + j) * ld + pl] : 0.0f;
+    gm::store_run4(wb + (long long)pl * CP + c, v, lo_off);
+  }
 }
 #endif
 

@@ -45,11 +45,15 @@
                              partials [SPLITS][M][K] */
 #define CT_GM_A_COUNT 26
 
-/* The layout kernels: gm_nhwc's threads and its block of PX pixels x CH
-** channels; gm_pack's threads. */
+/* The layout kernels: their threads; gm_patch1's (and gm_nhwc's over an
+** NHWC x) block of PX pixels x CH channels; gm_pack's threads.  gm_nhwc
+** over an NCHW x: see ct_gm_nhwc_px. */
 #define CT_GM_PREP_THREADS 256
 #define CT_GM_PREP_PX 32
 #define CT_GM_PREP_CH 64
+#define CT_GM_NHWC_CH 32       /* channels a block, at most */
+#define CT_GM_NHWC_TILE 4096   /* floats a block, where an image takes several */
+#define CT_GM_NHWC_WHOLE 8192  /* floats a block, where an image takes one */
 #define CT_GM_PACK_THREADS 128
 #define CT_GM_REDUCE_THREADS 256
 
@@ -93,6 +97,20 @@ typedef struct ct_gm_geom {
 #else
 #define CT_GM_FN static inline
 #endif
+
+/* gm_nhwc over an NCHW x: a block moves ct_gm_nhwc_ch(CP) channels of one
+** image through shared memory, the ct_gm_nhwc_px(CP, H W) pixels of one
+** tile of that image: the whole image where its channels' planes fit in
+** CT_GM_NHWC_WHOLE floats (they are then one run of x), else tiles of
+** CT_GM_NHWC_TILE floats (a multiple of 4 pixels; fewer in the image's
+** last).  Grid (NP ceil(H W / px), ceil(CP / ch)). */
+CT_GM_FN int ct_gm_nhwc_ch(long long cp) {
+  return cp < CT_GM_NHWC_CH ? (int)cp : CT_GM_NHWC_CH;
+}
+CT_GM_FN long long ct_gm_nhwc_px(long long cp, long long hw) {
+  const int ch = ct_gm_nhwc_ch(cp);
+  return ch * hw <= CT_GM_NHWC_WHOLE ? hw : CT_GM_NHWC_TILE / ch / 4 * 4;
+}
 
 CT_GM_FN long long ct_gm_patch_src(const ct_gm_geom *g, long long n, long long p,
                                    long long q, int j) {

@@ -1264,12 +1264,13 @@ static void test_gm3_layout(void) {
                                          &bad), CT_ERR_UNSUPPORTED);
   ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm3:BM=128,BN=256,BK=32,STAGES=2,KC=8",
                                          &bad), CT_ERR_UNSUPPORTED); /* not in the list */
-  /* gm_nhwc's channel blocks stay within a grid's y (65535). */
+  /* gm_nhwc's channel blocks (32 channels each over an NCHW x) stay within
+  ** a grid's y (65535). */
   ct_problem wide;
-  ASSERT_EQ_INT(parse("n=1,c=4194244,h=1,w=1,k=1,r=1,s=1", CT_PREC_FP32, &wide), 0);
+  ASSERT_EQ_INT(parse("n=1,c=2097124,h=1,w=1,k=1,r=1,s=1", CT_PREC_FP32, &wide), 0);
   ASSERT_EQ_INT(ct_gen_variant_from_name(&wide, &lim, "gm3:BM=64,BN=64,BK=32,STAGES=6,KC=8",
                                          &bad), CT_ERR_UNSUPPORTED);
-  ASSERT_EQ_INT(parse("n=1,c=4194240,h=1,w=1,k=1,r=1,s=1", CT_PREC_FP32, &wide), 0);
+  ASSERT_EQ_INT(parse("n=1,c=2097120,h=1,w=1,k=1,r=1,s=1", CT_PREC_FP32, &wide), 0);
   ct_gen_variant fits;
   ASSERT_EQ_INT(ct_gen_variant_from_name(&wide, &lim, "gm3:BM=64,BN=64,BK=32,STAGES=6,KC=8",
                                          &fits), CT_OK);
@@ -1352,6 +1353,44 @@ static void test_gm_nhwc_plans(void) {
                 CT_OK);
   ASSERT_EQ_INT(v.n_kernels, 3);
   ASSERT_EQ_INT(v.maps[0].buffer, CT_GEN_BUF_WS);
+}
+
+/* gm_nhwc's grid over an NCHW x: a block a 32-channel block (fewer where
+** CP is less) of one image's whole plane where it fits in 8192 floats, else
+** of a tile of 4096 floats; over an NHWC x, 32 pixels across the images x
+** 64 channels. */
+static void test_gm_nhwc_grid(void) {
+  ct_gen_limits lim = h200();
+  static const struct {
+    const char *spec;
+    long long tiles, gy; /* NCHW: blocks an image (tiles), grid.y */
+  } cases[] = {
+      {"n=32,c=512,h=7,w=7,k=64,r=1,s=1", 1, 16},                     /* whole planes */
+      {"n=32,c=128,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", 25, 4},   /* 128-pixel tiles */
+      {"n=16,c=16,h=1024,w=1024,k=128,r=3,s=3", 4096, 1},             /* 16 ch x 256 px */
+      {"n=3,c=130,h=19,w=17,k=70,r=3,s=3,pad=1", 3, 5},               /* CP 132 */
+      {"n=2,c=48,h=16,w=16,k=70,r=3,s=3,pad=1", 1, 2},                /* 32 x 256: whole */
+      {"n=2,c=48,h=16,w=17,k=70,r=3,s=3,pad=1", 3, 2},                /* 32 x 272: tiles */
+      {"n=4,c=3,h=45,w=45,k=8,r=3,s=3,pad=1", 1, 1},                  /* CP 4: 2025 px */
+      {"n=4,c=3,h=46,w=46,k=8,r=3,s=3,pad=1", 3, 1},                  /* 1024-px tiles */
+      {"n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc", 0, 1},    /* 32 px x 64 ch */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ct_problem p;
+    ct_gen_variant v;
+    ASSERT_EQ_INT(parse(cases[i].spec, CT_PREC_FP32, &p), 0);
+    char name[64]; /* BK within CP, a ring that fits */
+    const int bk = p.c >= 32 ? 32 : p.c >= 16 ? 16 : 8;
+    snprintf(name, sizeof name, "gm3:BM=128,BN=64,BK=%d,STAGES=%d,KC=8", bk, bk == 32 ? 4 : 6);
+    ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, name, &v), CT_OK);
+    ASSERT_EQ_STR(v.kernels[0].name, "gm_nhwc");
+    const long long np = v.kargs[16]; /* CT_GM_A_NP: images past 128 KiB of x */
+    const long long gx = p.layout == CT_LAYOUT_NHWC ? (np * p.h * p.w + 31) / 32
+                                                   : np * cases[i].tiles;
+    ASSERT_EQ_INT((long long)v.kernels[0].grid[0], gx);
+    ASSERT_EQ_INT((long long)v.kernels[0].grid[1], cases[i].gy);
+    ASSERT_EQ_INT((long long)v.kernels[0].block[0], CT_GM_PREP_THREADS);
+  }
 }
 
 /* gm on an NCHW 1x1 problem (ResNet-50's 7x7 layers, which pw declines:
@@ -1692,6 +1731,7 @@ int main(void) {
   RUN_TEST(test_pwq_pingpong);
   RUN_TEST(test_pwq_ring_protocol);
   RUN_TEST(test_gm_nhwc_plans);
+  RUN_TEST(test_gm_nhwc_grid);
   RUN_TEST(test_gm_nchw_1x1_weights);
   TEST_EXIT();
 }
