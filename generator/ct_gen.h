@@ -68,6 +68,12 @@ typedef struct ct_gen_launch {
   int weights;              /* 1: the weight pass, which reads w alone and
                                writes the variant's packed weights (the
                                workspace's wpack region) and nothing else */
+  int early;                /* 1: launched with programmatic stream
+                               serialization, so that its blocks may be
+                               placed while the launch before it in the
+                               stream finishes; the kernel waits for that
+                               launch (griddepcontrol.wait) before it reads
+                               or writes global memory (sm_90 and later) */
 } ct_gen_launch;
 
 struct ct_gen_family;

@@ -33,7 +33,7 @@
   X(cuStreamGetCtx) X(cuCtxGetDevice) X(cuMemPoolCreate) X(cuMemPoolDestroy)   \
   X(cuMemPoolSetAttribute) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)       \
   X(cuMemGetInfo) X(cuTensorMapEncodeTiled) X(cuTensorMapEncodeIm2col)       \
-  X(cuMemcpyDtoDAsync)
+  X(cuMemcpyDtoDAsync) X(cuLaunchKernelEx)
 
 #define CT_DRV_FIELD(fn) __typeof__(&fn) fn;
 typedef struct ct_drv_api {

@@ -250,14 +250,36 @@ fail:
 }
 
 /* Queues k's launches with args on stream: every one (weights < 0), all
-** but the weight pass (0), or the weight pass alone (1). */
+** but the weight pass (0), or the weight pass alone (1).  An early launch
+** (ct_gen_launch.early) goes through cuLaunchKernelEx with programmatic
+** stream serialization. */
 static CUresult rt_launch_each(const ct_rt_kernel *k, void **args, CUstream stream, int weights) {
   CUresult r = CUDA_SUCCESS;
   for (int i = 0; i < k->variant.n_kernels && r == CUDA_SUCCESS; i++) {
     const ct_gen_launch *l = &k->variant.kernels[i];
     if (weights >= 0 && (l->weights != 0) != (weights != 0)) continue;
-    r = ct_drv.cuLaunchKernel(k->fn[i], l->grid[0], l->grid[1], l->grid[2], l->block[0],
-                              l->block[1], l->block[2], l->smem, stream, args, NULL);
+    if (!l->early) {
+      r = ct_drv.cuLaunchKernel(k->fn[i], l->grid[0], l->grid[1], l->grid[2], l->block[0],
+                                l->block[1], l->block[2], l->smem, stream, args, NULL);
+      continue;
+    }
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = l->grid[0];
+    cfg.gridDimY = l->grid[1];
+    cfg.gridDimZ = l->grid[2];
+    cfg.blockDimX = l->block[0];
+    cfg.blockDimY = l->block[1];
+    cfg.blockDimZ = l->block[2];
+    cfg.sharedMemBytes = l->smem;
+    cfg.hStream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    r = ct_drv.cuLaunchKernelEx(&cfg, k->fn[i], args, NULL);
   }
   return r;
 }

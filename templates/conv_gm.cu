@@ -200,6 +200,17 @@ __device__ __forceinline__ unsigned char *ring_setup(unsigned char *smem_raw,
   return smem;
 }
 
+// Every kernel here is launched with programmatic stream serialization
+// (ct_gen_launch.early): its blocks may be placed while the launch before
+// it in the stream (the call's previous pass, or whatever ran before the
+// call) still finishes.  Each calls this before it reads or writes global
+// memory: it returns once that launch completed and its writes are
+// visible (at once when there is none), so the order of the passes is the
+// stream's, and only the launch's latency overlaps.
+__device__ __forceinline__ void after_previous_launch() {
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+
 // A compile-time flag as a value: a generic lambda's copies (the epilogues'
 // whole-tile and edge-tile loops).
 template <bool V> struct ct_flag {
@@ -310,6 +321,7 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
     gm_nhwc(const float *__restrict__ x, const float *w, const float *b, float *y,
             float *__restrict__ ws, const __grid_constant__ ct_kargs a,
             const __grid_constant__ ct_tmap m0, const __grid_constant__ ct_tmap m1) {
+  gm::after_previous_launch();
   constexpr int T = CT_GM_PREP_THREADS;
   const int C = (int)a.v[CT_GM_A_C], CP = (int)a.v[CT_GM_A_CP];
   const long long N = a.v[CT_GM_A_N], NP = a.v[CT_GM_A_NP];
@@ -391,6 +403,7 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PACK_THREADS)
     gm_pack(const float *x, const float *__restrict__ w, const float *b, float *y,
             float *__restrict__ ws, const __grid_constant__ ct_kargs a,
             const __grid_constant__ ct_tmap m0, const __grid_constant__ ct_tmap m1) {
+  gm::after_previous_launch();
   const int C = (int)a.v[CT_GM_A_C], K = (int)a.v[CT_GM_A_K], CP = (int)a.v[CT_GM_A_CP];
   const unsigned RS = (unsigned)(a.v[CT_GM_A_R] * a.v[CT_GM_A_S]);
   const unsigned k = blockIdx.x / RS, rs = blockIdx.x - k * RS;
@@ -420,6 +433,7 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PATCH_THREADS)
     gm_patch(const float *__restrict__ x, const float *w, const float *b, float *y,
              float *__restrict__ ws, const __grid_constant__ ct_kargs a,
              const __grid_constant__ ct_tmap m0, const __grid_constant__ ct_tmap m1) {
+  gm::after_previous_launch();
   const ct_gm_geom g = gm::patch_geom(a);
   const int KG = (int)a.v[CT_GM_A_CP], QG = KG / 4, RB = CT_GM_PATCH_ROWS(KG);
   const int RSC = (int)(g.R * g.S * g.C);
@@ -455,6 +469,7 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PREP_THREADS)
     gm_patch1(const float *__restrict__ x, const float *w, const float *b, float *y,
               float *__restrict__ ws, const __grid_constant__ ct_kargs a,
               const __grid_constant__ ct_tmap m0, const __grid_constant__ ct_tmap m1) {
+  gm::after_previous_launch();
   constexpr int PX = CT_GM_PREP_PX, CH = CT_GM_PREP_CH, ROWS = CT_GM_PREP_THREADS / PX;
   static_assert(PX == 32 && CH % ROWS == 0 && CH % 4 == 0, "a warp per channel row");
   __shared__ float tile[CH][PX + 1];
@@ -486,6 +501,7 @@ extern "C" __global__ void __launch_bounds__(CT_GM_PACK_THREADS)
     gm_wpack(const float *x, const float *__restrict__ w, const float *b, float *y,
              float *__restrict__ ws, const __grid_constant__ ct_kargs a,
              const __grid_constant__ ct_tmap m0, const __grid_constant__ ct_tmap m1) {
+  gm::after_previous_launch();
   const int K = (int)a.v[CT_GM_A_K], KG = (int)a.v[CT_GM_A_CP];
   const int RSC = (int)(a.v[CT_GM_A_R] * a.v[CT_GM_A_S] * a.v[CT_GM_A_C]);
   const int k = (int)blockIdx.x;
@@ -516,6 +532,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   extern __shared__ unsigned char smem_raw[];
   unsigned long long *full, *empty;
   unsigned char *const smem = ring_setup(smem_raw, full, empty);
+  after_previous_launch();
 
   // gmp: a 1x1, stride-1, unpadded convolution over the patch matrix.
   const int K = (int)a.v[CT_GM_A_K];
@@ -701,6 +718,7 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
     gm_reduce(const float *x, const float *w, const float *__restrict__ b, float *__restrict__ y,
               float *ws, const __grid_constant__ ct_kargs a, const __grid_constant__ ct_tmap m0,
               const __grid_constant__ ct_tmap m1) {
+  gm::after_previous_launch();
   const long long M = a.v[CT_GM_A_M], K = a.v[CT_GM_A_K], MK = M * K;
   const long long i = (long long)blockIdx.x * CT_GM_REDUCE_THREADS + threadIdx.x;
   if (i >= MK) return;
@@ -785,6 +803,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   extern __shared__ unsigned char smem_raw[];
   unsigned long long *full, *empty;
   unsigned char *const smem = ring_setup(smem_raw, full, empty);
+  after_previous_launch();
 
   const int K = (int)a.v[CT_GM_A_K], P = (int)a.v[CT_GM_A_P], Q = (int)a.v[CT_GM_A_Q];
   const int HW = P * Q, W = (int)a.v[CT_GM_A_W];

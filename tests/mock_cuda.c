@@ -27,7 +27,7 @@
 
 #define MOCK_EXPORT __attribute__((visibility("default")))
 
-static atomic_long n_launch, n_module_load, n_module_unload, n_mem_alloc,
+static atomic_long n_launch, n_launch_early, n_module_load, n_module_unload, n_mem_alloc,
     n_mem_free, n_sync, n_push, n_pop, n_bad_pop, n_launch_no_ctx, n_map_encode,
     n_map_refuse, n_copy;
 static pthread_mutex_t last_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -52,6 +52,7 @@ typedef struct mock_module {
 
 MOCK_EXPORT void ct_mock_counters(ct_mock_stats *out) {
   out->launches = atomic_load(&n_launch);
+  out->early_launches = atomic_load(&n_launch_early);
   out->module_loads = atomic_load(&n_module_load);
   out->module_unloads = atomic_load(&n_module_unload);
   out->mem_allocs = atomic_load(&n_mem_alloc);
@@ -266,6 +267,34 @@ CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib,
   return CUDA_SUCCESS;
 }
 
+/* Both launch entries: checks and records a launch (early: with
+** programmatic stream serialization). */
+static CUresult mock_launch(CUfunction f, const unsigned grid[3], const unsigned block[3],
+                            unsigned smem, CUstream stream, void **params, int early) {
+  if (ctx_depth <= 0) {
+    atomic_fetch_add(&n_launch_no_ctx, 1);
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  const unsigned long long threads = (unsigned long long)block[0] * block[1] * block[2];
+  if (!f || !params || grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || threads > 1024 ||
+      threads == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  atomic_fetch_add(&n_launch, 1);
+  if (early) atomic_fetch_add(&n_launch_early, 1);
+  pthread_mutex_lock(&last_lock);
+  snprintf(last_launch.name, sizeof last_launch.name, "%s",
+           ((struct mock_function *)(void *)f)->name);
+  memcpy(last_launch.grid, grid, sizeof last_launch.grid);
+  memcpy(last_launch.block, block, sizeof last_launch.block);
+  last_launch.smem = smem;
+  last_launch.stream = (void *)stream;
+  last_launch.early = early;
+  for (int i = 0; i < 4; i++)
+    memcpy(&last_launch.args[i], params[i], sizeof(CUdeviceptr));
+  pthread_mutex_unlock(&last_lock);
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
                                 unsigned int gridDimY, unsigned int gridDimZ,
                                 unsigned int blockDimX, unsigned int blockDimY,
@@ -273,30 +302,26 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
                                 unsigned int sharedMemBytes, CUstream hStream,
                                 void **kernelParams, void **extra) {
   (void)extra;
-  if (ctx_depth <= 0) {
-    atomic_fetch_add(&n_launch_no_ctx, 1);
-    return CUDA_ERROR_INVALID_CONTEXT;
+  const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
+  const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
+  return mock_launch(f, grid, block, sharedMemBytes, hStream, kernelParams, 0);
+}
+
+/* Accepts the one attribute the runtime sets; any other is refused. */
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+                                  void **kernelParams, void **extra) {
+  (void)extra;
+  if (!config || (config->numAttrs > 0 && !config->attrs)) return CUDA_ERROR_INVALID_VALUE;
+  int early = 0;
+  for (unsigned i = 0; i < config->numAttrs; i++) {
+    if (config->attrs[i].id != CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      return CUDA_ERROR_INVALID_VALUE;
+    early = config->attrs[i].value.programmaticStreamSerializationAllowed != 0;
   }
-  if (!f || !kernelParams || gridDimX == 0 || gridDimY == 0 || gridDimZ == 0 ||
-      (unsigned long long)blockDimX * blockDimY * blockDimZ > 1024 ||
-      (unsigned long long)blockDimX * blockDimY * blockDimZ == 0)
-    return CUDA_ERROR_INVALID_VALUE;
-  atomic_fetch_add(&n_launch, 1);
-  pthread_mutex_lock(&last_lock);
-  snprintf(last_launch.name, sizeof last_launch.name, "%s",
-           ((struct mock_function *)(void *)f)->name);
-  last_launch.grid[0] = gridDimX;
-  last_launch.grid[1] = gridDimY;
-  last_launch.grid[2] = gridDimZ;
-  last_launch.block[0] = blockDimX;
-  last_launch.block[1] = blockDimY;
-  last_launch.block[2] = blockDimZ;
-  last_launch.smem = sharedMemBytes;
-  last_launch.stream = (void *)hStream;
-  for (int i = 0; i < 4; i++)
-    memcpy(&last_launch.args[i], kernelParams[i], sizeof(CUdeviceptr));
-  pthread_mutex_unlock(&last_lock);
-  return CUDA_SUCCESS;
+  const unsigned grid[3] = {config->gridDimX, config->gridDimY, config->gridDimZ};
+  const unsigned block[3] = {config->blockDimX, config->blockDimY, config->blockDimZ};
+  return mock_launch(f, grid, block, config->sharedMemBytes, config->hStream, kernelParams,
+                     early);
 }
 
 /* ---------------------------------------------------------------------- */

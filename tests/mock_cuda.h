@@ -13,7 +13,9 @@
 
 /* Calls the runtime made, over the process. */
 typedef struct ct_mock_stats {
-  long launches;                  /* cuLaunchKernel calls accepted */
+  long launches;                  /* launches accepted (both entries) */
+  long early_launches;            /* of which with programmatic stream
+                                     serialization (cuLaunchKernelEx) */
   long module_loads, module_unloads;
   long mem_allocs, mem_frees;     /* cuMemAlloc / cuMemFree */
   long syncs;                     /* every synchronising call */
@@ -32,6 +34,7 @@ typedef struct ct_mock_launch {
   unsigned grid[3], block[3], smem;
   void *stream;
   uint64_t args[4];               /* x, w, b, y as passed */
+  int early;                      /* programmatic stream serialization */
 } ct_mock_launch;
 
 typedef void (*ct_mock_counters_fn)(ct_mock_stats *out);

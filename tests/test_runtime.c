@@ -998,10 +998,13 @@ static void test_workspace(void) {
   ASSERT_TRUE(v.workspace_bytes > 0);
   ASSERT_EQ_INT(fwd(ctx, &p), CT_OK);
   ASSERT_EQ_INT(path_of(ctx, &p), CT_PATH_TUNED_CUBIN);
+  ct_mock_stats s0 = stats();
   warm_calls(ctx, &p, 3);
+  ASSERT_EQ_INT(stats().early_launches - s0.early_launches, 0); /* cuLaunchKernel */
   ct_mock_launch l;
   mock_last_launch(&l);
   ASSERT_EQ_STR(l.name, "conv_wg");
+  ASSERT_EQ_INT(l.early, 0);
   ASSERT_EQ_INT(l.grid[0], v.kernels[2].grid[0]);
   ASSERT_EQ_INT(l.smem, v.kernels[2].smem);
   ct_close(ctx);
@@ -1024,10 +1027,15 @@ static void test_tensor_maps(void) {
   ASSERT_EQ_INT(path_of(ctx, &p), CT_PATH_TUNED_CUBIN);
   ASSERT_EQ_INT(s1.map_encodes - s0.map_encodes, 2);
   ASSERT_EQ_INT(s1.map_refusals - s0.map_refusals, 0);
+  /* Every launch of gm's (v.kernels[i].early) with programmatic stream
+  ** serialization. */
+  for (int i = 0; i < v.n_kernels; i++) ASSERT_EQ_INT(v.kernels[i].early, 1);
+  ASSERT_EQ_INT(s1.early_launches - s0.early_launches, 3);
   warm_calls(ctx, &p, 3);
   ct_mock_launch l;
   mock_last_launch(&l);
   ASSERT_EQ_STR(l.name, "gm_conv");
+  ASSERT_EQ_INT(l.early, 1);
   ASSERT_EQ_INT(l.grid[0], v.kernels[2].grid[0]);
   ASSERT_EQ_INT(l.block[0], v.kernels[2].block[0]);
   ASSERT_EQ_INT(l.smem, v.kernels[2].smem);
