@@ -100,7 +100,7 @@ check "tuned: written" "[ $? -eq 0 ]"
 win=$(winner gm)
 check "tuned: the header names the winner, its device and time" "grep -q \"#   tf32: $win\" '$tmp/t87.py' && grep -q 'tuned on convtune fake GPU' '$tmp/t87.py' && grep -q 'measured [0-9.]* ms' '$tmp/t87.py'"
 check "tuned: fp32 has no entry: the default variant" "grep -A1 '#   fp32: direct' '$tmp/t87.py' | grep -q 'the default variant'"
-check "tuned: the tensor maps are encoded in the launcher" "grep -q 'cuTensorMapEncodeIm2col' '$tmp/t87.py' && grep -q 'gm_conv<<<' '$tmp/t87.py'"
+check "tuned: the tensor maps are encoded in the launcher" "grep -q 'cuTensorMapEncodeIm2col' '$tmp/t87.py' && grep -q 'cudaLaunchKernelEx(&cfg, gm_conv,' '$tmp/t87.py' && grep -q 'programmaticStreamSerializationAllowed = 1' '$tmp/t87.py'"
 check "tuned: the static checker passes" "static '$tmp/t87.py' > '$tmp/static' || { cat '$tmp/static'; false; }"
 mkdir -p "$tmp/kt"
 if [ -n "$nvcc" ] && kernels "$tmp/t87.py" "$tmp/kt"; then
@@ -127,7 +127,7 @@ fake_tune tf32 pw "$tmp/p.db" && fake_tune fp32 pw3 "$tmp/p.db"
 check "fake tunes of problem 87 (pw, pw3)" "[ $? -eq 0 ]"
 "$ct" kernelbench --level1 87 --db "$tmp/p.db" --out "$tmp/p87.py"
 check "pw: written, both winners named" "[ $? -eq 0 ] && grep -q '#   tf32: pw:' '$tmp/p87.py' && grep -q '#   fp32: pw3:' '$tmp/p87.py'"
-check "pw: x read in place through a tiled map" "grep -q 'cuTensorMapEncodeTiled(&ct_cu0, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, (char \\*)xp' '$tmp/p87.py' && grep -q 'gm_pw<<<' '$tmp/p87.py'"
+check "pw: x read in place through a tiled map" "grep -q 'cuTensorMapEncodeTiled(&ct_cu0, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, (char \\*)xp' '$tmp/p87.py' && grep -q 'cudaLaunchKernelEx(&cfg, gm_pw,' '$tmp/p87.py'"
 check "pw: the static checker passes" "static '$tmp/p87.py' > '$tmp/static' || { cat '$tmp/static'; false; }"
 mkdir -p "$tmp/kp"
 if [ -n "$nvcc" ] && kernels "$tmp/p87.py" "$tmp/kp"; then

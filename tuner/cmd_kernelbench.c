@@ -418,10 +418,34 @@ static void kb_launcher(FILE *f, const kb_variant *kv) {
               "  ct_rt_check(cudaFuncSetAttribute((const void *)%s, "
               "cudaFuncAttributeMaxDynamicSharedMemorySize, %u), \"shared memory of %s\");\n",
               l->name, l->smem, l->name);
-    fprintf(f, "  %s<<<dim3(%uu, %uu, %uu), dim3(%uu, %uu, %uu), %uu, stream>>>(xp, wp, bp, yp, wsp%s);\n",
-            l->name, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
-            l->smem, maps ? ", ct_a, ct_m0, ct_m1" : "");
-    fprintf(f, "  ct_rt_check(cudaGetLastError(), \"launch of %s\");\n", l->name);
+    if (!l->early) {
+      fprintf(f,
+              "  %s<<<dim3(%uu, %uu, %uu), dim3(%uu, %uu, %uu), %uu, stream>>>(xp, wp, bp, yp, "
+              "wsp%s);\n",
+              l->name, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+              l->block[2], l->smem, maps ? ", ct_a, ct_m0, ct_m1" : "");
+      fprintf(f, "  ct_rt_check(cudaGetLastError(), \"launch of %s\");\n", l->name);
+      continue;
+    }
+    /* As the runtime launches it: programmatic stream serialization (the
+    ** kernel waits for the launch before it). */
+    fprintf(f,
+            "  {\n"
+            "    cudaLaunchConfig_t cfg = {};\n"
+            "    cfg.gridDim = dim3(%uu, %uu, %uu);\n"
+            "    cfg.blockDim = dim3(%uu, %uu, %uu);\n"
+            "    cfg.dynamicSmemBytes = %uu;\n"
+            "    cfg.stream = stream;\n"
+            "    cudaLaunchAttribute attr[1];\n"
+            "    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;\n"
+            "    attr[0].val.programmaticStreamSerializationAllowed = 1;\n"
+            "    cfg.attrs = attr;\n"
+            "    cfg.numAttrs = 1;\n"
+            "    ct_rt_check(cudaLaunchKernelEx(&cfg, %s, xp, wp, bp, yp, wsp%s), "
+            "\"launch of %s\");\n"
+            "  }\n",
+            l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->smem,
+            l->name, maps ? ", ct_a, ct_m0, ct_m1" : "", l->name);
   }
   fprintf(f, "  return y;\n}\n");
 }
