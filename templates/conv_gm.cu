@@ -256,9 +256,9 @@ __device__ __forceinline__ void store_run4(float *dst, const float (&v)[4], long
                     round_tf32(v[3] - hi.w));
 }
 
-// gm_patch1's shared-memory transpose: a
-// block's tile, tile[c][pl] = channel c0 + c of row row0 + pl, written to
-// the workspace's rows of row_len floats as 16-byte runs of 4 channels
+// gm_patch1's shared-memory transpose: a block's tile, tile[c][pl] =
+// channel c0 + c of row row0 + pl, written to the workspace's rows of
+// row_len floats as 16-byte runs of 4 channels
 // (store_run4: rounded; gm3 also the lo parts), the rows at or past `rows`
 // skipped.  row_len and the channels left are multiples of 4.
 __device__ __forceinline__ void store_tile(const float (&tile)[CT_GM_PREP_CH][CT_GM_PREP_PX + 1],
@@ -305,8 +305,8 @@ __device__ __forceinline__ ct_gm_geom patch_geom(const ct_kargs &a) {
 // pixels, or a tile of 4096 floats).  Its x is ch runs of px floats, one
 // per channel plane (one run when the tile is the whole image), read with
 // 16-byte loads where x's runs start on 16 bytes, into tile[c][pl] rows
-// ld floats apart (ld odd past a whole image, so that a warp's reads
-// along the channels meet each bank once).  Then each thread writes
+// ld floats apart (ld odd where the tile is less than the image, so that
+// a warp's reads along the channels meet each bank once).  Then each thread writes
 // 16-byte runs of 4 channels of a pixel.  (Tiles of 32 pixels across the
 // images, this kernel's earlier form, moved the same bytes 1.4-2x slower
 // on ResNet-50's and KernelBench's planes: 128-byte runs per channel.)
