@@ -163,7 +163,8 @@ void ct_close(ct_context *ctx);
 ** tap read x so; gm on an NHWC problem with C % 4 = 0 reads x and w so;
 ** gm and pw on an NCHW 1x1 problem with C % 4 = 0 read w so) needs that
 ** tensor 16-byte aligned, and returns CT_ERR_INVALID_ARG, saying so,
-** otherwise (PyTorch's allocations are).  With p->act = CT_ACT_RELU, y holds the ReLU of the sum (plus bias).
+** otherwise (PyTorch's allocations are).  With p->act = CT_ACT_RELU, y
+** holds the ReLU of the sum (plus bias).
 ** Asynchronous: returns once the work is queued.
 **
 ** The first call for a problem (per context) validates it and loads its

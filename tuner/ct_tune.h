@@ -299,7 +299,7 @@ size_t ct_tune_families_keep(const char *list, ct_gen_variant *v, size_t n);
 
 /* A budgeted search screens first the winners of at most this many of the
 ** nearest problems tuned on the device (fewer with --max-variants: a
-** quarter of it, at least one). */
+** quarter of it, none below 4). */
 #define CT_TUNE_PRIORS_MAX 4
 
 typedef struct ct_tune_options {

@@ -898,6 +898,7 @@ static void tune_outcome(tune_run *t) {
       if (kept != k) {
         memcpy(r->priors[kept], r->priors[k], sizeof r->priors[0]);
         memcpy(r->prior_sources[kept], r->prior_sources[k], sizeof r->prior_sources[0]);
+        t->prior_rows[kept] = t->prior_rows[k];
       }
       kept++;
     }
