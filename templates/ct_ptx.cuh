@@ -4,17 +4,20 @@
 // fp32 -> TF32, round to nearest, ties to even (cuDNN's rounding of its
 // TF32 operands, so that a tf32 result differs from cuDNN's by the sums'
 // order alone); the result is an fp32 bit pattern whose low 13 bits are
-// zero.  cvt.rna (ties away, the one TF32 rounding PTX has before sm_90)
-// of the value one unit lower where it is a tie that rounds down to even
-// (low 14 bits 0x1000): fewer registers than sm_90's cvt.rn, which
-// spills register-bound kernels (wgr, tc3).  A NaN stays a NaN: cvt.rna
-// keeps a NaN's top mantissa bits alone, which makes one whose payload
-// lies in the 13 dropped bits infinite; the quiet bit is set back.
+// zero.  On the bits: add just under half a TF32 unit plus the kept
+// lowest bit (a tie rounds up only from an odd value), then drop the 13
+// bits; a carry steps the exponent, so subnormals round alike and values
+// past TF32's largest become infinite, and infinities stay.  A NaN keeps
+// its bits with the quiet bit set: one whose payload lies in the dropped
+// bits stays a NaN, and an all-ones payload cannot carry into the sign.
+// Six integer and compare instructions a value (cvt.rna with a tie and a
+// NaN adjust took eleven; sm_90's cvt.rn spills the register-bound
+// kernels, wgr and tc3): the consumers of gm_pw round every A fragment
+// this way, 16 values a thread per 32-channel k-tile.
 __device__ __forceinline__ unsigned to_tf32(float f) {
   const unsigned u = __float_as_uint(f);
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(u - ((u & 0x3fffu) == 0x1000u))));
-  return r | ((u << 1) > 0xff000000u ? 0x400000u : 0u);
+  const unsigned r = u + 0xfffu + ((u >> 13) & 1u);
+  return (isnan(f) ? u | 0x400000u : r) & 0xffffe000u;
 }
 // Ties away: wgr's weight fragments alone (its consumers have no register
 // for to_tf32's adjust); it differs from to_tf32 on exact ties and on the
