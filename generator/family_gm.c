@@ -594,8 +594,9 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 
 /* Families pw and pw3 (gm_pw): a 1x1, stride-1, unpadded NCHW problem as
 ** the GEMM y[n] = W x[n], x read in place by tiled TMA (map 0 {HW, C, N,
-** 1}, boxes of 32 pixels x BK channels, 128-byte swizzle) and fed to wgmma
-** from registers, rounded there (pw3: split there into TF32 hi and lo,
+** 1}, boxes of 32 pixels x BK channels, 128-byte swizzle; pw: TFLOAT32,
+** rounded as it loads) and fed to wgmma from registers (pw3: a FLOAT32
+** map, each value split there into TF32 hi and lo,
 ** 3xTF32 with gm3's chunked masters); the weights packed by gm_pack (R = S
 ** = 1: [KP][CP], pw3 hi then lo, the workspace's only tensors), or pw's
 ** read in place too where a TFLOAT32 map of them can be made (C % 4 = 0,
@@ -808,7 +809,9 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   a[CT_GM_A_NCB] = sh.ncb;
   a[CT_GM_A_WOFF] = 0;
 
-  /* Map 0: tiled over the caller's x, FLOAT32 (gm_pw rounds): pw {HW, C,
+  /* Map 0: tiled over the caller's x, TFLOAT32 (rounded to nearest even as
+  ** it loads: the consumers feed its bits to wgmma as they are), pw3 and
+  ** tap3 FLOAT32 (the consumers split each value): pw {HW, C,
   ** N, 1}, box {32, BK, 1, 1}, a channel's 32 pixels one 128-byte swizzled
   ** row; tap's boxes BQ + 4 columns from a 16-byte boundary, unswizzled
   ** (ct_gm.cuh), flat {HW, C, N, 1}, box {36, BK, 1, 1}, or {W, H, C, N},
@@ -826,14 +829,15 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
     const uint64_t xstrides[3] = {row, plane, plane * (uint64_t)p->c};
     const uint32_t xbox[4] = {(uint32_t)(bq + 4), (uint32_t)(bh * (bh > 1 ? p->stride_h : 1)),
                               (uint32_t)bk, 1};
-    gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, 0, 256);
+    gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, parts == 1, xdims, xstrides, xbox, 0, 256);
     if (bh > 1) out->maps[0].elem_strides[1] = (uint32_t)p->stride_h;
   } else {
     const uint64_t hw4 = (uint64_t)(p->h * p->w) * 4; /* x's plane (pw: = P Q) */
     const uint64_t xdims[4] = {(uint64_t)(p->h * p->w), (uint64_t)p->c, (uint64_t)p->n, 1};
     const uint64_t xstrides[3] = {hw4, hw4 * (uint64_t)p->c, hw4 * (uint64_t)(p->c * p->n)};
     const uint32_t xbox[4] = {taps ? 36 : 32, (uint32_t)bk, 1, 1};
-    gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, 0, xdims, xstrides, xbox, taps ? 0 : 128, 256);
+    gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, parts == 1, xdims, xstrides, xbox, taps ? 0 : 128,
+                 256);
   }
   const uint64_t wrows = (uint64_t)(wdirect ? p->k : parts * sh.kp);
   const uint64_t wdims[4] = {(uint64_t)sh.cp, (uint64_t)p->s, (uint64_t)p->r, wrows};

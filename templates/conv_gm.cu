@@ -748,12 +748,14 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 // pixels x BK channels of x (map 0: {HW, C, N, 1}, 128-byte swizzle: a
 // channel's 32 pixels are one 128-byte row whose 16-byte chunks are XORed
 // with the channel's row index mod 8) and the BN x BK weights (map 1, as
-// gm: packed, or the caller's [K][C] rounded as it loads).  A consumer
+// gm: packed, or the caller's [K][C] rounded as it loads).  Map 0 is
+// TFLOAT32: TMA rounds x to nearest even as it loads, so a consumer
 // thread reads its fragment from the boxes (ld.shared of 2 pixels, two
-// channels a k8 step), rounds it to TF32 (to_tf32) and issues one RS
-// wgmma per k8 step; fragments alternate between two register sets, the
-// one a wgmma in flight reads left alone.  pw3 (CT_GM_SPLIT 1, fp32): the
-// fragments split there, hi = rn(a) and lo = rn(a - hi), the
+// channels a k8 step) and issues one RS wgmma per k8 step with no
+// instruction between; fragments alternate between two register sets,
+// the one a wgmma in flight reads left alone.  pw3 (CT_GM_SPLIT 1, fp32):
+// map 0 FLOAT32, the fragments split in registers, hi = rn(a) and lo =
+// rn(a - hi) (to_tf32), the
 // weights' hi and lo copies loaded (gm_pack's, KP rows apart), and the
 // three wgmma per k8 step with gm3's chunked masters; x itself is read
 // once, with no copy.
@@ -959,9 +961,12 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         const float2 v1 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c1, px));
         v[0] = v0.x, v[1] = v0.y, v[2] = v1.x, v[3] = v1.y;
       }
+      // pw, pwq, tap: x's map is TFLOAT32, so the stage holds x rounded
+      // (to nearest even, as to_tf32) and the fragments are its bits;
+      // pw3, tap3: FLOAT32, each value split here into hi and lo.
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        fr[0][j][i] = to_tf32(v[i]);
+        fr[0][j][i] = SPLIT ? to_tf32(v[i]) : __float_as_uint(v[i]);
         if constexpr (SPLIT) fr[PARTS - 1][j][i] = to_tf32(v[i] - __uint_as_float(fr[0][j][i]));
       }
     }

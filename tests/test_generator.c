@@ -655,7 +655,9 @@ static void test_pw_layout(void) {
       ASSERT_EQ_INT(u->n_kernels, wdirect ? 1 : 2);
       if (!wdirect) ASSERT_EQ_STR(u->kernels[0].name, "gm_pack");
       ASSERT_EQ_STR(u->kernels[u->n_kernels - 1].name, "gm_pw");
-      ASSERT_TRUE(mx->kind == CT_GEN_MAP_TILED && mx->buffer == CT_GEN_BUF_X && !mx->tf32);
+      /* pw's x map rounds as it loads (TFLOAT32); pw3's passes the bits
+      ** (FLOAT32) for the consumers' split. */
+      ASSERT_TRUE(mx->kind == CT_GEN_MAP_TILED && mx->buffer == CT_GEN_BUF_X && mx->tf32 == !fp32);
       ASSERT_TRUE(mx->dims[0] == (uint64_t)hw && mx->dims[1] == (uint64_t)p.c &&
                   mx->dims[2] == (uint64_t)p.n && mx->dims[3] == 1);
       ASSERT_TRUE(mx->strides[0] == (uint64_t)hw * 4 && mx->strides[1] == (uint64_t)(hw * p.c * 4));
@@ -934,7 +936,7 @@ static void test_tap_plan(void) {
       const int pw2 = strstr(src, flat ? "\n#define CT_GM_PW 3\n" : "\n#define CT_GM_PW 2\n") != NULL;
       free(src);
       ASSERT_TRUE(pw2);
-      ASSERT_TRUE(mx->kind == CT_GEN_MAP_TILED && mx->buffer == CT_GEN_BUF_X && !mx->tf32);
+      ASSERT_TRUE(mx->kind == CT_GEN_MAP_TILED && mx->buffer == CT_GEN_BUF_X && mx->tf32 == !fp32);
       const uint64_t hw = (uint64_t)(p.h * p.w);
       if (flat) { /* pw's map: {HW, C, N, 1}, boxes of 36 pixels */
         ASSERT_TRUE(mx->dims[0] == hw && mx->dims[1] == (uint64_t)p.c &&
