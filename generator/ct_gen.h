@@ -159,6 +159,12 @@ typedef enum ct_gen_args {
 **     ct_gen_family_<name>; listed in generator/meson.build;
 **   - one X(<name>) line in CT_GEN_FAMILY_LIST (generator/gen.c), which
 **     places it in the enumeration order. */
+/* The input channels from which ct_gen_enumerate lists the few-channel
+** families (ct_gen_family.few_channels) after the others: AlexNet's and
+** ResNet's stems (C = 3) run fastest on them, while at C = 16 tc took 3x
+** gm's time and on a 1x1 layer of 256 channels wg and tc took 70x. */
+#define CT_GEN_FEW_CHANNELS 8
+
 typedef struct ct_gen_family {
   const char *name;           /* short, [a-z0-9_] */
   const char *template_name;  /* embedded template file, e.g. "conv_direct.cu" */
@@ -175,6 +181,13 @@ typedef struct ct_gen_family {
                                  seeds before the others' (on a large
                                  problem one FFMA variant's screening can
                                  take a whole time budget) */
+  int few_channels;           /* 1: made for few input channels (it keeps
+                                 all the weights and an input band in
+                                 shared memory: wg, tc and their kin);
+                                 where the problem has CT_GEN_FEW_CHANNELS
+                                 or more, ct_gen_enumerate lists it after
+                                 the other families, so that a budgeted
+                                 search seeds the general ones first */
   int nhwc;                   /* 1: its template also runs the NHWC layout
                                  (CT_LAYOUT 1); 0: it declines NHWC
                                  problems (ct_gen_enumerate offers none of

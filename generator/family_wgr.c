@@ -139,6 +139,7 @@ const ct_gen_family ct_gen_family_wgr = {
   .precisions = 1u << CT_PREC_TF32,
   .args = CT_GEN_ARGS_POINTERS,
   .tensor_cores = 1,
+  .few_channels = 1,
   .n_params = 3,
   .params = {{"U", 4, {1, 2, 3, 4}}, {"LP", 3, {10, 8, 16}}, {"RL", 2, {1, 0}}},
   .valid = wgr_valid,

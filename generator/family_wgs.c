@@ -112,6 +112,7 @@ const ct_gen_family ct_gen_family_wgs = {
   .precisions = 1u << CT_PREC_TF32,
   .args = CT_GEN_ARGS_POINTERS,
   .tensor_cores = 1,
+  .few_channels = 1,
   .n_params = 2,
   .params = {{"TP", 2, {1, 2}}, {"BN", 2, {96, 48}}},
   .valid = wgs_valid,

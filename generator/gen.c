@@ -32,7 +32,12 @@
 ** take a short budget whole (kb87: one of 44 in 5 s).  tap (any NCHW
 ** filter with horizontal stride 1, read in place) comes after gm until
 ** it has been measured on a GPU (docs/PERFORMANCE.md v18): a short budget
-** screens gm first. */
+** screens gm first.  From CT_GEN_FEW_CHANNELS input channels on, the
+** families made for few channels (wg, tc, wgs, wgr, s2d_wg and their
+** 3xTF32 twins, few_channels set) are enumerated after all the others:
+** where they are offered on such a shape they are often far off the
+** general families (docs/PERFORMANCE.md v30), and a short budget may
+** screen only its first seed. */
 #define CT_GEN_FAMILY_LIST(X) \
   X(direct) \
   X(wg) \
@@ -263,10 +268,16 @@ static ct_status enumerate(const ct_problem *p, const ct_gen_limits *lim,
 
   ct_gen_variant *list = NULL;
   size_t n = 0, cap = 0;
-  const ct_gen_family *const *lists[2] = {gen_test_families(), ct_gen_families};
-  for (int li = 0; li < 2; li++)
+  /* The test families, then the real ones in list order; from
+  ** CT_GEN_FEW_CHANNELS input channels on, the few-channel families in a
+  ** pass of their own after the rest (the search's seed order). */
+  const ct_gen_family *const *lists[3] = {gen_test_families(), ct_gen_families,
+                                          ct_gen_families};
+  const int defer = p->c >= CT_GEN_FEW_CHANNELS;
+  for (int li = 0; li < 3; li++)
   for (size_t fi = 0; lists[li] != NULL && lists[li][fi] != NULL; fi++) {
     const ct_gen_family *f = lists[li][fi];
+    if (li > 0 && (f->few_channels && defer) != (li == 2)) continue;
     if (!family_meets(f, p) || !ct_gen_family_launchable(f)) continue;
     size_t total = point_count(f);
     for (size_t idx = 0; idx < total; idx++) {

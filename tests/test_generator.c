@@ -129,6 +129,55 @@ static void test_enumerate_order_and_default(void) {
   ASSERT_EQ_STR(d.name, "direct:THREADS=128,TP=4,TK=8");
 }
 
+/* The index of family `name`'s first variant among the n of v; n if none. */
+static size_t first_of(const ct_gen_variant *v, size_t n, const char *name) {
+  size_t i = 0;
+  while (i < n && strcmp(v[i].family->name, name) != 0) i++;
+  return i;
+}
+
+/* The families made for few channels (few_channels) are listed in the
+** registry's order below CT_GEN_FEW_CHANNELS input channels (ResNet's stem:
+** wg, tc, then gm), and after every other family from there on (a 1x1
+** layer of 256 channels, stride 2: gmp and gm, then wg and tc; the same
+** at C = 8, the threshold); within each group, the registry's order. */
+static void test_enumerate_few_channels_last(void) {
+  ct_gen_limits lim = h200();
+  static const struct {
+    const char *spec;
+    int deferred;
+  } cases[] = {
+      {"n=32,c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3", 0},
+      {"n=32,c=7,h=112,w=112,k=64,r=3,s=3,pad=1", 0},
+      {"n=32,c=8,h=112,w=112,k=64,r=3,s=3,pad=1", 1},
+      {"n=32,c=256,h=56,w=56,k=512,r=1,s=1,stride=2", 1},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ct_problem p;
+    ASSERT_EQ_INT(parse(cases[c].spec, CT_PREC_TF32, &p), 0);
+    ct_gen_variant *v = NULL;
+    size_t n = 0;
+    ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &n), CT_OK);
+    const size_t wg = first_of(v, n, "wg"), tc = first_of(v, n, "tc"), gm = first_of(v, n, "gm");
+    /* Both kinds are offered, so the order is observable. */
+    ASSERT_TRUE(wg < n && gm < n);
+    if (cases[c].deferred) {
+      ASSERT_TRUE(gm < wg);
+      /* Every few-channel variant after every other one. */
+      size_t last_other = 0, first_few = n;
+      for (size_t i = 0; i < n; i++) {
+        if (v[i].family->few_channels && i < first_few) first_few = i;
+        if (!v[i].family->few_channels) last_other = i;
+      }
+      ASSERT_TRUE(last_other < first_few);
+    } else {
+      ASSERT_TRUE(wg < gm);
+    }
+    if (tc < n) ASSERT_TRUE(wg < tc); /* the registry's order within a group */
+    free(v);
+  }
+}
+
 static void test_source_deterministic(void) {
   ct_gen_limits lim = h200();
   ct_problem p;
@@ -1710,6 +1759,7 @@ static void test_hash(void) {
 int main(void) {
   RUN_TEST(test_enumerate_headline);
   RUN_TEST(test_enumerate_order_and_default);
+  RUN_TEST(test_enumerate_few_channels_last);
   RUN_TEST(test_source_deterministic);
   RUN_TEST(test_reference_source);
   RUN_TEST(test_plans_fit_limits);
