@@ -384,7 +384,12 @@ static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   /* gmp where gm gathers p itself: a shallower GEMM (a quarter of gm's
   ** depth saved) from a patch matrix at most 4 times the NHWC copy, or a
   ** matrix at most half that copy (a stride that skips most of x, as a
-  ** 1x1 at stride 2: the pass then writes less than gm's copy of x). */
+  ** 1x1 at stride 2: the pass then writes less than gm's copy of x), or,
+  ** where gm's channel blocks are half padding (C <= 4: 4 channels in a
+  ** block of 8, each im2col row 32 bytes), a matrix up to 16 times the
+  ** copy (ResNet's 7x7 stride-2 stem, about 9 times; AlexNet's 11x11
+  ** stride 4, about 6: the NHWC stems, which the few-channel families do
+  ** not take, had only gm and direct). */
   if (kd->patch && gm_im2col_fits(p)) {
     const int64_t cpx = round_up(p->c, 4);
     const int64_t depth_gm = p->r * p->s * round_up(cpx, gm_want_bk(cpx));
@@ -394,7 +399,8 @@ static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const in
     if (mat_floats < 0 || copy_floats < 0) return 0;
     const int shallower = 4 * round_up(cp, bk) <= 3 * depth_gm && mat_floats / 4 <= copy_floats;
     const int smaller = 2 * mat_floats <= copy_floats;
-    if (!shallower && !smaller) return 0;
+    const int few = 2 * cpx <= gm_want_bk(cpx) && mat_floats / 16 <= copy_floats;
+    if (!shallower && !smaller && !few) return 0;
   }
   /* gmk only where gm leaves SMs idle (fewer tiles than SMs), split into
   ** half an SM's worth of units or more (else the most runs of 2 k-tiles

@@ -568,10 +568,13 @@ static void test_gmp_patches(void) {
       ASSERT_TRUE(gmp_matches_reference(specs[i], fp32 ? CT_PREC_FP32 : CT_PREC_TF32));
 
   /* Offered: where im2col cannot gather (ViT, dilation 130), where the
-  ** matrix halves gm's depth at little cost (C = 3, 4x4 stride 4), and
-  ** where it is a quarter of x (a 1x1 at stride 2); not for a 1x1, a 3x3
-  ** over 64 channels or a 3x3 at stride 2, which gm gathers at full depth
-  ** from a copy no bigger. */
+  ** matrix halves gm's depth at little cost (C = 3, 4x4 stride 4), where
+  ** it is a quarter of x (a 1x1 at stride 2), and where gm's channel
+  ** blocks are half padding and the matrix at most 16 times the copy
+  ** (ResNet's 7x7 stem, both layouts; AlexNet's 11x11 stride 4); not for
+  ** a 1x1, a 3x3 over 64 channels or a 3x3 at stride 2, which gm gathers
+  ** at full depth from a copy no bigger, nor for a 3-channel 5x5 at
+  ** stride 1 (a matrix 25 times the copy). */
   static const struct { const char *spec; int offered; } cases[] = {
     {"n=8,c=3,h=224,w=224,k=768,r=16,s=16,stride=16", 1},
     {"n=1,c=2,h=300,w=9,k=4,r=3,s=1,dil=130,pad=1", 1},
@@ -580,6 +583,10 @@ static void test_gmp_patches(void) {
     {"n=32,c=256,h=56,w=56,k=512,r=1,s=1,stride=2", 1},
     {"n=32,c=128,h=56,w=56,k=128,r=3,s=3,stride=2,pad=1", 0},
     {"n=8,c=64,h=56,w=56,k=64,r=3,s=3,pad=1", 0},
+    {"n=32,c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3", 1},
+    {"n=32,c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3,layout=nhwc", 1},
+    {"n=256,c=3,h=224,w=224,k=96,r=11,s=11,stride=4,pad=2", 1},
+    {"n=8,c=3,h=64,w=64,k=32,r=5,s=5,pad=2", 0},
   };
   ct_gen_limits lim = h200();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
