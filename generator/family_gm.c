@@ -228,6 +228,10 @@ static int gm_im2col_fits(const ct_problem *p) {
   return span_h - p->pad_h <= 128 && span_w - p->pad_w <= 128;
 }
 
+/* gm_worth_kind's cap on gmp's patch matrix where it is offered for few
+** channels: 1 GiB, all images and copies. */
+#define GM_FEW_PATCH_FLOATS (INT64_C(1) << 28)
+
 /* The k-tile depth gm_worth keeps for cp channels: the smallest that
 ** holds them, or 32. */
 static int64_t gm_want_bk(int64_t cp) { return cp <= 8 ? 8 : cp <= 16 ? 16 : 32; }
@@ -388,8 +392,9 @@ static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   ** where gm's channel blocks are half padding (C <= 4: 4 channels in a
   ** block of 8, each im2col row 32 bytes), a matrix up to 16 times the
   ** copy (ResNet's 7x7 stride-2 stem, about 9 times; AlexNet's 11x11
-  ** stride 4, about 6: the NHWC stems, which the few-channel families do
-  ** not take, had only gm and direct). */
+  ** stride 4, about 5.5: the NHWC stems, which the few-channel families
+  ** do not take, had only gm and direct) and at most GM_FEW_PATCH_FLOATS
+  ** in all (a winner's workspace stays with its loaded kernel). */
   if (kd->patch && gm_im2col_fits(p)) {
     const int64_t cpx = round_up(p->c, 4);
     const int64_t depth_gm = p->r * p->s * round_up(cpx, gm_want_bk(cpx));
@@ -399,7 +404,8 @@ static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const in
     if (mat_floats < 0 || copy_floats < 0) return 0;
     const int shallower = 4 * round_up(cp, bk) <= 3 * depth_gm && mat_floats / 4 <= copy_floats;
     const int smaller = 2 * mat_floats <= copy_floats;
-    const int few = 2 * cpx <= gm_want_bk(cpx) && mat_floats / 16 <= copy_floats;
+    const int few = 2 * cpx <= gm_want_bk(cpx) && mat_floats / 16 <= copy_floats &&
+                    mat_floats <= GM_FEW_PATCH_FLOATS / kd->parts / p->n;
     if (!shallower && !smaller && !few) return 0;
   }
   /* gmk only where gm leaves SMs idle (fewer tiles than SMs), split into

@@ -8,8 +8,9 @@
 // lowest bit (a tie rounds up only from an odd value), then drop the 13
 // bits; a carry steps the exponent, so subnormals round alike and values
 // past TF32's largest become infinite, and infinities stay.  A NaN keeps
-// its bits with the quiet bit set: one whose payload lies in the dropped
-// bits stays a NaN, and an all-ones payload cannot carry into the sign.
+// its sign and top payload bits with the quiet bit set: one whose payload
+// lies in the dropped bits stays a NaN, and an all-ones payload cannot
+// carry into the sign.
 // Six integer and compare instructions a value (cvt.rna with a tie and a
 // NaN adjust took eleven; sm_90's cvt.rn spills the register-bound
 // kernels, wgr and tc3): the consumers of gm_pw round every A fragment

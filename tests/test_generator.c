@@ -142,6 +142,21 @@ static size_t first_of(const ct_gen_variant *v, size_t n, const char *name) {
 ** layer of 256 channels, stride 2: gmp and gm, then wg and tc; the same
 ** at C = 8, the threshold); within each group, the registry's order. */
 static void test_enumerate_few_channels_last(void) {
+  /* The families that declare it: those keeping all the weights and an
+  ** input band in shared memory, and no other. */
+  static const char *const few[] = {"wg", "wg3", "tc", "tc3", "wgs", "wgr", "s2d_wg", "s2d_wg3"};
+  size_t n_few = 0;
+  for (size_t i = 0; ct_gen_families[i] != NULL; i++) {
+    int listed = 0;
+    for (size_t j = 0; j < sizeof few / sizeof few[0]; j++)
+      listed |= strcmp(ct_gen_families[i]->name, few[j]) == 0;
+    if (listed != (ct_gen_families[i]->few_channels != 0))
+      fprintf(stderr, "  %s: few_channels %d\n", ct_gen_families[i]->name,
+              ct_gen_families[i]->few_channels);
+    ASSERT_EQ_INT(listed, ct_gen_families[i]->few_channels != 0);
+    n_few += listed;
+  }
+  ASSERT_EQ_INT(n_few, sizeof few / sizeof few[0]);
   ct_gen_limits lim = h200();
   static const struct {
     const char *spec;
@@ -570,11 +585,12 @@ static void test_gmp_patches(void) {
   /* Offered: where im2col cannot gather (ViT, dilation 130), where the
   ** matrix halves gm's depth at little cost (C = 3, 4x4 stride 4), where
   ** it is a quarter of x (a 1x1 at stride 2), and where gm's channel
-  ** blocks are half padding and the matrix at most 16 times the copy
-  ** (ResNet's 7x7 stem, both layouts; AlexNet's 11x11 stride 4); not for
-  ** a 1x1, a 3x3 over 64 channels or a 3x3 at stride 2, which gm gathers
-  ** at full depth from a copy no bigger, nor for a 3-channel 5x5 at
-  ** stride 1 (a matrix 25 times the copy). */
+  ** blocks are half padding and the matrix at most 16 times the copy and
+  ** 1 GiB (ResNet's 7x7 stem, both layouts; AlexNet's 11x11 stride 4 at
+  ** batch 64, 0.28 and 0.56 GB); not for a 1x1, a 3x3 over 64 channels or
+  ** a 3x3 at stride 2, which gm gathers at full depth from a copy no
+  ** bigger, nor for a 3-channel 5x5 at stride 1 (a matrix 19 times the
+  ** copy) or AlexNet's batch of 256 (1.1 and 2.3 GB). */
   static const struct { const char *spec; int offered; } cases[] = {
     {"n=8,c=3,h=224,w=224,k=768,r=16,s=16,stride=16", 1},
     {"n=1,c=2,h=300,w=9,k=4,r=3,s=1,dil=130,pad=1", 1},
@@ -585,7 +601,8 @@ static void test_gmp_patches(void) {
     {"n=8,c=64,h=56,w=56,k=64,r=3,s=3,pad=1", 0},
     {"n=32,c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3", 1},
     {"n=32,c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3,layout=nhwc", 1},
-    {"n=256,c=3,h=224,w=224,k=96,r=11,s=11,stride=4,pad=2", 1},
+    {"n=64,c=3,h=224,w=224,k=96,r=11,s=11,stride=4,pad=2", 1},
+    {"n=256,c=3,h=224,w=224,k=96,r=11,s=11,stride=4,pad=2", 0},
     {"n=8,c=3,h=64,w=64,k=32,r=5,s=5,pad=2", 0},
   };
   ct_gen_limits lim = h200();

@@ -104,11 +104,10 @@ static const char *reason_of(ct_context *ctx, const ct_problem *p) {
 /* ---------------------------------------------------------------------- */
 /* Databases built behind the runtime's back                               */
 
-/* A variant of p other than the default family's (the nearest and tuned
-** paths are then told apart from the default), or the test fails. */
 /* The first variant of p of the family named, or (family NULL) the first
-** of a family other than "direct" that runs as one launch, as the tests
-** of the tuned path count launches. */
+** of a family other than "direct" (the nearest and tuned paths are then
+** told apart from the default) that runs as one launch, as the tests of
+** the tuned path count launches; -1 when there is none. */
 static int variant_of(const ct_problem *p, const char *family, ct_gen_variant *out) {
   ct_gen_variant *vs = NULL;
   size_t n = 0;

@@ -17,6 +17,9 @@
 #include "cli.h"
 #include "ct_drv.h"
 
+/* The usage below names the few-channel threshold (ct_gen.h). */
+_Static_assert(CT_GEN_FEW_CHANNELS == 8, "convtune tune --help says 8 input channels");
+
 const char ct_cli_usage_tune[] =
     "usage: convtune tune [--problem SPEC |\n"
     "                      --problems FILE [--shard I/N] [--weighted] [--devices LIST|all]]\n"
