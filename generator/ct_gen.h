@@ -148,6 +148,12 @@ typedef enum ct_gen_args {
                                  __grid_constant__ parameters */
 } ct_gen_args;
 
+/* The input channels from which ct_gen_enumerate lists the few-channel
+** families (ct_gen_family.few_channels) after the others: AlexNet's and
+** ResNet's stems (C = 3) run fastest on them, while at C = 16 tc took 3x
+** gm's time and on a 1x1 layer of 256 channels wg and tc took 70x. */
+#define CT_GEN_FEW_CHANNELS 8
+
 /* A template family.  Adding a family touches its own files and the build
 ** lists only:
 **   - templates/<name>.cu, compiling on its own with default parameters
@@ -159,12 +165,6 @@ typedef enum ct_gen_args {
 **     ct_gen_family_<name>; listed in generator/meson.build;
 **   - one X(<name>) line in CT_GEN_FAMILY_LIST (generator/gen.c), which
 **     places it in the enumeration order. */
-/* The input channels from which ct_gen_enumerate lists the few-channel
-** families (ct_gen_family.few_channels) after the others: AlexNet's and
-** ResNet's stems (C = 3) run fastest on them, while at C = 16 tc took 3x
-** gm's time and on a 1x1 layer of 256 channels wg and tc took 70x. */
-#define CT_GEN_FEW_CHANNELS 8
-
 typedef struct ct_gen_family {
   const char *name;           /* short, [a-z0-9_] */
   const char *template_name;  /* embedded template file, e.g. "conv_direct.cu" */
@@ -294,11 +294,10 @@ ct_status ct_gen_limits_for_arch(const char *arch, ct_gen_limits *lim);
 
 /* Enumerates every variant of every family meeting p->precision that is
 ** valid and worth offering (both the family's hard limits and its pruning
-** heuristic pass), in a
-** fixed order (families in table order, except that from
-** CT_GEN_FEW_CHANNELS input channels on the few_channels families come
-** after the others; parameters odometer-wise, last parameter fastest).  *out is a malloc'd array the caller frees; *count
-** may be 0.  Each variant is zero-filled before it is written, so variants
+** heuristic pass), in a fixed order (families in table order, except
+** that from CT_GEN_FEW_CHANNELS input channels on the few_channels families
+** come after the others; parameters odometer-wise, last parameter
+** fastest).  *out is a malloc'd array the caller frees; *count may be 0.  Each variant is zero-filled before it is written, so variants
 ** compare with memcmp.  Returns CT_OK, CT_ERR_INVALID_ARG,
 ** CT_ERR_INVALID_PROBLEM or CT_ERR_NOMEM (then *out is NULL, *count 0). */
 ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,

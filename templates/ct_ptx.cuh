@@ -13,8 +13,8 @@
 // carry into the sign.
 // Six integer and compare instructions a value (cvt.rna with a tie and a
 // NaN adjust took eleven; sm_90's cvt.rn spills the register-bound
-// kernels, wgr and tc3): the consumers of gm_pw round every A fragment
-// this way, 16 values a thread per 32-channel k-tile.
+// kernels, wgr and tc3): the templates that round their fragments in
+// registers, and every 3xTF32 split, call it per value.
 __device__ __forceinline__ unsigned to_tf32(float f) {
   const unsigned u = __float_as_uint(f);
   const unsigned r = u + 0xfffu + ((u >> 13) & 1u);

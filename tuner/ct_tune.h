@@ -238,7 +238,8 @@ int ct_tune_worker_main(int argc, char **argv);
 ** spread evenly over its enumeration order; round-robin over the
 ** families, those with tensor cores first, in enumeration order: the
 ** families made for one kind of shape before the general gm, and from
-** CT_GEN_FEW_CHANNELS input channels on the few-channel ones last, gen.c), then
+** CT_GEN_FEW_CHANNELS input channels on the few-channel ones last,
+** gen.c), then
 ** hill climbing: the untried neighbours (same family, one parameter
 ** different, or two where no one-parameter step between them is valid) of
 ** the fastest timed variant, the one a cheap model predicts fastest first
