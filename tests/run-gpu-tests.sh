@@ -21,7 +21,8 @@ result() {
   esac
 }
 
-for t in test_gpu_variants test_gpu_e2e test_gpu_shapes test_gpu_runtime test_gpu_offsets; do
+for t in test_gpu_variants test_gpu_e2e test_gpu_shapes test_gpu_runtime test_gpu_offsets \
+         test_gpu_nonfinite; do
   exe="$build/tests/$t"
   if [ ! -x "$exe" ]; then
     echo "FAIL $t: $exe not built"

@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 export CONVTUNE_LIBCUDA="$tmp/none/libcuda.so.1"
 pass=0 fail=0
 check() { if eval "$2"; then echo "ok   $1"; pass=$((pass + 1)); else echo "FAIL $1: $2"; fail=$((fail + 1)); fi; }
-gpu_tests="gpu_variants gpu_e2e gpu_shapes gpu_runtime gpu_offsets gpu_faults gpu_interrupt gpu_memcheck"
+gpu_tests="gpu_variants gpu_e2e gpu_shapes gpu_runtime gpu_offsets gpu_nonfinite gpu_faults gpu_interrupt gpu_memcheck"
 
 "$src/tests/run-gpu-tests.sh" "$build" > "$tmp/run.out" 2>&1
 rc=$?
@@ -21,7 +21,7 @@ check "run-gpu-tests.sh exits 1 when every test skips" "[ $rc -eq 1 ]"
 for t in $gpu_tests; do
   check "run-gpu-tests.sh: test_$t skips with its reason" "grep -q '^SKIP test_$t: .*no usable GPU' '$tmp/run.out'"
 done
-check "run-gpu-tests.sh: the summary counts the skips" "grep -q '^gpu: 0 passed, 0 failed, 8 skipped' '$tmp/run.out'"
+check "run-gpu-tests.sh: the summary counts the skips" "grep -q '^gpu: 0 passed, 0 failed, 9 skipped' '$tmp/run.out'"
 
 # A nested `meson test`, with its own log (--logbase), not rebuilding.
 "$meson" test -C "$build" --no-rebuild --suite gpu --logbase gpu-skips > "$tmp/meson.out" 2>&1
@@ -31,7 +31,7 @@ for t in $gpu_tests; do
   check "meson test shows $t as SKIP" "grep -q ' / $t  *SKIP' '$tmp/meson.out'"
 done
 n=$(grep -c 'SKIP: no usable GPU' "$tmp/meson.out")
-check "meson test prints every skip's reason ($n of 8)" "[ $n -eq 8 ]"
+check "meson test prints every skip's reason ($n of 9)" "[ $n -eq 9 ]"
 [ "$fail" -eq 0 ] || sed 's/^/    /' "$tmp/meson.out" "$tmp/run.out"
 echo "gpu skips: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
