@@ -48,9 +48,11 @@ far the convolutions are from theirs from above.
 
 Writes <out>/network-<gpu>.json (rows merged by model, batch, impl and
 precision, so runs in parts add up) with rows {model, batch, impl,
-precision, mean_ms, median_ms, min_ms, max_ms, passes, max_abs_err,
-rel_err, bias, conv_floor_ms, x_conv_floor, speed_vs_best_pytorch} and,
-with matplotlib, network-<gpu>.png.
+precision, date, mean_ms, median_ms, min_ms, max_ms, passes, max_abs_err,
+rel_err, bias, conv_floor_ms, x_conv_floor, speed_vs_best_pytorch} (date:
+when the run that measured the row started, so that rows merged from
+several runs say which is which) and, with matplotlib,
+network-<gpu>.png.
 Exits 1 when a convtune row fails its check or cannot run.
 """
 
@@ -374,6 +376,7 @@ def main(argv=None):
     log("rates    copy %.2f TB/s; matrix TF32 %.0f TFLOP/s, fp32 %.1f TFLOP/s"
         % (rates["copy_bytes_per_s"] / 1e12, rates["tf32_flop_per_s"] / 1e12,
            rates["fp32_flop_per_s"] / 1e12))
+    run_date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     rows, models = [], {}
     for name, batch in args.model_list:
         log("%s, batch %d" % (name, batch))
@@ -389,6 +392,8 @@ def main(argv=None):
     if os.path.exists(json_path):
         with open(json_path) as f:
             old = json.load(f)
+    for r in rows:
+        r["date"] = run_date
     all_rows = merge(old.get("rows", []), rows)
     add_ratios(all_rows)
     doc = {
