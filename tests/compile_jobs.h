@@ -86,4 +86,39 @@ static inline int add_reference_job(job *jobs, size_t *n, const ct_problem *p, c
   return 0;
 }
 
+/* Which of a problem's variants a test compiles: 1 to keep all[i], asked
+** in enumeration order (state: the test's own). */
+typedef int (*variant_keep)(const ct_gen_variant *all, size_t i, void *state);
+
+/* Enumerates p's variants on lim and compiles those keep() selects:
+** (*jobs)[i] is the job of (*sel)[i], both malloc'd (jobs_free and free).
+** Returns the count, or -1 when the enumeration, memory or a source
+** fails (then nothing is left allocated). */
+static inline long compile_kept(const ct_problem *p, const ct_gen_limits *lim, variant_keep keep,
+                                void *state, job **jobs, ct_gen_variant **sel) {
+  ct_gen_variant *all = NULL;
+  size_t n_all = 0, nj = 0;
+  *jobs = NULL;
+  *sel = NULL;
+  if (ct_gen_enumerate(p, lim, &all, &n_all) != CT_OK) return -1;
+  job *js = calloc(n_all + 1, sizeof *js);
+  ct_gen_variant *vs = calloc(n_all + 1, sizeof *vs);
+  int ok = js != NULL && vs != NULL;
+  for (size_t i = 0; i < n_all && ok; i++)
+    if (keep(all, i, state)) {
+      vs[nj] = all[i];
+      ok = add_variant_job(js, &nj, p, &all[i], "") == 0;
+    }
+  free(all);
+  if (!ok) {
+    if (js != NULL) jobs_free(js, nj);
+    free(vs);
+    return -1;
+  }
+  compile_all(js, nj, lim->arch);
+  *jobs = js;
+  *sel = vs;
+  return (long)nj;
+}
+
 #endif /* CT_COMPILE_JOBS_H */

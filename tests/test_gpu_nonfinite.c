@@ -66,6 +66,12 @@ static int expected(const ct_problem *p, int n, int oh, int ow) {
   return want;
 }
 
+/* variant_keep: the first variant of each family. */
+static int first_of_family(const ct_gen_variant *all, size_t i, void *state) {
+  (void)state;
+  return i == 0 || all[i - 1].family != all[i].family;
+}
+
 static void test_nonfinite_inputs(void) {
   int runs = 0, bad = 0;
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
@@ -73,24 +79,11 @@ static void test_nonfinite_inputs(void) {
       ct_problem p;
       ASSERT_EQ_INT(ct_problem_parse(shapes[si], &p, NULL, 0), CT_OK);
       p.precision = (ct_precision)prec;
-      ct_gen_variant *all = NULL;
-      size_t n_all = 0;
-      ASSERT_EQ_INT(ct_gen_enumerate(&p, &g.limits, &all, &n_all), CT_OK);
-      /* The first variant of each family. */
-      job *jobs = calloc(n_all + 1, sizeof *jobs);
-      ct_gen_variant *sel = calloc(n_all + 1, sizeof *sel);
-      ASSERT_TRUE(jobs != NULL && sel != NULL);
-      size_t nj = 0;
-      int ok = 1;
-      for (size_t i = 0; i < n_all && ok; i++)
-        if (i == 0 || all[i - 1].family != all[i].family) {
-          sel[nj] = all[i];
-          ok = add_variant_job(jobs, &nj, &p, &all[i], "") == 0;
-        }
-      free(all);
-      if (!ok) jobs_free(jobs, nj);
-      ASSERT_TRUE(ok);
-      compile_all(jobs, nj, g.limits.arch);
+      job *jobs = NULL;
+      ct_gen_variant *sel = NULL;
+      const long kept = compile_kept(&p, &g.limits, first_of_family, NULL, &jobs, &sel);
+      ASSERT_TRUE(kept >= 0);
+      const size_t nj = (size_t)kept;
 
       ct_tune_data d;
       char err[1024];

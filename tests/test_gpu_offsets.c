@@ -81,6 +81,23 @@ static ct_status run_shifted(const ct_rt_kernel *k, ct_tune_data *d, CUdeviceptr
   return ct_tune_check_output(&g, d, y + 4, chk, err, len);
 }
 
+/* variant_keep: within each family, the variants that bring a parameter
+** value not seen yet in it (a family without parameters: every one);
+** state is the seen table. */
+static int brings_value(const ct_gen_variant *all, size_t i, void *state) {
+  char(*seen)[CT_GEN_MAX_VALUES] = state;
+  const ct_gen_family *f = all[i].family;
+  if (i == 0 || all[i - 1].family != f) memset(seen, 0, CT_GEN_MAX_PARAMS * sizeof *seen);
+  int fresh = 0;
+  for (int k = 0; k < f->n_params; k++)
+    for (int e = 0; e < f->params[k].n_values; e++)
+      if (f->params[k].values[e] == all[i].values[k] && !seen[k][e]) {
+        seen[k][e] = 1;
+        fresh = 1;
+      }
+  return fresh || f->n_params == 0;
+}
+
 static void test_shifted_tensors(void) {
   int checked = 0, bad = 0, refused = 0;
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
@@ -88,36 +105,14 @@ static void test_shifted_tensors(void) {
       ct_problem p;
       ASSERT_EQ_INT(ct_problem_parse(shapes[si], &p, NULL, 0), CT_OK);
       p.precision = (ct_precision)prec;
-      ct_gen_variant *all = NULL;
-      size_t n_all = 0;
-      ASSERT_EQ_INT(ct_gen_enumerate(&p, &g.limits, &all, &n_all), CT_OK);
       /* Per family, the variants that bring a parameter value not seen
       ** yet in the family (sel[i] is jobs[i]'s). */
-      job *jobs = calloc(n_all + 1, sizeof *jobs);
-      ct_gen_variant *sel = calloc(n_all + 1, sizeof *sel);
-      ASSERT_TRUE(jobs != NULL && sel != NULL);
-      size_t nj = 0;
-      int ok = 1;
       char seen[CT_GEN_MAX_PARAMS][CT_GEN_MAX_VALUES];
-      for (size_t i = 0; i < n_all; i++) {
-        const ct_gen_family *f = all[i].family;
-        if (i == 0 || all[i - 1].family != f) memset(seen, 0, sizeof seen);
-        int fresh = 0;
-        for (int k = 0; k < f->n_params; k++)
-          for (int e = 0; e < f->params[k].n_values; e++)
-            if (f->params[k].values[e] == all[i].values[k] && !seen[k][e]) {
-              seen[k][e] = 1;
-              fresh = 1;
-            }
-        if ((fresh || f->n_params == 0) && ok) {
-          sel[nj] = all[i];
-          ok = add_variant_job(jobs, &nj, &p, &all[i], "") == 0;
-        }
-      }
-      free(all);
-      if (!ok) jobs_free(jobs, nj);
-      ASSERT_TRUE(ok);
-      compile_all(jobs, nj, g.limits.arch);
+      job *jobs = NULL;
+      ct_gen_variant *sel = NULL;
+      const long kept = compile_kept(&p, &g.limits, brings_value, seen, &jobs, &sel);
+      ASSERT_TRUE(kept >= 0);
+      const size_t nj = (size_t)kept;
 
       ct_tune_data d;
       char err[1024];
