@@ -1331,27 +1331,27 @@ static void test_gm3_layout(void) {
   ct_gen_variant g1, g3, bad;
   ASSERT_EQ_INT(ct_gen_variant_from_name(&t, &lim, "gm:BM=128,BN=128,BK=32,STAGES=4", &g1),
                 CT_OK);
-  ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm3:BM=128,BN=128,BK=32,STAGES=3,KC=8", &g3),
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm3:BM=128,BN=128,BK=32,STAGES=3,KC=4", &g3),
                 CT_OK);
   ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm:BM=128,BN=128,BK=32,STAGES=4", &bad),
                 CT_ERR_UNSUPPORTED);
-  ASSERT_EQ_INT(ct_gen_variant_from_name(&t, &lim, "gm3:BM=128,BN=128,BK=32,STAGES=3,KC=8",
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&t, &lim, "gm3:BM=128,BN=128,BK=32,STAGES=3,KC=4",
                                          &bad), CT_ERR_UNSUPPORTED);
-  ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm3:BM=128,BN=256,BK=32,STAGES=2,KC=8",
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm3:BM=128,BN=256,BK=32,STAGES=2,KC=4",
                                          &bad), CT_ERR_UNSUPPORTED); /* not in the list */
   /* gm_nhwc's channel blocks (32 channels each over an NCHW x) stay within
   ** a grid's y (65535). */
   ct_problem wide;
   ASSERT_EQ_INT(parse("n=1,c=2097124,h=1,w=1,k=1,r=1,s=1", CT_PREC_FP32, &wide), 0);
-  ASSERT_EQ_INT(ct_gen_variant_from_name(&wide, &lim, "gm3:BM=64,BN=64,BK=32,STAGES=6,KC=8",
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&wide, &lim, "gm3:BM=64,BN=64,BK=32,STAGES=6,KC=4",
                                          &bad), CT_ERR_UNSUPPORTED);
   ASSERT_EQ_INT(parse("n=1,c=2097120,h=1,w=1,k=1,r=1,s=1", CT_PREC_FP32, &wide), 0);
   ct_gen_variant fits;
-  ASSERT_EQ_INT(ct_gen_variant_from_name(&wide, &lim, "gm3:BM=64,BN=64,BK=32,STAGES=6,KC=8",
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&wide, &lim, "gm3:BM=64,BN=64,BK=32,STAGES=6,KC=4",
                                          &fits), CT_OK);
   ASSERT_EQ_INT(fits.kernels[0].grid[1], 65535);
   /* Four stages of 64 KiB do not fit; three do. */
-  ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm3:BM=128,BN=128,BK=32,STAGES=4,KC=8",
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm3:BM=128,BN=128,BK=32,STAGES=4,KC=4",
                                          &bad), CT_ERR_UNSUPPORTED);
   ct_gen_variant k4;
   ASSERT_EQ_INT(ct_gen_variant_from_name(&f, &lim, "gm3:BM=64,BN=64,BK=32,STAGES=4,KC=4", &k4),
@@ -1376,7 +1376,7 @@ static void test_gm3_layout(void) {
   char *src = NULL;
   ASSERT_EQ_INT(ct_gen_source(&f, &g3, &src), CT_OK);
   ASSERT_TRUE(strstr(src, "#define CT_GM_SPLIT 1\n") != NULL);
-  ASSERT_TRUE(strstr(src, "#define KC 8\n") != NULL);
+  ASSERT_TRUE(strstr(src, "#define KC 4\n") != NULL);
   free(src);
   ASSERT_EQ_INT(ct_gen_source(&t, &g1, &src), CT_OK);
   ASSERT_TRUE(strstr(src, "#define CT_GM_SPLIT 1\n") == NULL);
@@ -1424,7 +1424,7 @@ static void test_gm_nhwc_plans(void) {
     ASSERT_TRUE(!v.maps[0].tf32 && !v.maps[1].tf32);
   }
   ASSERT_EQ_INT(parse("n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc", CT_PREC_FP32, &p), 0);
-  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, "gm3:BM=128,BN=64,BK=32,STAGES=4,KC=8", &v),
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, "gm3:BM=128,BN=64,BK=32,STAGES=4,KC=4", &v),
                 CT_OK);
   ASSERT_EQ_INT(v.n_kernels, 3);
   ASSERT_EQ_INT(v.maps[0].buffer, CT_GEN_BUF_WS);
@@ -1456,7 +1456,7 @@ static void test_gm_nhwc_grid(void) {
     ASSERT_EQ_INT(parse(cases[i].spec, CT_PREC_FP32, &p), 0);
     char name[64]; /* BK within CP, a ring that fits */
     const int bk = p.c >= 32 ? 32 : p.c >= 16 ? 16 : 8;
-    snprintf(name, sizeof name, "gm3:BM=128,BN=64,BK=%d,STAGES=%d,KC=8", bk, bk == 32 ? 4 : 6);
+    snprintf(name, sizeof name, "gm3:BM=128,BN=64,BK=%d,STAGES=%d,KC=4", bk, bk == 32 ? 4 : 6);
     ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, name, &v), CT_OK);
     ASSERT_EQ_STR(v.kernels[0].name, "gm_nhwc");
     const long long np = v.kargs[16]; /* CT_GM_A_NP: images past 128 KiB of x */
@@ -1509,7 +1509,7 @@ static void test_gm_nchw_1x1_weights(void) {
       {"n=32,c=64,h=7,w=7,k=256,r=1,s=1", "gm:BM=128,BN=64,BK=32,STAGES=6", CT_PREC_TF32},
       {"n=32,c=514,h=7,w=7,k=2048,r=1,s=1", "gm:BM=128,BN=128,BK=32,STAGES=4", CT_PREC_TF32},
       {"n=32,c=512,h=7,w=7,k=512,r=3,s=3,pad=1", "gm:BM=128,BN=128,BK=32,STAGES=4", CT_PREC_TF32},
-      {"n=32,c=512,h=7,w=7,k=2048,r=1,s=1", "gm3:BM=128,BN=128,BK=32,STAGES=3,KC=8", CT_PREC_FP32},
+      {"n=32,c=512,h=7,w=7,k=2048,r=1,s=1", "gm3:BM=128,BN=128,BK=32,STAGES=3,KC=4", CT_PREC_FP32},
   };
   for (size_t i = 0; i < sizeof packs / sizeof packs[0]; i++) {
     ASSERT_EQ_INT(parse(packs[i].spec, packs[i].prec, &p), 0);
