@@ -161,6 +161,7 @@
 
 #include "ct_problem.cuh"
 #include "ct_act.cuh"
+#include "ct_layout.cuh"
 
 // ----------------------------------------------------------------------------
 // Tunable parameters (generator/family_wg.c lists the values searched)
@@ -211,6 +212,13 @@ namespace wg {
 
 CT_PROBLEM_CONSTANTS
 constexpr bool SPLIT = CT_WG_SPLIT != 0;
+// CT_LAYOUT 1: x NHWC, w KRSC, y NPQK.  The band keeps its [channel][row]
+// [column] layout, filled one float at a time (a channel's columns are C
+// floats apart in x); the weights are staged in the same KCRS order, read
+// from KRSC; the epilogue stores a pixel's channels side by side.  KS 2
+// (its bulk row copies) and the staged epilogue (a channel's pixels as
+// runs) are NCHW only.
+constexpr bool NHWC = CT_LAYOUT == 1;
 constexpr int KCHUNK = KC;
 
 // KS 2: a producer warpgroup besides the two consumers (see the kernel),
@@ -274,14 +282,14 @@ constexpr int SPITCH = MT * 64 + 4;
 constexpr int OUTF = KS == 2 ? ((RECV > NBO * SPITCH ? RECV : NBO * SPITCH) + 3) / 4 * 4 : 0;
 constexpr int SCH_FIT = BAND_PAD / SPITCH / 8 * 8;
 constexpr int SCH = SCH_FIT < NBO ? SCH_FIT : NBO;
-constexpr bool STAGED = SPLIT && PP && KS == 1 && SCH >= 8;
+constexpr bool STAGED = SPLIT && PP && KS == 1 && SCH >= 8 && !NHWC;
 // KS 2: the producer copies each band row that lies in the image with one
 // bulk copy of input columns 0 .. BCOLS-1 (those the band holds, rounded up
 // to 16 bytes), when image rows are 16-byte aligned (BULK, and x itself at
 // run time); else with cp.async (band_fill).
 constexpr int BCOLS_IN = W < BC - PW ? W : BC - PW;
 constexpr int BCOLS = (BCOLS_IN + 3) / 4 * 4;
-constexpr bool BULK = W % 4 == 0 && BCOLS_IN > 0;
+constexpr bool BULK = W % 4 == 0 && BCOLS_IN > 0 && !NHWC;
 // KS 2: ten mbarriers, two per warpgroup of each kind (see the kernel).
 constexpr int NMBAR = KS == 2 ? 10 : 0;
 constexpr int KOFF_INTS = (KSTEPS + (SPLIT ? 2 : KG)) * 8; // + the rows gathered past the end
@@ -309,8 +317,8 @@ static_assert(TP >= 1 && (STAGES == 1 || STAGES == 2) && CTAS >= 1,
 static_assert(KG >= 1 && KG <= 8, "KG: 1 .. 8");
 static_assert(KCHUNK >= 1 && KCHUNK <= 8, "KC: 1 .. 8");
 static_assert(AS == 2 || (AS >= 3 && AS <= 5 && !SPLIT), "AS: 2, or 3 .. 5 for wg");
-static_assert(KS == 1 || (KS == 2 && SPLIT && PP == 1 && BN % 16 == 0),
-              "KS: 1, or 2 for wg3 with PP 1 and BN a multiple of 16");
+static_assert(KS == 1 || (KS == 2 && SPLIT && PP == 1 && BN % 16 == 0 && !NHWC),
+              "KS: 1, or 2 for wg3 with PP 1, BN a multiple of 16 and NCHW tensors");
 static_assert(KS == 1 || (CTAS == 1 && 2 * 128 * CONSUMER_REGS + 128 * PRODUCER_REGS <=
                                            THREADS * ((65536 / THREADS) & ~7)),
               "KS 2: one CTA per SM, setmaxnreg within the CTA's registers");
@@ -362,7 +370,9 @@ typedef unsigned long long u64;
 // Staging
 
 // The band of tile (img, p0) into band[CB][BR][BCP] (channels c0 ..
-// c0+CB-1, those past C zero): warps take rows, lanes columns (coalesced).
+// c0+CB-1, those past C zero): warps take rows, lanes columns (coalesced;
+// NHWC: a channel's columns C floats apart, its neighbours' rows reading
+// the same lines).
 // ASYNC: cp.async, raw fp32 (wg rounds it afterwards with band_round);
 // else loaded and stored, TF32-rounded for wg.  Offsets are 32-bit element
 // indices from x (every tensor is below 2^31 elements); an element outside
@@ -375,7 +385,7 @@ __device__ __forceinline__ void band_fill(float *band, const float *__restrict__
   const int ih0 = p0 * SH - PH;
   // 16-byte copies when every image row starts 16-byte aligned: then a run
   // lies wholly inside or wholly outside its row.
-  if (ASYNC && W % 4 == 0 && ((unsigned long long)x & 15) == 0) {
+  if (ASYNC && !NHWC && W % 4 == 0 && ((unsigned long long)x & 15) == 0) {
     // This lane's runs j = lane + 32u: input column iw0 = 4j - SHIFT - PW.
     int col[RPL];
     bool col_in[RPL];
@@ -410,16 +420,20 @@ __device__ __forceinline__ void band_fill(float *band, const float *__restrict__
     const int cb = row / BR, c = c0 + cb;
     const int ih = ih0 + (row - cb * BR);
     const bool row_in = (unsigned)ih < (unsigned)H && c < C;
-    const int xrow = (img * C + c) * (H * W) + (row_in ? ih : 0) * W;
+    // Column iw of the row at x[xrow + iw * XCOL].
+    constexpr int XCOL = NHWC ? C : 1;
+    const int ihc = row_in ? ih : 0;
+    const int xrow = NHWC ? (img * H + ihc) * (W * C) + c : (img * C + c) * (H * W) + ihc * W;
     float *drow = band + row * BCP;
 #pragma unroll 4
     for (int e = lane; e < BCP; e += 32) {
       const int iw = e - SHIFT - PW;
       const bool in = row_in && (unsigned)iw < (unsigned)W;
+      const int xi = in ? xrow + iw * XCOL : 0;
       if constexpr (ASYNC)
-        cp_async4(drow + e, x + (in ? xrow + iw : 0), in);
+        cp_async4(drow + e, x + xi, in);
       else
-        drow[e] = in ? (SPLIT ? __ldg(x + xrow + iw) : round_tf32(__ldg(x + xrow + iw))) : 0.0f;
+        drow[e] = in ? (SPLIT ? __ldg(x + xi) : round_tf32(__ldg(x + xi))) : 0.0f;
     }
   }
 }
@@ -690,14 +704,17 @@ __device__ __forceinline__ void epilogue(const float (&res)[MW][NACC], const flo
   const int mlim = TM < (P - p0) * Q ? TM : (P - p0) * Q;
   float2 bias[BN / 8];
   load_bias_pairs<BN>(bias, bsm, t);
-  // channel n0+2t, pixel 0 of the tile (64-bit: channels past K go beyond y)
-  float *__restrict__ yt = y + ((long long)img * K + n0 + 2 * t) * PQ + p0 * Q;
+  // channel n0+2t, pixel 0 of the tile (64-bit: channels past K go beyond
+  // y); NCHW: pixels 1 and channels PQ floats apart, NHWC: K and 1.
+  constexpr int PX = NHWC ? K : 1, CH = NHWC ? 1 : PQ;
+  float *__restrict__ yt = NHWC ? y + ((long long)img * PQ + p0 * Q) * K + n0 + 2 * t
+                                : y + ((long long)img * K + n0 + 2 * t) * PQ + p0 * Q;
 #pragma unroll
   for (int i = 0; i < MW; ++i) {
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int m = (mbase + i * MSTEP) * 64 + 16 * wq + g + 8 * hh;
-      if (m < mlim) store_pixel<BN, FULL_K>(yt + m, res[i], hh, bias, n0, t, K, PQ);
+      if (m < mlim) store_pixel<BN, FULL_K>(yt + (long long)m * PX, res[i], hh, bias, n0, t, K, CH);
     }
   }
 }
@@ -958,12 +975,14 @@ conv_wg(const float *__restrict__ x, const float *__restrict__ w,
     cp_async_commit();
   }
 
-  // Weights in the core-matrix layout, read along KCRS (coalesced).
+  // Weights in the core-matrix layout, read along KCRS (coalesced; KRSC
+  // w: reduction index kk = (c R + r) S + s at (r S + s) C + c).
 #pragma unroll 4
   for (int u = tid; u < BN * KP; u += THREADS) {
     const int nl = u / KP, k = u - nl * KP;
     const int kg = n0 + nl, kk = (int)rank * KP + k;
-    const float v = (kk < CRS && kg < K) ? __ldg(w + kg * CRS + kk) : 0.0f;
+    const int wi = NHWC ? (kk % (R * S)) * C + kk / (R * S) : kk;
+    const float v = (kk < CRS && kg < K) ? __ldg(w + kg * CRS + wi) : 0.0f;
     // core matrix (ks, j, h) = (k>>3, nl>>3, (k>>2)&1); row nl&7; column k&3
     const int e = (k >> 3) * (BN * 8) + (nl >> 3) * 64 + ((k >> 2) & 1) * 32 +
                   (nl & 7) * 4 + (k & 3);

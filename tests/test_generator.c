@@ -1780,6 +1780,59 @@ static void test_hash(void) {
   ASSERT_TRUE(ct_gen_hash("bar", 3, h) == 0x85944171f73967e8ull);
 }
 
+/* wg and wg3 take an NHWC problem (x NHWC, w KRSC, y NPQK): the
+** channels-last stem gets their variants at both precisions, each source
+** with the layout's define, the same points and launches as on the NCHW
+** stem but for wg3's KS 2 (its bulk copies are of NCHW rows), declined. */
+static void test_wg_nhwc(void) {
+  ct_gen_limits lim = h200();
+  static const char *const stem = "n=32,c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3,act=relu";
+  char nhwc_spec[128];
+  snprintf(nhwc_spec, sizeof nhwc_spec, "%s,layout=nhwc", stem);
+  for (int fp32 = 0; fp32 <= 1; fp32++) {
+    const char *fam = fp32 ? "wg3" : "wg";
+    ct_problem nchw, nhwc;
+    ASSERT_EQ_INT(parse(stem, fp32 ? CT_PREC_FP32 : CT_PREC_TF32, &nchw), 0);
+    ASSERT_EQ_INT(parse(nhwc_spec, fp32 ? CT_PREC_FP32 : CT_PREC_TF32, &nhwc), 0);
+    ct_gen_variant *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0, n_wg_a = 0, n_wg_b = 0, n_ks2 = 0;
+    ASSERT_EQ_INT(ct_gen_enumerate_all(&nchw, &lim, &a, &na), CT_OK);
+    ASSERT_EQ_INT(ct_gen_enumerate_all(&nhwc, &lim, &b, &nb), CT_OK);
+    for (size_t j = 0; j < nb; j++) {
+      if (strcmp(b[j].family->name, fam) != 0) continue;
+      n_wg_b++;
+      ASSERT_TRUE(strstr(b[j].name, "KS=2") == NULL);
+      char *src = NULL;
+      ASSERT_EQ_INT(ct_gen_source(&nhwc, &b[j], &src), CT_OK);
+      ASSERT_TRUE(strstr(src, "\n#define CT_LAYOUT 1\n") != NULL);
+      free(src);
+    }
+    for (size_t j = 0; j < na; j++) {
+      if (strcmp(a[j].family->name, fam) != 0) continue;
+      n_wg_a++;
+      const int ks2 = strstr(a[j].name, "KS=2") != NULL;
+      n_ks2 += ks2;
+      size_t twin = nb;
+      for (size_t k = 0; k < nb; k++)
+        if (strcmp(b[k].name, a[j].name) == 0) twin = k;
+      ASSERT_TRUE(ks2 ? twin == nb : twin < nb);
+      if (ks2) {
+        ct_gen_variant v;
+        ASSERT_EQ_INT(ct_gen_variant_from_name(&nhwc, &lim, a[j].name, &v), CT_ERR_UNSUPPORTED);
+      } else {
+        ASSERT_EQ_INT(b[twin].kernels[0].grid[0], a[j].kernels[0].grid[0]);
+        ASSERT_EQ_INT(b[twin].kernels[0].block[0], a[j].kernels[0].block[0]);
+        ASSERT_EQ_INT(b[twin].kernels[0].smem, a[j].kernels[0].smem);
+      }
+    }
+    ASSERT_TRUE(n_wg_b > 0);
+    ASSERT_EQ_INT((int)n_wg_b, (int)(n_wg_a - n_ks2));
+    if (fp32) ASSERT_TRUE(n_ks2 > 0);
+    free(a);
+    free(b);
+  }
+}
+
 int main(void) {
   RUN_TEST(test_enumerate_headline);
   RUN_TEST(test_enumerate_order_and_default);
@@ -1809,5 +1862,6 @@ int main(void) {
   RUN_TEST(test_gm_nhwc_plans);
   RUN_TEST(test_gm_nhwc_grid);
   RUN_TEST(test_gm_nchw_1x1_weights);
+  RUN_TEST(test_wg_nhwc);
   TEST_EXIT();
 }

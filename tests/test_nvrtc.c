@@ -385,8 +385,9 @@ static void test_relu_every_family(void) {
   ASSERT_EQ_INT(failures, 0);
 }
 
-/* layout=nhwc: only families that run it are offered (direct and the
-** general ones: gm, gmk, gmp and their 3xTF32 forms; pw reads NCHW),
+/* layout=nhwc: only families that run it are offered (direct, wg and
+** wg3, and the general ones: gm, gmk, gmp and their 3xTF32 forms; pw
+** reads NCHW),
 ** their sources and the reference's carry the layout's define, and they
 ** compile: the first, middle and last variant of each problem, and the
 ** first of each family, at both precisions. */
