@@ -25,11 +25,12 @@
 **   KG       wg: k8 steps per wgmma group; the gather of the next group
 **            overlaps the running one
 **   KC       wg3: k8 steps per accumulator chunk (the flush period into the
-**            fp32 masters; 8 doubles the headline's error against 4, to
-**            4.5e-7 relative, within the contract's 1e-6: a bias towards
-**            zero that adds up through a network's layers, which gm3's
-**            families no longer take, conv_gm.cu; wg3 keeps 8 for the
-**            headline, where it wins)
+**            fp32 masters).  8 doubles the headline's error against 4, to
+**            4.5e-7 relative, within the contract's 1e-6, but that error
+**            is a bias towards zero, which adds up through a network's
+**            layers: gm3's families offer 4 alone (conv_gm.cu); wg3
+**            keeps 8, where the headline wins, for the 3-channel stems
+**            it takes in a network
 **   PP       1: ping-pong, each of the two warpgroups works its own tiles
 **            with its own band (STAGES 1), so one's band load and epilogue
 **            overlap the other's wgmma; 0: both on one tile

@@ -27,8 +27,8 @@ static ct_tune_gpu g;
 ** tile's rows reading past the hi copy's last image).  Then two with
 ** act=relu, which between them reach every family's fused epilogue, and
 ** last two NHWC (layout=nhwc): C = 5 with a fused ReLU (the layout passes
-** of gm and gm3, direct, and wg and wg3 reading x, w and y in place), and C = 64 (gm reading x and w through its maps
-** at tf32, without a pass).  Last, the patch matrix (gmp, gmp3): ViT's
+** of gm and gm3, direct, and wg and wg3 reading x, w and y in place), and
+** C = 64 (gm reading x and w through its maps at tf32, without a pass).  Last, the patch matrix (gmp, gmp3): ViT's
 ** 16 x 16 patches at stride 16, NHWC with a ReLU and 100 output channels,
 ** and a dilation of 130, past im2col's tap offsets.  And a 1x1 over NCHW
 ** x read in place (pw): C = 130 (a partial 32-channel k-tile), K = 70, 360
