@@ -21,7 +21,14 @@
 ** small; their cost is the matrix, R S / (stride_h stride_w) times x.
 ** gmk and gmk3 are gm and gm3 with each tile's reduction split into SK
 ** runs (split-K: partials in the workspace, gm_reduce adds them), for
-** problems whose tiles leave SMs idle.  pw and pw3 (below) read a 1x1
+** problems whose tiles leave SMs idle.  gme and gme3 are gm and gm3 with
+** the epilogue staged: the consumers write a tile's outputs (bias and
+** activation applied) into shared memory, [BN][BM + 4], and one bulk copy
+** per output channel and image segment stores each channel's run of
+** pixels, so that the consumers go on to the next tile while the copies
+** drain (the stores were in series with the mainloop, most of the time
+** of output-bound layers such as KernelBench 63's); NCHW output planes of
+** a multiple of 4 pixels only (16-byte runs).  pw and pw3 (below) read a 1x1
 ** NCHW problem's x in place; pwq is pw at BM = 64 with two consumer
 ** warpgroups taking the CTA's tiles in turn (ping-pong: one's epilogue
 ** beside the other's mainloop), offered where its tiles give every
@@ -91,7 +98,8 @@ enum { GM_BM, GM_BN, GM_BK, GM_STAGES, GM_KC /* gm3 */ };
 /* gm_worth reads their STAGES lists. */
 extern const ct_gen_family ct_gen_family_gm, ct_gen_family_gm3, ct_gen_family_gmp,
     ct_gen_family_gmp3, ct_gen_family_gmk, ct_gen_family_gmk3, ct_gen_family_pw,
-    ct_gen_family_pw3, ct_gen_family_tap, ct_gen_family_tap3, ct_gen_family_pwq;
+    ct_gen_family_pw3, ct_gen_family_tap, ct_gen_family_tap3, ct_gen_family_pwq,
+    ct_gen_family_gme, ct_gen_family_gme3;
 
 /* Which of the six families: operand copies (1: TF32, 2: 3xTF32 hi and
 ** lo), patch matrix or im2col, the reduction split or not, and the
@@ -99,14 +107,17 @@ extern const ct_gen_family ct_gen_family_gm, ct_gen_family_gm3, ct_gen_family_gm
 typedef struct gm_kind {
   int parts, patch, splitk;
   const ct_gen_family *family;
+  int ep; /* gme: the staged epilogue */
 } gm_kind;
 
-static const gm_kind kind_gm = {1, 0, 0, &ct_gen_family_gm},
-                     kind_gm3 = {2, 0, 0, &ct_gen_family_gm3},
-                     kind_gmp = {1, 1, 0, &ct_gen_family_gmp},
-                     kind_gmp3 = {2, 1, 0, &ct_gen_family_gmp3},
-                     kind_gmk = {1, 0, 1, &ct_gen_family_gmk},
-                     kind_gmk3 = {2, 0, 1, &ct_gen_family_gmk3};
+static const gm_kind kind_gm = {1, 0, 0, &ct_gen_family_gm, 0},
+                     kind_gm3 = {2, 0, 0, &ct_gen_family_gm3, 0},
+                     kind_gmp = {1, 1, 0, &ct_gen_family_gmp, 0},
+                     kind_gmp3 = {2, 1, 0, &ct_gen_family_gmp3, 0},
+                     kind_gmk = {1, 0, 1, &ct_gen_family_gmk, 0},
+                     kind_gmk3 = {2, 0, 1, &ct_gen_family_gmk3, 0},
+                     kind_gme = {1, 0, 0, &ct_gen_family_gme, 1},
+                     kind_gme3 = {2, 0, 0, &ct_gen_family_gme3, 1};
 
 typedef struct gm_shape {
   int64_t P, Q, cp, np, kp, m, tiles_m, tiles_n, ncb;
@@ -172,19 +183,20 @@ static int gm_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
 
 /* The shared memory of a block of (bm, bn, bk) with `stages` stages of
 ** a_parts copies of A and `parts` of B; bq > 0: tap's A, boxes of bq + 4
-** columns (ct_gm.cuh). */
+** columns (ct_gm.cuh); ep: gme's staging tile after the ring. */
 static int64_t gm_smem(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int a_parts,
-                       int parts, int64_t bq) {
-  return bq > 0 ? CT_GM_RING_SMEM(CT_GM_TAP_STAGE_BYTES(bm, bn, bk, bq, parts), stages)
-                : CT_GM_SMEM(bm, bn, bk, stages, a_parts, parts);
+                       int parts, int64_t bq, int ep) {
+  return (bq > 0 ? CT_GM_RING_SMEM(CT_GM_TAP_STAGE_BYTES(bm, bn, bk, bq, parts), stages)
+                 : CT_GM_SMEM(bm, bn, bk, stages, a_parts, parts)) +
+         (ep ? CT_GM_EPI_BYTES(bm, bn) : 0);
 }
 
 /* 1 when such a block fits the device (ping: pwq's, three warpgroups
 ** at BM = 64). */
 static int gm_fits(const ct_gen_limits *lim, int64_t bm, int64_t bn, int64_t bk,
-                   int64_t stages, int a_parts, int parts, int64_t bq, int ping) {
+                   int64_t stages, int a_parts, int parts, int64_t bq, int ping, int ep) {
   ct_gen_budget bud = {.threads = CT_GM_THREADS(ping ? 128 : bm),
-                       .smem = gm_smem(bm, bn, bk, stages, a_parts, parts, bq),
+                       .smem = gm_smem(bm, bn, bk, stages, a_parts, parts, bq, ep),
                        .blocks_per_sm = 1};
   return ct_gen_budget_fits(lim, &bud);
 }
@@ -317,12 +329,12 @@ static int gm_point_valid(const ct_gen_limits *lim, const int *v, int parts) {
 ** rings of family f's list that fit (a_parts copies of A, parts of B; bq
 ** as gm_smem's). */
 static int gm_ring_worth(const ct_gen_limits *lim, const int *v, const ct_gen_family *f,
-                         int a_parts, int parts, int64_t bq) {
+                         int a_parts, int parts, int64_t bq, int ep) {
   const ct_gen_param *sp = &f->params[GM_STAGES];
   int deeper = 0;
   for (int i = 0; i < sp->n_values; i++)
     deeper += sp->values[i] > v[GM_STAGES] &&
-              gm_fits(lim, v[GM_BM], v[GM_BN], v[GM_BK], sp->values[i], a_parts, parts, bq, 0);
+              gm_fits(lim, v[GM_BM], v[GM_BN], v[GM_BK], sp->values[i], a_parts, parts, bq, 0, ep);
   return deeper <= 1;
 }
 
@@ -371,7 +383,11 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   if (parts * sh.np > lim31 || g.h > d32 || g.w > d32 || parts * sh.kp > lim31 ||
       sh.x_floats / (parts * sh.np) * 4 >= s40 || sh.w_floats / (parts * sh.kp) * 4 >= s40)
     return 0;
-  return gm_fits(lim, bm, bn, bk, stages, parts, parts, 0, 0);
+  /* gme: an NCHW output whose planes P Q are a multiple of 4 pixels, so
+  ** that a tile's channel runs (its rows, cut at the images' ends) start
+  ** and end on 16 bytes, as its bulk copies need. */
+  if (kd->ep && (p->layout != CT_LAYOUT_NCHW || (sh.P * sh.Q) % 4 != 0)) return 0;
+  return gm_fits(lim, bm, bn, bk, stages, parts, parts, 0, 0, kd->ep);
 }
 
 /* The pruning heuristic of the six families. */
@@ -432,7 +448,7 @@ static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const in
         most = skp->values[i];
     if (2 * sp.units < sms && v[kd->family->n_params - 1] != most) return 0;
   }
-  return gm_ring_worth(lim, v, kd->family, kd->parts, kd->parts, 0);
+  return gm_ring_worth(lim, v, kd->family, kd->parts, kd->parts, 0, kd->ep);
 }
 
 static void gm_launch(ct_gen_launch *l, const char *name, int64_t gx, int64_t gy,
@@ -491,7 +507,7 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   gm_shape_of(&g, lim, v, parts, &sh);
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const unsigned threads = (unsigned)CT_GM_THREADS(bm);
-  const unsigned smem = (unsigned)CT_GM_SMEM(bm, bn, bk, stages, parts, parts);
+  const unsigned smem = (unsigned)gm_smem(bm, bn, bk, stages, parts, parts, 0, kd->ep);
   const int reads = gm_reads(p, kd);
   const int caller = reads == GM_READS_XW, wcaller = reads != GM_COPY;
   gm_split sp;
@@ -602,10 +618,11 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
                wcaller ? 0 : (uint64_t)(sh.w_off * 4), wcaller, wdims, wstrides, wbox,
                (int)(bk * 4), 128);
 
-  snprintf(defines, len, "%s%s%s#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
+  snprintf(defines, len, "%s%s%s%s#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
            parts == 2 ? "#define CT_GM_SPLIT 1\n" : "",
            kd->patch ? "#define CT_GM_PATCH 1\n" : "",
-           kd->splitk ? "#define CT_GM_SPLITK 1\n" : "", threads, smem);
+           kd->splitk ? "#define CT_GM_SPLITK 1\n" : "", kd->ep ? "#define CT_GM_EP 1\n" : "",
+           threads, smem);
 }
 
 /* Families pw and pw3 (gm_pw): a 1x1, stride-1, unpadded NCHW problem as
@@ -752,7 +769,7 @@ static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   if (tiles > lim31 / 2 || sh.nkt > lim31 || (tiles + sh.grid - 1) / sh.grid > lim31 / sh.nkt ||
       packs < 0 || packs > lim31 || w_rows < 0 || w_rows > (INT64_C(1) << 38) / sh.cp)
     return 0;
-  return gm_fits(lim, bm, bn, bk, stages, 1, parts, taps ? TAP_BQ(v, parts) : 0, ping);
+  return gm_fits(lim, bm, bn, bk, stages, 1, parts, taps ? TAP_BQ(v, parts) : 0, ping, 0);
 }
 
 static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
@@ -778,7 +795,7 @@ static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const i
     if (!ping && tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
     if (ping && tiles128 < 2 * ct_gen_sm_count(lim)) return 0;
   }
-  return gm_ring_worth(lim, v, f, 1, parts, taps ? bq : 0);
+  return gm_ring_worth(lim, v, f, 1, parts, taps ? bq : 0, 0);
 }
 
 static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
@@ -789,7 +806,7 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const unsigned threads = (unsigned)CT_GM_THREADS(ping ? 128 : bm);
   const int64_t bq = taps ? TAP_BQ(v, parts) : 0, bh = taps ? 32 / bq : 1;
-  const unsigned smem = (unsigned)gm_smem(bm, bn, bk, stages, 1, parts, bq);
+  const unsigned smem = (unsigned)gm_smem(bm, bn, bk, stages, 1, parts, bq, 0);
   /* pw reads the caller's w ([K][C], KCRS with R = S = 1) where a TFLOAT32
   ** map of it can be made (rows of 16-byte multiples, at least 128 KiB):
   ** no gm_pack launch and no workspace.  pw3, tap and tap3 pack (gm_pack:
@@ -905,6 +922,8 @@ GM_ENTRIES(gmp)
 GM_ENTRIES(gmp3)
 GM_ENTRIES(gmk)
 GM_ENTRIES(gmk3)
+GM_ENTRIES(gme)
+GM_ENTRIES(gme3)
 
 /* The parameter lists: gm, gmp and pw take the same, gm3, gmp3 and pw3
 ** too; gmk and gmk3 add SK, the runs a tile's reduction is split into
@@ -947,6 +966,8 @@ GM_FAMILY(gmp3, CT_PREC_FP32, GM_FP32_PARAMS, 1)
 
 GM_FAMILY(gmk, CT_PREC_TF32, GM_TF32_SK_PARAMS, 1)
 GM_FAMILY(gmk3, CT_PREC_FP32, GM_FP32_SK_PARAMS, 1)
+GM_FAMILY(gme, CT_PREC_TF32, GM_TF32_PARAMS, 0)
+GM_FAMILY(gme3, CT_PREC_FP32, GM_FP32_PARAMS, 0)
 
 GM_FAMILY(pw, CT_PREC_TF32, GM_TF32_PARAMS, 0)
 GM_FAMILY(pw3, CT_PREC_FP32, GM_FP32_PARAMS, 0)

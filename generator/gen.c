@@ -51,6 +51,7 @@
   X(gmk) X(gmk3) \
   X(gmp) X(gmp3) \
   X(gm) X(gm3) \
+  X(gme) X(gme3) \
   X(tap) X(tap3)
 
 #define CT_GEN_DECLARE_FAMILY(f) extern const ct_gen_family ct_gen_family_##f;

@@ -109,6 +109,9 @@
 #ifndef CT_GM_SPLITK
 #define CT_GM_SPLITK 0
 #endif
+#ifndef CT_GM_EP
+#define CT_GM_EP 0 // gme: the epilogue staged in shared memory, stored by bulk copies
+#endif
 #ifndef CT_GM_PING
 #define CT_GM_PING 0
 #endif
@@ -135,6 +138,7 @@ constexpr bool TAPS = CT_GM_PW >= 2;         // tap: any filter, a box per tap
 constexpr bool FLAT = CT_GM_PW == 3;         // tap over the flattened plane
 constexpr int TAP_BH = 32 / BQ;              // tap: output rows of a box
 constexpr bool SPLITK = CT_GM_SPLITK != 0;   // gmk: the reduction split, gm_reduce
+constexpr bool EP = CT_GM_EP != 0;           // gme: staged epilogue, bulk copies of channel runs
 constexpr int PARTS = SPLIT ? 2 : 1;         // copies of each operand: hi (, lo)
 constexpr int A_PARTS = POINTWISE ? 1 : PARTS; // pw3 splits A in registers
 constexpr bool PING = CT_GM_PING != 0;       // pwq: a 64-row tile per consumer, in turn
@@ -150,7 +154,9 @@ constexpr int B_OFF = TAPS ? CT_GM_TAP_B_OFF(BM, BK, BQ) : A_PARTS * A_BYTES; //
 constexpr int STAGE_BYTES = TAPS ? CT_GM_TAP_STAGE_BYTES(BM, BN, BK, BQ, PARTS)
                                  : CT_GM_STAGE_BYTES(BM, BN, BK, A_PARTS, PARTS);
 constexpr int TX_BYTES = TAPS ? TAP_A + PARTS * B_BYTES : STAGE_BYTES; // a stage's loads
-constexpr int SMEM_BYTES = CT_GM_RING_SMEM(STAGE_BYTES, STAGES);
+constexpr int RING_BYTES = CT_GM_RING_SMEM(STAGE_BYTES, STAGES);
+// gme: then the staging tile [BN][BM + 4] (ct_gm.cuh, CT_GM_EPI_BYTES).
+constexpr int SMEM_BYTES = RING_BYTES + (EP ? CT_GM_EPI_BYTES(BM, BN) : 0);
 constexpr int KTC = SPLIT ? KC / (BK / 8) : 1; // gm3: k-tiles per chunk
 constexpr int CONSUMER_REGS = 232, PRODUCER_REGS = 40;
 
@@ -165,6 +171,8 @@ static_assert(!TAPS || (STAGE_BYTES % 1024 == 0 && TAP_BOX % 128 == 0), "tap: al
 static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
 static_assert(BQ == 32 || (TAPS && !FLAT && BQ == 16), "BQ: 32, or 16 for tap's rows");
 static_assert(!SPLITK || (!POINTWISE && !PATCH && SK >= 2), "gmk: gm_conv over im2col, split");
+static_assert(!EP || (!SPLITK && !POINTWISE && !PATCH && CT_LAYOUT == 0),
+              "gme: gm_conv's im2col GEMM with an NCHW output");
 static_assert(!PING || (POINTWISE && BM == 64 && !TAPS && !SPLIT), "pwq: a 64-row tile per consumer");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
@@ -211,6 +219,28 @@ __device__ __forceinline__ unsigned char *ring_setup(unsigned char *smem_raw,
 // stream's, and only the launch's latency overlaps.
 __device__ __forceinline__ void after_previous_launch() {
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+
+// gme's staged epilogue: the consumer warpgroups' barrier (named barrier 5,
+// CWG * 128 threads; 1, 2 are wg_sync's, 3, 4 the ping-pong turns), a bulk
+// copy of `bytes` (a multiple of 16) from shared address src to global dst
+// (16-byte aligned) in this thread's bulk group, the group's commit, and
+// the waits: until this thread's groups have read their shared memory
+// (the staging tile is free again), or have completed.
+__device__ __forceinline__ void consumers_sync() {
+  asm volatile("bar.sync 5, %0;\n" ::"n"(CWG * 128) : "memory");
+}
+__device__ __forceinline__ void bulk_store(float *dst, unsigned src, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void bulk_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
 // A compile-time flag as a value: a generic lambda's copies (the epilogues'
@@ -602,6 +632,11 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const int c = wgi - 1, lt = tid % 128;
   const int warp = lt / 32, g = (lt % 32) / 4, t = lt % 4;
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
+  // gme: the staging tile past the ring and its mbarriers; bulk copies
+  // need y 16-byte aligned (the plan: P Q % 4 = 0, so every channel run of
+  // a tile starts and ends on 16 bytes), else the stores below.
+  float *const stg = reinterpret_cast<float *>(smem + STAGES * (STAGE_BYTES + 16));
+  const bool bulk = EP && (reinterpret_cast<unsigned long long>(y) & 15u) == 0 && PQ % 4 == 0;
   float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; // gm3's sums: see tile_sums (gm: d alone)
   unsigned it = 0;
 #pragma unroll 1
@@ -667,6 +702,42 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
           if (k0 + 1 < K) part[(long long)m * K + k0 + 1] = acc[4 * j + 2 * h + 1];
         }
       }
+    } else if (bulk) {
+      // gme: the tile's sums, bias and activation applied, into stg[k][m]
+      // (rows BM + 4 floats apart: the 32 lanes' writes of one register
+      // hit 32 banks), then one bulk copy per output channel and image
+      // segment of the tile (its rows below M, m0 .. m0 + rows - 1, may
+      // span images), issued by consumer thread k, in its bulk group; the
+      // consumers then go on to the next tile while the copies drain.
+      // First, each thread's copies of the tile before have read stg.
+      constexpr int LD = BM + 4;
+      bulk_wait_read();
+      consumers_sync();
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int k0 = n0 + 8 * j + 2 * t;
+        const float b0 = b && k0 < K ? __ldg(b + k0) : 0.0f;
+        const float b1 = b && k0 + 1 < K ? __ldg(b + k0 + 1) : 0.0f;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float *const sp = stg + (8 * j + 2 * t) * LD + c * 64 + warp * 16 + 8 * h + g;
+          sp[0] = ct_act(acc[4 * j + 2 * h] + b0);
+          sp[LD] = ct_act(acc[4 * j + 2 * h + 1] + b1);
+        }
+      }
+      fence_proxy_async(); // the generic proxy's writes, before the copies read them
+      consumers_sync();
+      const int m0 = tm * BM, rows = M - m0 < BM ? M - m0 : BM;
+      for (int kl = c * 128 + lt; kl < BN && n0 + kl < K; kl += CWG * 128) {
+        const unsigned src = (unsigned)__cvta_generic_to_shared(stg + kl * LD);
+        for (int done = 0; done < rows;) {
+          const int m = m0 + done, img = m / PQ, pq = m - img * PQ;
+          const int len = rows - done < PQ - pq ? rows - done : PQ - pq;
+          bulk_store(y + ((long long)img * K + n0 + kl) * PQ + pq, src + 4u * done, 4u * len);
+          done += len;
+        }
+      }
+      bulk_commit();
     } else {
       // Epilogue: accumulator acc[4j + 2h + e] = D[16 warp + g + 8h][8j + 2t + e],
       // plus the bias, through the activation, at pixel m's channel k:
@@ -708,7 +779,8 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         store(ct_flag<false>{});
     }
   }
-  (void)x, (void)w, (void)ws;
+  if (bulk) bulk_wait_all(); // gme: the last tile's copies done before the CTA ends
+  (void)x, (void)w, (void)ws, (void)stg;
 }
 
 #if CT_GM_SPLITK

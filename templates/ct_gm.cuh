@@ -69,6 +69,11 @@
 #define CT_GM_RING_SMEM(stage_bytes, stages) (1024 + (stages) * ((stage_bytes) + 16))
 #define CT_GM_SMEM(bm, bn, bk, stages, a_parts, b_parts) \
   CT_GM_RING_SMEM(CT_GM_STAGE_BYTES(bm, bn, bk, a_parts, b_parts), stages)
+/* Families gme and gme3 (CT_GM_EP 1): past the ring, the epilogue's
+** staging tile, [BN][BM + 4] floats (a channel's BM pixels one 16-byte
+** aligned run, rows 4 floats longer so that a warp's fragment writes hit
+** 32 banks). */
+#define CT_GM_EPI_BYTES(bm, bn) ((bn) * ((bm) + 4) * 4)
 
 /* Families gmp and gmp3 (CT_GM_PATCH 1): the convolution as a GEMM over
 ** an explicit patch matrix in the workspace, [NP][P][Q][KG] with KG = R S C

@@ -1833,6 +1833,58 @@ static void test_wg_nhwc(void) {
   }
 }
 
+/* Families gme and gme3: gm's kernel with its epilogue staged in shared
+** memory and stored by bulk copies.  A gme point is its gm twin but for
+** CT_GM_EP and the staging tile, [BN][BM + 4] floats past the ring; it is
+** offered on NCHW output planes of a multiple of 4 pixels only (the bulk
+** copies' 16-byte runs), never on NHWC. */
+static void test_gme_staged(void) {
+  ct_gen_limits lim = h200();
+  static const struct {
+    const char *spec, *name, *twin;
+    ct_precision prec;
+    int offered;
+  } cases[] = {
+      {"n=16,c=16,h=1024,w=1024,k=128,r=3,s=3,bias=0", "gme:BM=128,BN=128,BK=16,STAGES=8",
+       "gm:BM=128,BN=128,BK=16,STAGES=8", CT_PREC_TF32, 1},
+      {"n=32,c=256,h=14,w=14,k=256,r=3,s=3,pad=1", "gme3:BM=128,BN=64,BK=32,STAGES=3,KC=4",
+       "gm3:BM=128,BN=64,BK=32,STAGES=3,KC=4", CT_PREC_FP32, 1},
+      {"n=3,c=70,h=7,w=9,k=33,r=3,s=3,pad=1,dil=2", "gme:BM=64,BN=64,BK=32,STAGES=6",
+       "gm:BM=64,BN=64,BK=32,STAGES=6", CT_PREC_TF32, 0}, /* 63 pixels a plane */
+      {"n=4,c=64,h=16,w=16,k=70,r=3,s=3,pad=1,layout=nhwc", "gme:BM=64,BN=64,BK=32,STAGES=6",
+       "gm:BM=64,BN=64,BK=32,STAGES=6", CT_PREC_TF32, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ct_problem p;
+    ct_gen_variant v, t;
+    ASSERT_EQ_INT(parse(cases[i].spec, cases[i].prec, &p), 0);
+    ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, cases[i].twin, &t), CT_OK);
+    const ct_status rc = ct_gen_variant_from_name(&p, &lim, cases[i].name, &v);
+    if (!cases[i].offered) {
+      ASSERT_EQ_INT(rc, CT_ERR_UNSUPPORTED);
+      continue;
+    }
+    ASSERT_EQ_INT(rc, CT_OK);
+    ASSERT_EQ_INT(v.n_kernels, t.n_kernels);
+    const ct_gen_launch *a = &v.kernels[v.n_kernels - 1], *b = &t.kernels[t.n_kernels - 1];
+    ASSERT_EQ_STR(a->name, "gm_conv");
+    ASSERT_EQ_INT(a->grid[0], b->grid[0]);
+    ASSERT_EQ_INT(a->block[0], b->block[0]);
+    const int bm = strstr(cases[i].name, "BM=128") ? 128 : 64;
+    const int bn = strstr(cases[i].name, "BN=128") ? 128 : 64;
+    ASSERT_EQ_INT(a->smem, b->smem + (unsigned)(bn * (bm + 4) * 4));
+    ASSERT_TRUE(memcmp(v.kargs, t.kargs, sizeof v.kargs) == 0);
+    ASSERT_TRUE(memcmp(v.maps, t.maps, sizeof v.maps) == 0);
+    char *vs = NULL, *ts = NULL;
+    ASSERT_EQ_INT(ct_gen_source(&p, &v, &vs), CT_OK);
+    ASSERT_EQ_INT(ct_gen_source(&p, &t, &ts), CT_OK);
+    ASSERT_TRUE(strstr(vs, "\n#define CT_GM_EP 1\n") != NULL);
+    ASSERT_TRUE(strstr(ts, "\n#define CT_GM_EP 1\n") == NULL);
+    free(vs);
+    free(ts);
+  }
+}
+
 int main(void) {
   RUN_TEST(test_enumerate_headline);
   RUN_TEST(test_enumerate_order_and_default);
@@ -1863,5 +1915,6 @@ int main(void) {
   RUN_TEST(test_gm_nhwc_grid);
   RUN_TEST(test_gm_nchw_1x1_weights);
   RUN_TEST(test_wg_nhwc);
+  RUN_TEST(test_gme_staged);
   TEST_EXIT();
 }
