@@ -101,9 +101,10 @@ extern const ct_gen_family ct_gen_family_gm, ct_gen_family_gm3, ct_gen_family_gm
     ct_gen_family_pw3, ct_gen_family_tap, ct_gen_family_tap3, ct_gen_family_pwq,
     ct_gen_family_gme, ct_gen_family_gme3;
 
-/* Which of the six families: operand copies (1: TF32, 2: 3xTF32 hi and
-** lo), patch matrix or im2col, the reduction split or not, and the
-** descriptor (its STAGES list; gmk's SK is its last parameter). */
+/* Which of the eight families (gm, gmp, gmk, gme and their 3xTF32 twins):
+** operand copies (1: TF32, 2: 3xTF32 hi and lo), patch matrix or im2col,
+** the reduction split or not, the descriptor (its STAGES list; gmk's SK is
+** its last parameter), and the epilogue staged or not. */
 typedef struct gm_kind {
   int parts, patch, splitk;
   const ct_gen_family *family;
@@ -338,7 +339,7 @@ static int gm_ring_worth(const ct_gen_limits *lim, const int *v, const ct_gen_fa
   return deeper <= 1;
 }
 
-/* The hard limits of the six families. */
+/* The hard limits of the eight families. */
 static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                          const gm_kind *kd) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
@@ -390,7 +391,7 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   return gm_fits(lim, bm, bn, bk, stages, parts, parts, 0, 0, kd->ep);
 }
 
-/* The pruning heuristic of the six families. */
+/* The pruning heuristic of the eight families. */
 static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                          const gm_kind *kd) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK];
@@ -496,7 +497,7 @@ static void gm_tiled_map(ct_gen_map *m, ct_gen_map_buffer buf, uint64_t offset, 
   m->l2_promote = l2_promote;
 }
 
-/* The plan of the six families. */
+/* The plan of the eight families. */
 static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                          ct_gen_variant *out, char *defines, size_t len,
                          const gm_kind *kd) {
