@@ -388,6 +388,10 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   ** that a tile's channel runs (its rows, cut at the images' ends) start
   ** and end on 16 bytes, as its bulk copies need. */
   if (kd->ep && (p->layout != CT_LAYOUT_NCHW || (sh.P * sh.Q) % 4 != 0)) return 0;
+  /* gme3 at BN = 128: its masters, cross terms and accumulators (192
+  ** registers a thread) beside the staging's addresses spill (ptxas 13.0,
+  ** 4 bytes with a fused ReLU). */
+  if (kd->ep && parts == 2 && bn > 64) return 0;
   return gm_fits(lim, bm, bn, bk, stages, parts, parts, 0, 0, kd->ep);
 }
 

@@ -1837,7 +1837,8 @@ static void test_wg_nhwc(void) {
 ** memory and stored by bulk copies.  A gme point is its gm twin but for
 ** CT_GM_EP and the staging tile, [BN][BM + 4] floats past the ring; it is
 ** offered on NCHW output planes of a multiple of 4 pixels only (the bulk
-** copies' 16-byte runs), never on NHWC. */
+** copies' 16-byte runs), never on NHWC, and gme3 not at BN = 128 (it
+** spills). */
 static void test_gme_staged(void) {
   ct_gen_limits lim = h200();
   static const struct {
@@ -1853,6 +1854,8 @@ static void test_gme_staged(void) {
        "gm:BM=64,BN=64,BK=32,STAGES=6", CT_PREC_TF32, 0}, /* 63 pixels a plane */
       {"n=4,c=64,h=16,w=16,k=70,r=3,s=3,pad=1,layout=nhwc", "gme:BM=64,BN=64,BK=32,STAGES=6",
        "gm:BM=64,BN=64,BK=32,STAGES=6", CT_PREC_TF32, 0},
+      {"n=32,c=256,h=14,w=14,k=256,r=3,s=3,pad=1", "gme3:BM=128,BN=128,BK=32,STAGES=2,KC=4",
+       "gm3:BM=128,BN=128,BK=32,STAGES=2,KC=4", CT_PREC_FP32, 0}, /* registers */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ct_problem p;
