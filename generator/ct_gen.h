@@ -297,7 +297,8 @@ ct_status ct_gen_limits_for_arch(const char *arch, ct_gen_limits *lim);
 ** heuristic pass), in a fixed order (families in table order, except
 ** that from CT_GEN_FEW_CHANNELS input channels on the few_channels families
 ** come after the others; parameters odometer-wise, last parameter
-** fastest).  *out is a malloc'd array the caller frees; *count may be 0.  Each variant is zero-filled before it is written, so variants
+** fastest).  *out is a malloc'd array the caller frees; *count may be 0.
+** Each variant is zero-filled before it is written, so variants
 ** compare with memcmp.  Returns CT_OK, CT_ERR_INVALID_ARG,
 ** CT_ERR_INVALID_PROBLEM or CT_ERR_NOMEM (then *out is NULL, *count 0). */
 ct_status ct_gen_enumerate(const ct_problem *p, const ct_gen_limits *lim,
