@@ -99,7 +99,7 @@ enum { GM_BM, GM_BN, GM_BK, GM_STAGES, GM_KC /* gm3 */ };
 extern const ct_gen_family ct_gen_family_gm, ct_gen_family_gm3, ct_gen_family_gmp,
     ct_gen_family_gmp3, ct_gen_family_gmk, ct_gen_family_gmk3, ct_gen_family_pw,
     ct_gen_family_pw3, ct_gen_family_tap, ct_gen_family_tap3, ct_gen_family_pwq,
-    ct_gen_family_gme, ct_gen_family_gme3;
+    ct_gen_family_gme, ct_gen_family_gme3, ct_gen_family_pwe, ct_gen_family_pwqe;
 
 /* Which of the eight families (gm, gmp, gmk, gme and their 3xTF32 twins):
 ** operand copies (1: TF32, 2: 3xTF32 hi and lo), patch matrix or im2col,
@@ -184,12 +184,13 @@ static int gm_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
 
 /* The shared memory of a block of (bm, bn, bk) with `stages` stages of
 ** a_parts copies of A and `parts` of B; bq > 0: tap's A, boxes of bq + 4
-** columns (ct_gm.cuh); ep: gme's staging tile after the ring. */
+** columns (ct_gm.cuh); ep: the staging tiles after the ring (gme, pwe: 1;
+** pwqe: 2, one a consumer). */
 static int64_t gm_smem(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int a_parts,
                        int parts, int64_t bq, int ep) {
   return (bq > 0 ? CT_GM_RING_SMEM(CT_GM_TAP_STAGE_BYTES(bm, bn, bk, bq, parts), stages)
                  : CT_GM_SMEM(bm, bn, bk, stages, a_parts, parts)) +
-         (ep ? CT_GM_EPI_BYTES(bm, bn) : 0);
+         ep * CT_GM_EPI_BYTES(bm, bn);
 }
 
 /* 1 when such a block fits the device (ping: pwq's, three warpgroups
@@ -661,6 +662,13 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 ** outweigh the stores, and its variants took the search's time from
 ** pw3's.
 **
+** Families pwe and pwqe (gm_pw with CT_GM_EP): pw and pwq with gme's
+** staged epilogue: the tile's outputs into shared memory ([BN][BM + 4],
+** pwqe one a consumer), then one bulk copy per output channel of the
+** tile's run of pixels (a tile lies in one image; H W % 4 = 0 makes the
+** runs 16-byte aligned), the consumers going on meanwhile.  Declined and
+** pruned as pw and pwq, with the staging tiles in the shared memory.
+**
 ** Families tap and tap3 (gm_pw with CT_GM_PW 2): the same kernel over any
 ** filter, padding, dilation and vertical stride of an NCHW problem whose
 ** horizontal stride is 1, x read in place as {W, H, C, N} (W % 4 = 0 for
@@ -739,7 +747,7 @@ static int pw_fits_problem(const ct_problem *p) {
 }
 
 static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                          int parts, int taps, int ping) {
+                          int parts, int taps, int ping, int ep) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   if (!gm_point_valid(lim, v, parts) || (ping && (bm != 64 || taps || parts != 1))) return 0;
   /* pw3's consumer registers (above); tap3's tile origin and sizes take
@@ -774,11 +782,12 @@ static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   if (tiles > lim31 / 2 || sh.nkt > lim31 || (tiles + sh.grid - 1) / sh.grid > lim31 / sh.nkt ||
       packs < 0 || packs > lim31 || w_rows < 0 || w_rows > (INT64_C(1) << 38) / sh.cp)
     return 0;
-  return gm_fits(lim, bm, bn, bk, stages, 1, parts, taps ? TAP_BQ(v, parts) : 0, ping, 0);
+  return gm_fits(lim, bm, bn, bk, stages, 1, parts, taps ? TAP_BQ(v, parts) : 0, ping,
+                 ep ? (ping ? 2 : 1) : 0);
 }
 
 static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
-                          const ct_gen_family *f, int parts, int taps, int ping) {
+                          const ct_gen_family *f, int parts, int taps, int ping, int ep) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK];
   if (bk != gm_want_bk(round_up(p->c, 4)) && !(parts == 2 && bn == 128)) return 0;
   if (bn > 64 && bn / 2 >= round_up(p->k, 64)) return 0;
@@ -800,18 +809,18 @@ static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const i
     if (!ping && tiles128 >= 2 * ct_gen_sm_count(lim)) return 0;
     if (ping && tiles128 < 2 * ct_gen_sm_count(lim)) return 0;
   }
-  return gm_ring_worth(lim, v, f, 1, parts, taps ? bq : 0, 0);
+  return gm_ring_worth(lim, v, f, 1, parts, taps ? bq : 0, ep ? (ping ? 2 : 1) : 0);
 }
 
 static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                           ct_gen_variant *out, char *defines, size_t len, int parts, int taps,
-                          int ping) {
+                          int ping, int ep) {
   pw_shape sh;
   pw_shape_of(p, lim, v, parts, taps, &sh);
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const unsigned threads = (unsigned)CT_GM_THREADS(ping ? 128 : bm);
   const int64_t bq = taps ? TAP_BQ(v, parts) : 0, bh = taps ? 32 / bq : 1;
-  const unsigned smem = (unsigned)gm_smem(bm, bn, bk, stages, 1, parts, bq, 0);
+  const unsigned smem = (unsigned)gm_smem(bm, bn, bk, stages, 1, parts, bq, ep ? (ping ? 2 : 1) : 0);
   /* pw reads the caller's w ([K][C], KCRS with R = S = 1) where a TFLOAT32
   ** map of it can be made (rows of 16-byte multiples, at least 128 KiB):
   ** no gm_pack launch and no workspace.  pw3, tap and tap3 pack (gm_pack:
@@ -886,28 +895,31 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
                wstrides, wbox, (int)(bk * 4), 128);
 
   snprintf(defines, len,
-           "%s%s#define CT_GM_PW %d\n#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
+           "%s%s%s#define CT_GM_PW %d\n#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
            parts == 2 ? "#define CT_GM_SPLIT 1\n" : "", ping ? "#define CT_GM_PING 1\n" : "",
-           flat ? 3 : taps ? 2 : 1, threads, smem);
+           ep ? "#define CT_GM_EP 1\n" : "", flat ? 3 : taps ? 2 : 1, threads, smem);
 }
 
-/* The entry points of pw, pw3, tap, tap3 and pwq: parts, taps, ping. */
-#define PW_ENTRIES(fam, parts, taps, ping)                                                \
+/* The entry points of pw, pw3, tap, tap3, pwq, pwe and pwqe: parts, taps,
+** ping, ep (the staged epilogue). */
+#define PW_ENTRIES(fam, parts, taps, ping, ep)                                            \
   static int fam##_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {  \
-    return pw_valid_parts(p, lim, v, parts, taps, ping);                                 \
+    return pw_valid_parts(p, lim, v, parts, taps, ping, ep);                             \
   }                                                                                       \
   static int fam##_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {  \
-    return pw_worth_parts(p, lim, v, &ct_gen_family_##fam, parts, taps, ping);           \
+    return pw_worth_parts(p, lim, v, &ct_gen_family_##fam, parts, taps, ping, ep);       \
   }                                                                                       \
   static void fam##_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,    \
                          ct_gen_variant *out, char *defines, size_t len) {               \
-    pw_plan_parts(p, lim, v, out, defines, len, parts, taps, ping);                      \
+    pw_plan_parts(p, lim, v, out, defines, len, parts, taps, ping, ep);                  \
   }
-PW_ENTRIES(pw, 1, 0, 0)
-PW_ENTRIES(pw3, 2, 0, 0)
-PW_ENTRIES(tap, 1, 1, 0)
-PW_ENTRIES(tap3, 2, 1, 0)
-PW_ENTRIES(pwq, 1, 0, 1)
+PW_ENTRIES(pw, 1, 0, 0, 0)
+PW_ENTRIES(pw3, 2, 0, 0, 0)
+PW_ENTRIES(tap, 1, 1, 0, 0)
+PW_ENTRIES(tap3, 2, 1, 0, 0)
+PW_ENTRIES(pwq, 1, 0, 1, 0)
+PW_ENTRIES(pwe, 1, 0, 0, 1)
+PW_ENTRIES(pwqe, 1, 0, 1, 1)
 
 /* The descriptors' entry points. */
 #define GM_ENTRIES(fam)                                                                   \
@@ -977,5 +989,7 @@ GM_FAMILY(gme3, CT_PREC_FP32, GM_FP32_PARAMS, 0)
 GM_FAMILY(pw, CT_PREC_TF32, GM_TF32_PARAMS, 0)
 GM_FAMILY(pw3, CT_PREC_FP32, GM_FP32_PARAMS, 0)
 GM_FAMILY(pwq, CT_PREC_TF32, GM_TF32_PARAMS, 0)
+GM_FAMILY(pwe, CT_PREC_TF32, GM_TF32_PARAMS, 0)
+GM_FAMILY(pwqe, CT_PREC_TF32, GM_TF32_PARAMS, 0)
 GM_FAMILY(tap, CT_PREC_TF32, GM_TF32_BQ_PARAMS, 0)
 GM_FAMILY(tap3, CT_PREC_FP32, GM_FP32_BQ_PARAMS, 0)

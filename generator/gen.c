@@ -48,6 +48,7 @@
   X(s2d_wg) X(s2d_wg3) \
   X(pw) X(pw3) \
   X(pwq) \
+  X(pwe) X(pwqe) \
   X(gmk) X(gmk3) \
   X(gmp) X(gmp3) \
   X(gm) X(gm3) \

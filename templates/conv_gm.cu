@@ -155,8 +155,9 @@ constexpr int STAGE_BYTES = TAPS ? CT_GM_TAP_STAGE_BYTES(BM, BN, BK, BQ, PARTS)
                                  : CT_GM_STAGE_BYTES(BM, BN, BK, A_PARTS, PARTS);
 constexpr int TX_BYTES = TAPS ? TAP_A + PARTS * B_BYTES : STAGE_BYTES; // a stage's loads
 constexpr int RING_BYTES = CT_GM_RING_SMEM(STAGE_BYTES, STAGES);
-// gme: then the staging tile [BN][BM + 4] (ct_gm.cuh, CT_GM_EPI_BYTES).
-constexpr int SMEM_BYTES = RING_BYTES + (EP ? CT_GM_EPI_BYTES(BM, BN) : 0);
+// gme, pwe: then the staging tile [BN][BM + 4] (ct_gm.cuh, CT_GM_EPI_BYTES);
+// pwqe: one per consumer.
+constexpr int SMEM_BYTES = RING_BYTES + (EP ? (PING ? 2 : 1) * CT_GM_EPI_BYTES(BM, BN) : 0);
 constexpr int KTC = SPLIT ? KC / (BK / 8) : 1; // gm3: k-tiles per chunk
 constexpr int CONSUMER_REGS = 232, PRODUCER_REGS = 40;
 
@@ -171,8 +172,8 @@ static_assert(!TAPS || (STAGE_BYTES % 1024 == 0 && TAP_BOX % 128 == 0), "tap: al
 static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
 static_assert(BQ == 32 || (TAPS && !FLAT && BQ == 16), "BQ: 32, or 16 for tap's rows");
 static_assert(!SPLITK || (!POINTWISE && !PATCH && SK >= 2), "gmk: gm_conv over im2col, split");
-static_assert(!EP || (!SPLITK && !POINTWISE && !PATCH && CT_LAYOUT == 0),
-              "gme: gm_conv's im2col GEMM with an NCHW output");
+static_assert(!EP || (!SPLITK && !TAPS && !PATCH && CT_LAYOUT == 0),
+              "gme, pwe: gm_conv's im2col GEMM or gm_pw's 1x1, NCHW output");
 static_assert(!PING || (POINTWISE && BM == 64 && !TAPS && !SPLIT), "pwq: a 64-row tile per consumer");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
@@ -229,6 +230,10 @@ __device__ __forceinline__ void after_previous_launch() {
 // (the staging tile is free again), or have completed.
 __device__ __forceinline__ void consumers_sync() {
   asm volatile("bar.sync 5, %0;\n" ::"n"(CWG * 128) : "memory");
+}
+// pwqe: consumer c's own warpgroup (named barriers 6 and 7).
+__device__ __forceinline__ void consumer_sync(int c) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(6 + c) : "memory");
 }
 __device__ __forceinline__ void bulk_store(float *dst, unsigned src, unsigned bytes) {
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src),
@@ -976,6 +981,12 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   // pw: the epilogue's 16-byte stores where y is 16-byte aligned (its
   // plane's runs whole: HW % 4 = 0); else, and for tap, one float at a time.
   const bool vec_store = !TAPS && (reinterpret_cast<unsigned long long>(y) & 15u) == 0;
+  // pwe, pwqe: the tile's outputs staged in stg[k][pixel] (pwqe: each
+  // consumer its own), then one bulk copy per output channel of the tile's
+  // run of pixels (HW % 4 = 0 and p0 a multiple of BM: 16-byte runs).
+  float *const stg = reinterpret_cast<float *>(smem + STAGES * (STAGE_BYTES + 16)) +
+                     (PING ? c * BN * (BM + 4) : 0);
+  const bool bulk = EP && vec_store;
   // Pixel pi of the tile at (p0, q0): 1 when it is in the image, its offset
   // in an output channel plane in off.
   auto pixel = [&](int p0, int q0, int pi, int &off) {
@@ -1111,7 +1122,39 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     const float *const acc = tile_sums(master, d, e);
 
     // Epilogue: acc[4j + 2h + e] = D[row g + 8h][8j + 2t + e], pixel pxs[h].
-    if (vec_store) {
+    if (bulk) {
+      // pwe, pwqe (gme's staging, the tile within one image): each thread's
+      // copies of the tile before have read stg, the outputs go in, then
+      // consumer thread k copies channel k's run of the tile's pixels.
+      constexpr int LD = BM + 4;
+      bulk_wait_read();
+      if constexpr (PING)
+        consumer_sync(c);
+      else
+        consumers_sync();
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int k0 = n0 + 8 * j + 2 * t;
+        const float b0 = b && k0 < K ? __ldg(b + k0) : 0.0f;
+        const float b1 = b && k0 + 1 < K ? __ldg(b + k0 + 1) : 0.0f;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float *const sp = stg + (8 * j + 2 * t) * LD + pxs[h];
+          sp[0] = ct_act(acc[4 * j + 2 * h] + b0);
+          sp[LD] = ct_act(acc[4 * j + 2 * h + 1] + b1);
+        }
+      }
+      fence_proxy_async();
+      if constexpr (PING)
+        consumer_sync(c);
+      else
+        consumers_sync();
+      const int rows = HW - p0 < BM ? HW - p0 : BM;
+      for (int kl = (PING ? 0 : c * 128) + lt; kl < BN && n0 + kl < K; kl += PING ? 128 : CWG * 128)
+        bulk_store(y + ((long long)img * K + n0 + kl) * HW + p0,
+                   (unsigned)__cvta_generic_to_shared(stg + kl * LD), 4u * rows);
+      bulk_commit();
+    } else if (vec_store) {
       // Lanes g and g ^ 1 (4 apart) hold pixels px .. px + 3 of channels
       // k0, k0 + 1 (ct_gm_pw_pixel: px + 2 is g ^ 1's, px % 4 = 0 for even
       // g); one exchange gives the even lane channel k0's four, the odd
@@ -1170,6 +1213,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       }
     }
   }
-  (void)x, (void)w, (void)ws;
+  if (bulk) bulk_wait_all(); // pwe: the last tile's copies done before the CTA ends
+  (void)x, (void)w, (void)ws, (void)stg;
 }
 #endif // CT_GM_PW

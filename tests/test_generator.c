@@ -1838,7 +1838,9 @@ static void test_wg_nhwc(void) {
 ** CT_GM_EP and the staging tile, [BN][BM + 4] floats past the ring; it is
 ** offered on NCHW output planes of a multiple of 4 pixels only (the bulk
 ** copies' 16-byte runs), never on NHWC, and gme3 not at BN = 128 (it
-** spills). */
+** spills).  pwe and pwqe are pw's and pwq's twins in the same way, pwqe
+** with a staging tile for each consumer (`offered` counts the staging
+** tiles). */
 static void test_gme_staged(void) {
   ct_gen_limits lim = h200();
   static const struct {
@@ -1856,6 +1858,11 @@ static void test_gme_staged(void) {
        "gm:BM=64,BN=64,BK=32,STAGES=6", CT_PREC_TF32, 0},
       {"n=32,c=256,h=14,w=14,k=256,r=3,s=3,pad=1", "gme3:BM=128,BN=128,BK=32,STAGES=2,KC=4",
        "gm3:BM=128,BN=128,BK=32,STAGES=2,KC=4", CT_PREC_FP32, 0}, /* registers */
+      /* pwe, pwqe: pw's and pwq's twins, pwqe with a staging tile a consumer */
+      {"n=32,c=256,h=56,w=56,k=64,r=1,s=1", "pwe:BM=128,BN=64,BK=32,STAGES=6",
+       "pw:BM=128,BN=64,BK=32,STAGES=6", CT_PREC_TF32, 1},
+      {"n=32,c=256,h=56,w=56,k=64,r=1,s=1", "pwqe:BM=64,BN=64,BK=32,STAGES=8",
+       "pwq:BM=64,BN=64,BK=32,STAGES=8", CT_PREC_TF32, 2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ct_problem p;
@@ -1870,12 +1877,12 @@ static void test_gme_staged(void) {
     ASSERT_EQ_INT(rc, CT_OK);
     ASSERT_EQ_INT(v.n_kernels, t.n_kernels);
     const ct_gen_launch *a = &v.kernels[v.n_kernels - 1], *b = &t.kernels[t.n_kernels - 1];
-    ASSERT_EQ_STR(a->name, "gm_conv");
+    ASSERT_EQ_STR(a->name, strncmp(cases[i].name, "gme", 3) == 0 ? "gm_conv" : "gm_pw");
     ASSERT_EQ_INT(a->grid[0], b->grid[0]);
     ASSERT_EQ_INT(a->block[0], b->block[0]);
     const int bm = strstr(cases[i].name, "BM=128") ? 128 : 64;
     const int bn = strstr(cases[i].name, "BN=128") ? 128 : 64;
-    ASSERT_EQ_INT(a->smem, b->smem + (unsigned)(bn * (bm + 4) * 4));
+    ASSERT_EQ_INT(a->smem, b->smem + (unsigned)(cases[i].offered * bn * (bm + 4) * 4));
     ASSERT_TRUE(memcmp(v.kargs, t.kargs, sizeof v.kargs) == 0);
     ASSERT_TRUE(memcmp(v.maps, t.maps, sizeof v.maps) == 0);
     char *vs = NULL, *ts = NULL;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compute-sanitizer's memcheck over the general families (gm, gmp, gmk, gme, pw,
-# pwq, tap and their 3xTF32 twins) and their layout passes: for each shape and
+# pwq, pwe, pwqe, tap and their 3xTF32 twins) and their layout passes: for each shape and
 # precision, an in-process tune (--no-isolate, so the sanitizer sees every
 # launch: the layout and packing kernels, the main kernels, the float64
 # reference) of about one variant of each family the shape is offered,
@@ -43,7 +43,7 @@ if [ -z "$san" ]; then
   exit 77
 fi
 
-families="gm,gm3,gmp,gmp3,gmk,gmk3,gme,gme3,pw,pw3,pwq,tap,tap3"
+families="gm,gm3,gmp,gmp3,gmk,gmk3,gme,gme3,pw,pw3,pwq,pwe,pwqe,tap,tap3"
 shapes=(
   "n=2,c=5,h=17,w=19,k=20,r=3,s=3,stride=2,pad=1"
   "n=3,c=40,h=20,w=44,k=70,r=3,s=5,pad=1x2,dil=1x2,act=relu"
