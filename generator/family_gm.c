@@ -640,6 +640,9 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 ** = 1: [KP][CP], pw3 hi then lo, the workspace's only tensors), or pw's
 ** read in place too where a TFLOAT32 map of them can be made (C % 4 = 0,
 ** w at least 128 KiB: one launch, no workspace).  No layout pass over x.
+** At tf32, where one tile of channels covers K and the whole weight block
+** fits beside the ring, the weights are loaded once per CTA and held
+** (pw_wres; pwq, pwe and pwqe too).
 ** Declined where x's map cannot be made: HW % 4 != 0 (its channel planes'
 ** 16-byte stride), x below CT_GM_MIN_MAP_BYTES, or a size
 ** past the maps' or the kernel's int ranges; x must be 16-byte aligned
@@ -746,6 +749,40 @@ static int pw_fits_problem(const ct_problem *p) {
          p->pad_w == 0 && p->layout == CT_LAYOUT_NCHW && (p->h * p->w) % 4 == 0;
 }
 
+/* gm_pw's shared memory: the ring of STAGES stages (x's boxes and, where
+** the weights are streamed, their tile), with wres > 0 the weights'
+** wres channel blocks resident before it, and pwe's (pwqe's) staging
+** tiles. */
+static int64_t pw_smem(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int parts, int64_t bq,
+                       int ping, int ep, int64_t wres) {
+  const int64_t staging = ep ? (ping ? 2 : 1) : 0;
+  if (wres == 0) return gm_smem(bm, bn, bk, stages, 1, parts, bq, staging);
+  return CT_GM_RING_SMEM(CT_GM_STAGE_BYTES(bm, bn, bk, 1, 0), stages) +
+         CT_GM_WRES_SMEM(wres * parts * bn * bk * 4) + staging * CT_GM_EPI_BYTES(bm, bn);
+}
+
+/* gm_pw's weights resident (CT_GM_WRES): where one tile of channels
+** covers K (TILES_N = 1) and the whole [BN][CP] block fits in shared
+** memory beside STAGES stages of x alone, the producer loads it once and
+** each k-tile reads channel block kt of it, so the ring carries x alone
+** and the weights cross from L2 once per CTA instead of once per tile
+** (which doubled what each SM takes in on a 1x1 layer of K <= BN).
+** Returns the channel blocks held (NCB), else 0 (the weights streamed
+** with x, a stage each).  TF32 only: pw3, compute-bound by its three
+** wgmma a k8 step, measured no faster with them resident (PERFORMANCE.md
+** v33). */
+static int64_t pw_wres(const ct_problem *p, const ct_gen_limits *lim, const int *v, int parts,
+                       int taps, int ping, int ep) {
+  const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
+  if (taps || parts != 1 || p->k > bn) return 0;
+  const int64_t ncb = (round_up(p->c, 4) + bk - 1) / bk;
+  if (ncb * bn * bk * 4 > lim->max_smem_per_block) return 0;
+  ct_gen_budget bud = {.threads = CT_GM_THREADS(ping ? 128 : bm),
+                       .smem = pw_smem(bm, bn, bk, stages, parts, 0, ping, ep, ncb),
+                       .blocks_per_sm = 1};
+  return ct_gen_budget_fits(lim, &bud) ? ncb : 0;
+}
+
 static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const int *v,
                           int parts, int taps, int ping, int ep) {
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
@@ -820,7 +857,8 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const unsigned threads = (unsigned)CT_GM_THREADS(ping ? 128 : bm);
   const int64_t bq = taps ? TAP_BQ(v, parts) : 0, bh = taps ? 32 / bq : 1;
-  const unsigned smem = (unsigned)gm_smem(bm, bn, bk, stages, 1, parts, bq, ep ? (ping ? 2 : 1) : 0);
+  const int64_t wres = pw_wres(p, lim, v, parts, taps, ping, ep);
+  const unsigned smem = (unsigned)pw_smem(bm, bn, bk, stages, parts, bq, ping, ep, wres);
   /* pw reads the caller's w ([K][C], KCRS with R = S = 1) where a TFLOAT32
   ** map of it can be made (rows of 16-byte multiples, at least 128 KiB):
   ** no gm_pack launch and no workspace.  pw3, tap and tap3 pack (gm_pack:
@@ -894,10 +932,12 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   gm_tiled_map(&out->maps[1], wdirect ? CT_GEN_BUF_W : CT_GEN_BUF_WS, 0, wdirect, wdims,
                wstrides, wbox, (int)(bk * 4), 128);
 
+  char wres_line[40] = "";
+  if (wres > 0) snprintf(wres_line, sizeof wres_line, "#define CT_GM_WRES %d\n", (int)wres);
   snprintf(defines, len,
-           "%s%s%s#define CT_GM_PW %d\n#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
+           "%s%s%s%s#define CT_GM_PW %d\n#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
            parts == 2 ? "#define CT_GM_SPLIT 1\n" : "", ping ? "#define CT_GM_PING 1\n" : "",
-           ep ? "#define CT_GM_EP 1\n" : "", flat ? 3 : taps ? 2 : 1, threads, smem);
+           ep ? "#define CT_GM_EP 1\n" : "", wres_line, flat ? 3 : taps ? 2 : 1, threads, smem);
 }
 
 /* The entry points of pw, pw3, tap, tap3, pwq, pwe and pwqe: parts, taps,

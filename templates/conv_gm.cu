@@ -115,6 +115,9 @@
 #ifndef CT_GM_PING
 #define CT_GM_PING 0
 #endif
+#ifndef CT_GM_WRES
+#define CT_GM_WRES 0 // pw: the channel blocks of the weights held in shared memory (0: streamed)
+#endif
 #ifndef BQ
 #define BQ 32 // tap: output columns of a box (16: 2 rows of 16)
 #endif
@@ -142,6 +145,8 @@ constexpr bool EP = CT_GM_EP != 0;           // gme: staged epilogue, bulk copie
 constexpr int PARTS = SPLIT ? 2 : 1;         // copies of each operand: hi (, lo)
 constexpr int A_PARTS = POINTWISE ? 1 : PARTS; // pw3 splits A in registers
 constexpr bool PING = CT_GM_PING != 0;       // pwq: a 64-row tile per consumer, in turn
+constexpr int WRES = CT_GM_WRES;             // pw: weights resident, WRES channel blocks
+constexpr bool RESIDENT = WRES > 0;
 constexpr int CWG = PING ? 2 : BM / 64;      // consumer warpgroups
 constexpr int THREADS = CT_GM_THREADS(PING ? 128 : BM);
 constexpr int ROW = BK * 4;                  // bytes of a stage row
@@ -152,9 +157,14 @@ constexpr int A_BYTES = BM * ROW, B_BYTES = BN * ROW;
 constexpr int TAP_BOX = BK * CT_GM_TAP_PITCH(BQ) * 4, TAP_A = CT_GM_TAP_A_BYTES(BM, BK, BQ);
 constexpr int B_OFF = TAPS ? CT_GM_TAP_B_OFF(BM, BK, BQ) : A_PARTS * A_BYTES; // B hi within a stage
 constexpr int STAGE_BYTES = TAPS ? CT_GM_TAP_STAGE_BYTES(BM, BN, BK, BQ, PARTS)
-                                 : CT_GM_STAGE_BYTES(BM, BN, BK, A_PARTS, PARTS);
+                                 : CT_GM_STAGE_BYTES(BM, BN, BK, A_PARTS, RESIDENT ? 0 : PARTS);
 constexpr int TX_BYTES = TAPS ? TAP_A + PARTS * B_BYTES : STAGE_BYTES; // a stage's loads
-constexpr int RING_BYTES = CT_GM_RING_SMEM(STAGE_BYTES, STAGES);
+// pw, weights resident: the whole [BN][C] block (each channel block's B
+// hi, then lo), from the first 1024-byte boundary, the ring after it and
+// one more mbarrier (wfull) after the ring's.
+constexpr int W_BYTES = WRES * PARTS * B_BYTES;
+constexpr int RING_BYTES = CT_GM_RING_SMEM(STAGE_BYTES, STAGES) + CT_GM_WRES_SMEM(W_BYTES);
+constexpr int BAR_BYTES = STAGES * 16 + (RESIDENT ? 16 : 0); // the mbarriers past the stages
 // gme, pwe: then the staging tile [BN][BM + 4] (ct_gm.cuh, CT_GM_EPI_BYTES);
 // pwqe: one per consumer.
 constexpr int SMEM_BYTES = RING_BYTES + (EP ? (PING ? 2 : 1) * CT_GM_EPI_BYTES(BM, BN) : 0);
@@ -167,7 +177,8 @@ static_assert(BK == 8 || BK == 16 || BK == 32, "BK: 8, 16 or 32 (one swizzled ro
 static_assert(STAGES >= 2 && SMEM_BYTES <= 232448, "stages exceed shared memory");
 static_assert(!SPLIT || BN <= 128, "gm3: two accumulators and masters of BN <= 128");
 static_assert(!SPLIT || (KC % (BK / 8) == 0 && KTC >= 1), "KC: whole k-tiles");
-static_assert(TAPS || STAGE_BYTES == A_PARTS * A_BYTES + PARTS * B_BYTES, "stage layout");
+static_assert(TAPS || STAGE_BYTES == A_PARTS * A_BYTES + (RESIDENT ? 0 : PARTS) * B_BYTES,
+              "stage layout");
 static_assert(!TAPS || (STAGE_BYTES % 1024 == 0 && TAP_BOX % 128 == 0), "tap: aligned stages, boxes");
 static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
 static_assert(BQ == 32 || (TAPS && !FLAT && BQ == 16), "BQ: 32, or 16 for tap's rows");
@@ -175,6 +186,7 @@ static_assert(!SPLITK || (!POINTWISE && !PATCH && SK >= 2), "gmk: gm_conv over i
 static_assert(!EP || (!SPLITK && !TAPS && !PATCH && CT_LAYOUT == 0),
               "gme, pwe: gm_conv's im2col GEMM or gm_pw's 1x1, NCHW output");
 static_assert(!PING || (POINTWISE && BM == 64 && !TAPS && !SPLIT), "pwq: a 64-row tile per consumer");
+static_assert(!RESIDENT || (POINTWISE && !TAPS), "weights resident: gm_pw's 1x1");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
 static_assert(A_BYTES % (8 * ROW) == 0 && B_BYTES % (8 * ROW) == 0, "stages on swizzle atoms");
@@ -190,14 +202,17 @@ static_assert(CT_PLAN_SMEM == SMEM_BYTES, "plan: shared memory size differs");
 #endif
 
 // The main kernels' shared memory: STAGES stages from the first 1024-byte
-// boundary (returned), then the ring's mbarriers, full (the loads' bytes,
+// boundary (returned; gm_pw with its weights resident: W_BYTES past it,
+// the weights before), then the ring's mbarriers, full (the loads' bytes,
 // one arrival: the producer's expect_tx) and empty (an arrival per
-// consumer warpgroup), initialized by thread 0 before the CTA's barrier.
+// consumer warpgroup), and with the weights resident wfull (empty +
+// STAGES: the weights' bytes), initialized by thread 0 before the CTA's
+// barrier.
 __device__ __forceinline__ unsigned char *ring_setup(unsigned char *smem_raw,
                                                      unsigned long long *&full,
                                                      unsigned long long *&empty) {
   const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
-  unsigned char *const smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);
+  unsigned char *const smem = smem_raw + (((raw + 1023u) & ~1023u) - raw) + W_BYTES;
   full = reinterpret_cast<unsigned long long *>(smem + STAGES * STAGE_BYTES);
   empty = full + STAGES;
   if (threadIdx.x == 0) {
@@ -205,6 +220,7 @@ __device__ __forceinline__ unsigned char *ring_setup(unsigned char *smem_raw,
       mbar_init(full + s, 1);
       mbar_init(empty + s, PING ? 1 : CWG); // pwq: one consumer reads a stage
     }
+    if constexpr (RESIDENT) mbar_init(empty + STAGES, 1);
     fence_mbar_init();
   }
   __syncthreads();
@@ -640,7 +656,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   // gme: the staging tile past the ring and its mbarriers; bulk copies
   // need y 16-byte aligned (the plan: P Q % 4 = 0, so every channel run of
   // a tile starts and ends on 16 bytes), else the stores below.
-  float *const stg = reinterpret_cast<float *>(smem + STAGES * (STAGE_BYTES + 16));
+  float *const stg = reinterpret_cast<float *>(smem + STAGES * STAGE_BYTES + BAR_BYTES);
   const bool bulk = EP && (reinterpret_cast<unsigned long long>(y) & 15u) == 0 && PQ % 4 == 0;
   float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; // gm3's sums: see tile_sums (gm: d alone)
   unsigned it = 0;
@@ -839,6 +855,12 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 // three wgmma per k8 step with gm3's chunked masters; x itself is read
 // once, with no copy.
 //
+// Weights resident (CT_GM_WRES = NCB, the plan's choice where TILES_N = 1
+// and they fit): the producer loads the whole [BN][CP] block once, before
+// the CTA's first tile, into W_BYTES before the ring (channel block cb at
+// cb PARTS B_BYTES, barrier wfull = empty + STAGES); the stages carry x's
+// boxes alone and k-tile kt's wgmma reads channel block kt.
+//
 // Rows of D are pixels in an order chosen for the shared-memory reads
 // (ct_gm_pw_pixel: warps 2 b and 2 b + 1 of consumer c share box 2 c + b,
 // and a half-warp's 16 8-byte loads hit the 32 banks once; ct_gm_pw_smem
@@ -923,6 +945,18 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     tmap_prefetch(&tw);
     const int KP = (int)a.v[CT_GM_A_KP];
     const int SH = (int)a.v[CT_GM_A_SH], PH = (int)a.v[CT_GM_A_PH], DH = (int)a.v[CT_GM_A_DH];
+    if constexpr (RESIDENT) {
+      // The weights once (one tile of channels, TILES_N = 1): channel
+      // block cb's B (hi, lo) at cb PARTS B_BYTES.
+      if (blockIdx.x < tiles) {
+        mbar_arrive_expect_tx(empty + STAGES, W_BYTES);
+        for (int cb = 0; cb < WRES; ++cb) {
+          unsigned char *const sw = smem - W_BYTES + cb * PARTS * B_BYTES;
+          tma_load_tile4(sw, &tw, empty + STAGES, cb * BK, 0, 0, 0);
+          if constexpr (SPLIT) tma_load_tile4(sw + B_BYTES, &tw, empty + STAGES, cb * BK, 0, 0, KP);
+        }
+      }
+    }
     unsigned it = 0;
 #pragma unroll 1
     for (int u = blockIdx.x; u < tiles; u += gridDim.x) {
@@ -960,8 +994,11 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
             tma_load_tile4(sa + i * 32 * ROW, &tx, full + st, p0 + 32 * i, cb * BK, img, 0);
           }
         }
-        tma_load_tile4(sa + B_OFF, &tw, full + st, cb * BK, s, r, n0);
-        if constexpr (SPLIT) tma_load_tile4(sa + B_OFF + B_BYTES, &tw, full + st, cb * BK, s, r, n0 + KP);
+        if constexpr (!RESIDENT) {
+          tma_load_tile4(sa + B_OFF, &tw, full + st, cb * BK, s, r, n0);
+          if constexpr (SPLIT)
+            tma_load_tile4(sa + B_OFF + B_BYTES, &tw, full + st, cb * BK, s, r, n0 + KP);
+        }
       }
     }
     return;
@@ -984,7 +1021,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   // pwe, pwqe: the tile's outputs staged in stg[k][pixel] (pwqe: each
   // consumer its own), then one bulk copy per output channel of the tile's
   // run of pixels (HW % 4 = 0 and p0 a multiple of BM: 16-byte runs).
-  float *const stg = reinterpret_cast<float *>(smem + STAGES * (STAGE_BYTES + 16)) +
+  float *const stg = reinterpret_cast<float *>(smem + STAGES * STAGE_BYTES + BAR_BYTES) +
                      (PING ? c * BN * (BM + 4) : 0);
   const bool bulk = EP && vec_store;
   // Pixel pi of the tile at (p0, q0): 1 when it is in the image, its offset
@@ -1055,7 +1092,9 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         if constexpr (SPLIT) fr[PARTS - 1][j][i] = to_tf32(v[i] - __uint_as_float(fr[0][j][i]));
       }
     }
-    const unsigned long long db = wgmma_desc_swizzled(sbase + st * STAGE_BYTES + B_OFF, ROW);
+    const unsigned long long db =
+        RESIDENT ? wgmma_desc_swizzled(sbase - W_BYTES + kt * PARTS * B_BYTES, ROW)
+                 : wgmma_desc_swizzled(sbase + st * STAGE_BYTES + B_OFF, ROW);
     // The fragments written before the fence (the rounding may not sink past it).
 #pragma unroll
     for (int q = 0; q < PARTS; ++q)
@@ -1092,6 +1131,9 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     prev = st;
     ++it;
   };
+  // The weights, resident, are in before the first k-tile (a CTA with no
+  // tile has none loaded, and waits for none).
+  if (RESIDENT && blockIdx.x < tiles) mbar_wait(empty + STAGES, 0);
 #pragma unroll 1
   for (int wi = PING ? c : 0;; wi += PING ? 2 : 1) {
     const int u = blockIdx.x + wi * gridDim.x; // tile wi of the CTA's walk

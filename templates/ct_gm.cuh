@@ -69,6 +69,10 @@
 #define CT_GM_RING_SMEM(stage_bytes, stages) (1024 + (stages) * ((stage_bytes) + 16))
 #define CT_GM_SMEM(bm, bn, bk, stages, a_parts, b_parts) \
   CT_GM_RING_SMEM(CT_GM_STAGE_BYTES(bm, bn, bk, a_parts, b_parts), stages)
+/* gm_pw with its weights resident (CT_GM_WRES): w_bytes of them before
+** the ring, and one more mbarrier (16 bytes, keeping what follows
+** aligned). */
+#define CT_GM_WRES_SMEM(w_bytes) ((w_bytes) > 0 ? (w_bytes) + 16 : 0)
 /* Families gme and gme3 (CT_GM_EP 1): past the ring, the epilogue's
 ** staging tile, [BN][BM + 4] floats (a channel's BM pixels one 16-byte
 ** aligned run, rows 4 floats longer so that a warp's fragment writes hit

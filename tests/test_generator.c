@@ -759,6 +759,59 @@ static void test_pw_layout(void) {
   }
 }
 
+/* gm_pw's weights resident (CT_GM_WRES): at tf32, where one tile of
+** channels covers K and the whole [BN][CP] block fits beside the ring,
+** the source holds them (CT_GM_WRES = the channel blocks, CP / BK up) and
+** the ring's stages carry x alone: shared memory = 1024 + STAGES (x's
+** stage + 16) + the weights + 16 (their barrier) + the staging tiles.
+** Elsewhere (K past BN, weights too large, pw3, tap) they are streamed:
+** no define, the streamed layout's size. */
+static void test_pw_resident(void) {
+  ct_gen_limits lim = h200();
+  static const struct {
+    const char *spec, *name;
+    int fp32, wres;
+  } cases[] = {
+    {"n=32,c=256,h=56,w=56,k=64,r=1,s=1", "pwq:BM=64,BN=64,BK=32,STAGES=8", 0, 8},
+    {"n=32,c=256,h=56,w=56,k=64,r=1,s=1", "pwqe:BM=64,BN=64,BK=32,STAGES=8", 0, 8},
+    {"n=32,c=256,h=56,w=56,k=64,r=1,s=1", "pw:BM=128,BN=64,BK=32,STAGES=8", 0, 8},
+    {"n=32,c=256,h=56,w=56,k=128,r=1,s=1", "pwq:BM=64,BN=128,BK=32,STAGES=8", 0, 8},
+    {"n=16,c=64,h=1024,w=1024,k=128,r=1,s=1", "pwe:BM=128,BN=128,BK=32,STAGES=3", 0, 2},
+    {"n=3,c=130,h=12,w=30,k=70,r=1,s=1", "pw:BM=64,BN=128,BK=32,STAGES=6", 0, 5},
+    {"n=3,c=130,h=12,w=30,k=70,r=1,s=1", "pw:BM=64,BN=64,BK=32,STAGES=8", 0, 0},   /* K > BN */
+    {"n=32,c=1024,h=14,w=14,k=256,r=1,s=1", "pw:BM=128,BN=256,BK=32,STAGES=4", 0, 0}, /* 1 MiB */
+    {"n=32,c=256,h=56,w=56,k=64,r=1,s=1", "pw3:BM=128,BN=64,BK=32,STAGES=6,KC=4", 1, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ct_problem p;
+    ASSERT_EQ_INT(parse(cases[i].spec, cases[i].fp32 ? CT_PREC_FP32 : CT_PREC_TF32, &p), 0);
+    ct_gen_variant v;
+    const ct_status rc = ct_gen_variant_from_name(&p, &lim, cases[i].name, &v);
+    if (rc != CT_OK) fprintf(stderr, "%s: %s not offered\n", cases[i].spec, cases[i].name);
+    ASSERT_EQ_INT(rc, CT_OK);
+    char *src = NULL;
+    ASSERT_EQ_INT(ct_gen_source(&p, &v, &src), CT_OK);
+    /* The template's default line, and the plan's before it where held. */
+    int lines = 0;
+    for (const char *q = src; (q = strstr(q, "#define CT_GM_WRES ")) != NULL; q++) lines++;
+    char line[40];
+    snprintf(line, sizeof line, "#define CT_GM_WRES %d\n", cases[i].wres);
+    ASSERT_EQ_INT(lines, cases[i].wres > 0 ? 2 : 1);
+    if (cases[i].wres > 0) ASSERT_TRUE(strstr(src, line) != NULL);
+    free(src);
+    const int64_t bm = v.values[0], bn = v.values[1], bk = v.values[2], stages = v.values[3];
+    const int parts = cases[i].fp32 ? 2 : 1;
+    const int64_t staging = strncmp(cases[i].name, "pwqe:", 5) == 0 ? 2
+                            : strncmp(cases[i].name, "pwe:", 4) == 0 ? 1
+                                                                      : 0;
+    const int64_t stage = (bm + (cases[i].wres > 0 ? 0 : parts * bn)) * bk * 4;
+    const int64_t held = cases[i].wres > 0 ? cases[i].wres * bn * bk * 4 + 16 : 0;
+    const int64_t smem = 1024 + stages * (stage + 16) + held + staging * bn * (bm + 4) * 4;
+    ASSERT_EQ_INT((int64_t)v.kernels[v.n_kernels - 1].smem, smem);
+    ASSERT_TRUE(smem <= lim.max_smem_per_block);
+  }
+}
+
 /* Family tap's x boxes (ct_gm.cuh): for BM = 64 and 128, BK = 8, 16 and
 ** 32 and BQ = 16 and 32, ct_gm_tap_pixel (row g + 8 h of warp `warp` of
 ** consumer c) is a bijection onto the tile's pixels, consumer c's rows
@@ -1917,6 +1970,7 @@ int main(void) {
   RUN_TEST(test_gm3_layout);
   RUN_TEST(test_gmp_patches);
   RUN_TEST(test_pw_layout);
+  RUN_TEST(test_pw_resident);
   RUN_TEST(test_tap_plan);
   RUN_TEST(test_gmk_split);
   RUN_TEST(test_pwq_pingpong);
