@@ -766,7 +766,7 @@ static int64_t pw_smem(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int p
 ** memory beside STAGES stages of x alone, the producer loads it once and
 ** each k-tile reads channel block kt of it, so the ring carries x alone
 ** and the weights cross from L2 once per CTA instead of once per tile
-** (which doubled what each SM takes in on a 1x1 layer of K <= BN).
+** (a tile's weights are as many bytes as its x where BN = BM).
 ** Returns the channel blocks held (NCB), else 0 (the weights streamed
 ** with x, a stage each).  TF32 only: pw3, compute-bound by its three
 ** wgmma a k8 step, measured no faster with them resident (PERFORMANCE.md

@@ -263,6 +263,27 @@ __device__ __forceinline__ void bulk_wait_read() {
 __device__ __forceinline__ void bulk_wait_all() {
   asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
+// The staging tile's writes (gme, pwe): this thread's sums, bias and
+// activation applied, acc[4j + 2h + e] (D's row g + 8h, column 8j + 2t +
+// e) into stg[8j + 2t + e][rows[h]], the rows BM + 4 floats apart (the 32
+// lanes' writes of one register hit 32 banks).
+__device__ __forceinline__ void stage_tile(float *stg, const float *acc,
+                                           const float *__restrict__ b, int n0, int K, int t,
+                                           const int (&rows)[2]) {
+  constexpr int LD = BM + 4;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int k0 = n0 + 8 * j + 2 * t;
+    const float b0 = b && k0 < K ? __ldg(b + k0) : 0.0f;
+    const float b1 = b && k0 + 1 < K ? __ldg(b + k0 + 1) : 0.0f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float *const sp = stg + (8 * j + 2 * t) * LD + rows[h];
+      sp[0] = ct_act(acc[4 * j + 2 * h] + b0);
+      sp[LD] = ct_act(acc[4 * j + 2 * h + 1] + b1);
+    }
+  }
+}
 
 // A compile-time flag as a value: a generic lambda's copies (the epilogues'
 // whole-tile and edge-tile loops).
@@ -725,8 +746,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       }
     } else if (bulk) {
       // gme: the tile's sums, bias and activation applied, into stg[k][m]
-      // (rows BM + 4 floats apart: the 32 lanes' writes of one register
-      // hit 32 banks), then one bulk copy per output channel and image
+      // (stage_tile), then one bulk copy per output channel and image
       // segment of the tile (its rows below M, m0 .. m0 + rows - 1, may
       // span images), issued by consumer thread k, in its bulk group; the
       // consumers then go on to the next tile while the copies drain.
@@ -734,18 +754,8 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       constexpr int LD = BM + 4;
       bulk_wait_read();
       consumers_sync();
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int k0 = n0 + 8 * j + 2 * t;
-        const float b0 = b && k0 < K ? __ldg(b + k0) : 0.0f;
-        const float b1 = b && k0 + 1 < K ? __ldg(b + k0 + 1) : 0.0f;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float *const sp = stg + (8 * j + 2 * t) * LD + c * 64 + warp * 16 + 8 * h + g;
-          sp[0] = ct_act(acc[4 * j + 2 * h] + b0);
-          sp[LD] = ct_act(acc[4 * j + 2 * h + 1] + b1);
-        }
-      }
+      const int srows[2] = {c * 64 + warp * 16 + g, c * 64 + warp * 16 + 8 + g};
+      stage_tile(stg, acc, b, n0, K, t, srows);
       fence_proxy_async(); // the generic proxy's writes, before the copies read them
       consumers_sync();
       const int m0 = tm * BM, rows = M - m0 < BM ? M - m0 : BM;
@@ -1174,18 +1184,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         consumer_sync(c);
       else
         consumers_sync();
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int k0 = n0 + 8 * j + 2 * t;
-        const float b0 = b && k0 < K ? __ldg(b + k0) : 0.0f;
-        const float b1 = b && k0 + 1 < K ? __ldg(b + k0 + 1) : 0.0f;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float *const sp = stg + (8 * j + 2 * t) * LD + pxs[h];
-          sp[0] = ct_act(acc[4 * j + 2 * h] + b0);
-          sp[LD] = ct_act(acc[4 * j + 2 * h + 1] + b1);
-        }
-      }
+      stage_tile(stg, acc, b, n0, K, t, pxs);
       fence_proxy_async();
       if constexpr (PING)
         consumer_sync(c);
