@@ -508,6 +508,31 @@ static ct_status cache_connect(ct_cache *c, int oflags, int immutable)
   return CT_OK;
 }
 
+/* PRAGMA journal_mode = WAL.  The change takes an exclusive lock, and
+** where this connection's shared lock and another's pending write could
+** deadlock (several processes or threads opening a new database at once)
+** SQLite answers SQLITE_BUSY at once, without the busy handler.  The
+** statement holds no lock once it fails, so it is tried again every 2 ms
+** until CT_CACHE_BUSY_MS have passed. */
+static ct_status cache_set_wal(ct_cache *c)
+{
+  const struct timespec pause = {0, 2 * 1000 * 1000};
+  struct timespec t0, now;
+  int src;
+
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    src = sqlite3_exec(c->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
+    if ((src & 0xff) != SQLITE_BUSY) break;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >=
+        CT_CACHE_BUSY_MS)
+      break;
+    nanosleep(&pause, NULL);
+  }
+  return src == SQLITE_OK ? CT_OK : cache_sqlfail(c, src, "setting WAL mode");
+}
+
 /* Identifies the file (cache_identify) in a read transaction, writing
 ** nothing. */
 static ct_status cache_read_version(ct_cache *c, int *version)
@@ -614,7 +639,7 @@ static ct_status cache_open(const char *path, int flags, int target,
 
   /* WAL lets readers and one writer proceed together; the setting is
   ** stored in the file. */
-  rc = cache_exec(c, "PRAGMA journal_mode = WAL", "setting WAL mode");
+  rc = cache_set_wal(c);
   if (rc == CT_OK)
     rc = cache_exec(c, "PRAGMA foreign_keys = ON", "enabling foreign keys");
   if (rc == CT_OK) rc = cache_migrate(c, target);

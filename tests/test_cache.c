@@ -1425,6 +1425,58 @@ static void *writer_main(void *arg)
   return NULL;
 }
 
+/* Threads that open one new database at the same moment: changing it to
+** WAL takes an exclusive lock, and SQLite answers SQLITE_BUSY at once,
+** without waiting, where two openers' locks could deadlock; the open must
+** wait and retry rather than fail.  100 rounds of 4 openers, each round a
+** new file. */
+typedef struct opener {
+  const char *path;
+  pthread_barrier_t *start;
+  ct_status rc;
+  char error[512];
+} opener;
+
+static void *opener_main(void *arg)
+{
+  opener *o = arg;
+  ct_cache *c = NULL;
+  pthread_barrier_wait(o->start);
+  o->rc = ct_cache_open(o->path, CT_CACHE_CREATE, &c, o->error, sizeof o->error);
+  ct_cache_close(c);
+  return NULL;
+}
+
+static void test_concurrent_create(void)
+{
+  enum { OPENERS = 4, ROUNDS = 100 };
+  pthread_barrier_t start;
+  pthread_t th[OPENERS];
+  opener o[OPENERS];
+  char name[64];
+  const char *path;
+  int round, i;
+
+  for (round = 0; round < ROUNDS; round++) {
+    snprintf(name, sizeof name, "create%d/tuning.db", round);
+    path = tmp_path(name);
+    ASSERT_EQ_INT(pthread_barrier_init(&start, NULL, OPENERS), 0);
+    for (i = 0; i < OPENERS; i++) {
+      memset(&o[i], 0, sizeof o[i]);
+      o[i].path = path;
+      o[i].start = &start;
+      ASSERT_EQ_INT(pthread_create(&th[i], NULL, opener_main, &o[i]), 0);
+    }
+    for (i = 0; i < OPENERS; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
+    for (i = 0; i < OPENERS; i++) {
+      if (o[i].rc != CT_OK)
+        fprintf(stderr, "round %d, opener %d: %s\n", round, i, o[i].error);
+      ASSERT_EQ_INT(o[i].rc, CT_OK);
+    }
+  }
+}
+
 static void test_concurrent_writers(void)
 {
   const char *path = tmp_path("concurrent/tuning.db");
@@ -1518,6 +1570,7 @@ int main(void)
   RUN_TEST(test_missing_and_empty);
   RUN_TEST(test_readonly_directory);
   RUN_TEST(test_concurrent_writers);
+  RUN_TEST(test_concurrent_create);
 
   nftw(tmp_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   TEST_EXIT();
