@@ -3,7 +3,8 @@
 **
 ** Every query is a constant SQL text prepared with sqlite3_prepare_v2 and
 ** given its values through sqlite3_bind_*; the only texts run with
-** sqlite3_exec are the constant migration scripts and transaction verbs.
+** sqlite3_exec are the constant migration scripts, pragmas and transaction
+** verbs.
 ** Each function finalizes its statements on every path through a single
 ** `done:` label.
 */
