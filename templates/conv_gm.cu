@@ -1178,18 +1178,19 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       // pwe, pwqe (gme's staging, the tile within one image): each thread's
       // copies of the tile before have read stg, the outputs go in, then
       // consumer thread k copies channel k's run of the tile's pixels.
+      // pwqe: each consumer stages its own tiles, so its warpgroup alone syncs.
       constexpr int LD = BM + 4;
+      auto staging_sync = [&] {
+        if constexpr (PING)
+          consumer_sync(c);
+        else
+          consumers_sync();
+      };
       bulk_wait_read();
-      if constexpr (PING)
-        consumer_sync(c);
-      else
-        consumers_sync();
+      staging_sync();
       stage_tile(stg, acc, b, n0, K, t, pxs);
       fence_proxy_async();
-      if constexpr (PING)
-        consumer_sync(c);
-      else
-        consumers_sync();
+      staging_sync();
       const int rows = HW - p0 < BM ? HW - p0 : BM;
       for (int kl = (PING ? 0 : c * 128) + lt; kl < BN && n0 + kl < K; kl += PING ? 128 : CWG * 128)
         bulk_store(y + ((long long)img * K + n0 + kl) * HW + p0,
