@@ -472,6 +472,27 @@ class Context:
                                          b or None, y, stream or None)
         self._check(st, "ct_forward_packed")
 
+    def launcher(self, p, packed=None):
+        """forward(p, x, w, b, y, stream) as a function of (x, w, b, y,
+        stream), p bound once; with packed, forward_packed(p, x, packed,
+        b, y, stream) (w unused).  For a caller that repeats one call:
+        nothing is checked in Python (the library still checks every
+        call).  Holds p and packed; once the context is closed or packed
+        freed, the library refuses the call."""
+        if packed is not None and (not isinstance(packed, PackedWeights)
+                                   or packed.context is not self):
+            raise ValueError("launcher needs PackedWeights from this context's pack_weights")
+        fn = self._lib.ct_forward if packed is None else self._lib.ct_forward_packed
+        what = "ct_forward" if packed is None else "ct_forward_packed"
+        ref, check = ctypes.byref(p), self._check
+
+        def launch(x, w, b, y, stream):
+            st = fn(self._handle, ref, x, w if packed is None else packed._handle, b, y, stream)
+            if st != CT_OK:
+                check(st, what)
+
+        return launch
+
     def prepare(self, p):
         """ct_prepare: loads p's kernel without launching anything."""
         self._check(self._lib.ct_prepare(self._handle, ctypes.byref(p)), "ct_prepare")

@@ -237,6 +237,14 @@ def test_context_against_the_mock_driver(lib, tmp_path):
             x, w, b, y = 0x10000, 0x20000, 0x30000, 0x40000  # never touched
             ctx.forward(p, x, w, b, y, 0)
             assert "no usable tuning database" in ctx.forward_reason(p)
+            launch = ctx.launcher(p)  # forward with p bound: the library's checks still run
+            launch(x, w, b, y, 0)
+            try:
+                launch(y, w, b, y, 0)
+            except convtune.ConvtuneError as e:
+                assert e.status == _lib.CT_ERR_INVALID_ARG and "overlaps" in str(e), e
+            else:
+                raise AssertionError("a launcher ran y over x")
             for args, needle in [((x, w, None, y), "b is NULL"),
                                  ((x + 2, w, b, y), "aligned"),
                                  ((y, w, b, y), "overlaps")]:
@@ -283,9 +291,23 @@ def test_packed_weights_against_the_mock_driver(lib):
                 assert e.status == _lib.CT_ERR_INVALID_ARG and "another problem" in str(e), e
             else:
                 raise AssertionError("packed weights ran another problem")
+            launch = ctx.launcher(p, packed)  # the same call, its arguments bound
+            launch(x, None, b, y, 0)
+            try:
+                other.launcher(p, packed)
+            except ValueError as e:
+                assert "this context" in str(e), e
+            else:
+                raise AssertionError("a launcher took another context's packed weights")
             packed.free()
             packed.free()
             assert packed.bytes == 0
+            try:
+                launch(x, None, b, y, 0)
+            except convtune.ConvtuneError as e:  # freed: refused, not run
+                assert e.status == _lib.CT_ERR_INVALID_ARG and "not packed" in str(e), e
+            else:
+                raise AssertionError("a launcher ran freed packed weights")
             kept = ctx.pack_weights(p, ctypes.addressof(w), 0)
         kept.free()  # after its context closed: the handle alone
         print("packed ok")

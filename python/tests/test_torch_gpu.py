@@ -215,6 +215,78 @@ def test_packed_weights_module(precision):
         assert torch.equal(patched(x), plain(x))
 
 
+@pytest.mark.parametrize("pack", [False, True])
+def test_module_call_repeats_until_something_changes(pack):
+    """Conv2d repeats its last checked call (_Repeat) with the checked
+    path's output bit for bit, packed or not, and each thing that call
+    depends on, changed, sends the next call back through the checks (a new
+    _Repeat), or through the op where it must be seen (autograd, the
+    profiler)."""
+    torch.manual_seed(7)
+    ref = ct.Conv2d(16, 8, 3, padding=1).to(DEV).eval()  # precision "auto"
+    mine = ct.Conv2d(16, 8, 3, padding=1, pack_weights=pack).to(DEV).eval()
+    mine.load_state_dict(ref.state_dict())
+    x = torch.rand(2, 16, 12, 12, device=DEV)
+    with torch.no_grad():
+        want = ref(x)
+        assert torch.equal(mine(x), want)
+        first = ct._repeats.get(mine)
+        assert first is not None and first.live
+        for _ in range(3):
+            assert torch.equal(mine(x), want)
+        assert ct._repeats.get(mine) is first  # repeated, not rebuilt
+
+    def both(change):
+        change(ref)
+        change(mine)
+
+    def set_weight(m):
+        m.weight = nn.Parameter(m.weight.detach() * 0.5)  # keeps its format
+
+    tf32 = torch.backends.cudnn.allow_tf32
+    xc = x.contiguous(memory_format=torch.channels_last)
+
+    def to_channels_last(m):  # the weight too: no copy per call
+        m.weight = nn.Parameter(m.weight.detach().contiguous(memory_format=torch.channels_last))
+
+    changes = [
+        ("x's shape", None, torch.rand(3, 16, 12, 12, device=DEV)),
+        ("x's format", to_channels_last, xc),
+        ("weight in place", lambda m: m.weight.mul_(2), xc),
+        ("a new weight", set_weight, xc),
+        ("bias in place", lambda m: m.bias.add_(1), xc),
+        ("stride", lambda m: setattr(m, "stride", (2, 2)), xc),
+        ("act", lambda m: setattr(m, "act", "relu"), xc),
+        ("allow_tf32", lambda m: setattr(torch.backends.cudnn, "allow_tf32", not tf32), xc),
+        ("a new context", lambda m: ct.set_database(ct._state["db"]), xc),
+    ]
+    try:
+        for name, change, xi in changes:
+            before = ct._repeats.get(mine)
+            with torch.no_grad():
+                if change is not None:
+                    both(change)
+                got, want = mine(xi), ref(xi)
+                assert torch.equal(got, want), name
+                after = ct._repeats.get(mine)
+                assert after is not before and not before.live and after.live, name
+                assert torch.equal(mine(xi), want), name  # repeated
+                assert ct._repeats.get(mine) is after, name
+    finally:
+        torch.backends.cudnn.allow_tf32 = tf32
+    with torch.no_grad():
+        with torch.autograd.profiler.profile() as prof:
+            mine(x)
+    assert any("convtune::conv2d" in e.name for e in prof.function_events)
+    y = mine(x)  # autograd records it
+    assert y.requires_grad and y.grad_fn is not None
+    mine.repack()
+    assert ct._repeats.get(mine) is None and not after.live
+    with torch.no_grad():  # a weight in x's other format: copied for each call, not kept
+        assert torch.equal(mine(x), ref(x))  # (packed once, from x's format: kept)
+    assert (ct._repeats.get(mine) is not None) == pack
+
+
 def test_runs_on_the_current_stream():
     x, w, b = make((4, 3, 67, 65), (32, 3, 11, 11), True)
     ct.conv2d(x, w, b, 4, 2, precision="fp32")  # load outside the side stream
