@@ -59,7 +59,8 @@
 ** instead of transposed; for gm, when C % 4 = 0 and x and w are big enough,
 ** not copied at all: the maps read the caller's x and w, TFLOAT32, and the
 ** call is gm_conv alone, without workspace; an NCHW 1x1 problem's weight
-** map reads the caller's w, [K][C] already, with no gm_pack (gm_reads).
+** map reads the caller's w, [K][C] already, with no gm_pack, and so does
+** gmp's (at tf32) where R S C % 4 = 0, with no gm_wpack (gm_reads).
 **
 ** A point is declined (valid() == 0), never offered wrong, when: the device
 ** is not cc 9.0 with the target "sm_90a"; a stride exceeds 8 (the im2col
@@ -263,9 +264,11 @@ static int64_t gm_want_bk(int64_t cp) { return cp <= 8 ? 8 : cp <= 16 ? 16 : 32;
 ** channel); the call is gm_conv alone with no workspace (gmk: then
 ** gm_reduce, the partials its only workspace).  GM_READS_W: an NCHW 1x1
 ** problem, whose KCRS w is [K][C], the order the weight map reads, with
-** C % 4 = 0 and w at least CT_GM_MIN_MAP_BYTES (pw_reads_w): x still goes
-** through gm_nhwc, the weights through no pass (no gm_pack), the
-** workspace is x's copy (and gmk's partials).  GM_COPY: both passes.
+** C % 4 = 0 and w at least CT_GM_MIN_MAP_BYTES (pw_reads_w), or gmp's
+** problem whose w is its packed weights already (gmp_reads_w): x still
+** goes through gm_nhwc (gmp: gm_patch), the weights through no pass (no
+** gm_pack, gm_wpack), the workspace is x's copy (and gmk's partials).
+** GM_COPY: both passes.
 ** The maps over the caller's tensors need them 16-byte aligned, which the
 ** runtime checks. */
 enum { GM_COPY, GM_READS_XW, GM_READS_W };
@@ -277,8 +280,19 @@ static int pw_reads_w(const ct_problem *p, int parts) {
   return parts == 1 && p->c % 4 == 0 && p->k * p->c >= CT_GM_MIN_MAP_BYTES / 4;
 }
 
+/* 1 when gmp's weight map can read the caller's w as the packed weights:
+** the patch matrix's columns are in the order of w's own rows (KCRS for
+** NCHW, KRSC for NHWC: ct_gm_patch_src), so w is [K][KG] already where
+** R S C % 4 = 0 (KG = R S C, its rows' 16-byte stride); parts 1 and w at
+** least CT_GM_MIN_MAP_BYTES. */
+static int gmp_reads_w(const ct_problem *p, int parts) {
+  const int64_t rsc = p->r * p->s * p->c;
+  return parts == 1 && rsc % 4 == 0 && p->k * rsc >= CT_GM_MIN_MAP_BYTES / 4;
+}
+
 static int gm_reads(const ct_problem *p, const gm_kind *kd) {
-  if (kd->parts != 1 || kd->patch || p->c % 4 != 0) return GM_COPY;
+  if (kd->patch) return gmp_reads_w(p, kd->parts) ? GM_READS_W : GM_COPY;
+  if (kd->parts != 1 || p->c % 4 != 0) return GM_COPY;
   if (p->layout == CT_LAYOUT_NCHW)
     return p->r == 1 && p->s == 1 && pw_reads_w(p, kd->parts) ? GM_READS_W : GM_COPY;
   const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4;

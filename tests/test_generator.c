@@ -470,26 +470,34 @@ static int gmp_plan_is_view(const ct_problem *p, const ct_gen_variant *v) {
   ** gm_patch1, 32 rows x 64 columns a block. */
   const int one = p->r == 1 && p->s == 1 && p->layout == CT_LAYOUT_NCHW;
   const int64_t rows_per_block = one ? CT_GM_PREP_PX : rb, gy = one ? (KG + 63) / 64 : 1;
+  /* At tf32, where R S C % 4 = 0 and w is at least 128 KiB, the weight
+  ** map reads the caller's w, its rows the packed ones: no gm_wpack. */
+  const int wread = parts == 1 && RSC % 4 == 0 && p->k * RSC * 4 >= CT_GM_MIN_MAP_BYTES;
+  const int64_t mat = parts * NP * P * Q * KG;
   return KG == (RSC + 3) / 4 * 4 && a[CT_GM_A_NCB] == (KG + bk - 1) / bk &&
          a[CT_GM_A_R] == p->r && a[CT_GM_A_SH] == p->stride_h && a[CT_GM_A_P] == P &&
-         v->n_kernels == 3 &&
+         v->n_kernels == 3 - wread &&
          strcmp(v->kernels[0].name, one ? "gm_patch1" : "gm_patch") == 0 &&
-         strcmp(v->kernels[1].name, "gm_wpack") == 0 &&
-         strcmp(v->kernels[2].name, "gm_conv") == 0 &&
+         (wread || (strcmp(v->kernels[1].name, "gm_wpack") == 0 &&
+                    v->kernels[1].grid[0] == (unsigned)KP)) &&
+         strcmp(v->kernels[2 - wread].name, "gm_conv") == 0 &&
          (int64_t)v->kernels[0].grid[0] * rows_per_block >= NP * P * Q &&
          ((int64_t)v->kernels[0].grid[0] - 1) * rows_per_block < NP * P * Q &&
-         v->kernels[0].grid[1] == (unsigned)gy &&
-         v->kernels[1].grid[0] == (unsigned)KP && mx->kind == CT_GEN_MAP_IM2COL &&
+         v->kernels[0].grid[1] == (unsigned)gy && mx->kind == CT_GEN_MAP_IM2COL &&
          mx->dims[0] == (uint64_t)KG && mx->dims[1] == (uint64_t)Q &&
          mx->dims[2] == (uint64_t)P && mx->dims[3] == (uint64_t)(parts * NP) &&
          mx->lower[0] == 0 && mx->lower[1] == 0 && mx->upper[0] == 0 && mx->upper[1] == 0 &&
          mx->elem_strides[1] == 1 && mx->elem_strides[2] == 1 &&
          mw->dims[0] == (uint64_t)KG && mw->dims[1] == 1 && mw->dims[2] == 1 &&
-         mw->dims[3] == (uint64_t)(parts * KP) &&
-         mw->offset == (uint64_t)a[CT_GM_A_WOFF] * 4 &&
-         a[CT_GM_A_WOFF] >= parts * NP * P * Q * KG &&
-         (int64_t)v->workspace_bytes >= (a[CT_GM_A_WOFF] + parts * KP * KG) * 4 &&
-         NP * P * Q * KG * 4 >= CT_GM_MIN_MAP_BYTES && KP * KG * 4 >= CT_GM_MIN_MAP_BYTES;
+         mw->strides[0] == (uint64_t)KG * 4 && mw->tf32 == wread &&
+         (wread ? mw->buffer == CT_GEN_BUF_W && mw->offset == 0 &&
+                      mw->dims[3] == (uint64_t)p->k && (int64_t)v->workspace_bytes >= mat * 4
+                : mw->buffer == CT_GEN_BUF_WS && mw->dims[3] == (uint64_t)(parts * KP) &&
+                      mw->offset == (uint64_t)a[CT_GM_A_WOFF] * 4 &&
+                      a[CT_GM_A_WOFF] >= mat &&
+                      (int64_t)v->workspace_bytes >= (a[CT_GM_A_WOFF] + parts * KP * KG) * 4 &&
+                      KP * KG * 4 >= CT_GM_MIN_MAP_BYTES) &&
+         NP * P * Q * KG * 4 >= CT_GM_MIN_MAP_BYTES;
 }
 
 static int gmp_matches_reference(const char *spec, ct_precision prec) {
@@ -568,10 +576,14 @@ static void test_gmp_patches(void) {
   /* ViT's patch embedding (stride 16, gm declines it) in both layouts,
   ** a stride of 9 with padding, dilation with unequal strides, a tap
   ** offset past im2col's 255, three channels at stride 4, a 1x1 at
-  ** stride 2. */
+  ** stride 2; the weight map over the caller's w at tf32 (w of 128 KiB
+  ** or more, R S C % 4 = 0: ViT's in both layouts, a 1x1 at stride 2). */
   static const char *const specs[] = {
     "n=2,c=3,h=64,w=48,k=20,r=16,s=16,stride=16",
     "n=2,c=3,h=64,w=48,k=20,r=16,s=16,stride=16,layout=nhwc",
+    "n=2,c=3,h=64,w=48,k=48,r=16,s=16,stride=16",
+    "n=2,c=3,h=64,w=48,k=48,r=16,s=16,stride=16,layout=nhwc",
+    "n=2,c=256,h=15,w=17,k=132,r=1,s=1,stride=2",
     "n=3,c=5,h=31,w=29,k=7,r=3,s=4,stride=9x10,pad=2x1,act=relu",
     "n=1,c=6,h=23,w=40,k=9,r=3,s=2,stride=9x3,pad=3,dil=4x7,bias=0,layout=nhwc",
     "n=1,c=2,h=300,w=9,k=4,r=3,s=1,dil=130,pad=1",

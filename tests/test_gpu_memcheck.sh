@@ -12,7 +12,8 @@
 # a 1x1 over C = 130 (pw, with a partial channel block); a 1x1 over
 # 36 x 36 planes (pwq's ping-pong consumers, partial tiles both ways); a
 # 1x1 over 7 x 9 planes with C % 4 = 0 (gm's weight map over the
-# caller's w).  The sanitizer
+# caller's w); a 1x1 at stride 2 with C % 4 = 0 (gmp's weight map over
+# the caller's w, at tf32).  The sanitizer
 # writes its report to a log file (by default it shares stdout, which
 # carries the tune's JSON).
 # Exits 77 where no GPU is usable or compute-sanitizer is not installed.
@@ -51,6 +52,7 @@ shapes=(
   "n=3,c=130,h=12,w=30,k=70,r=1,s=1"
   "n=16,c=130,h=36,w=36,k=70,r=1,s=1"
   "n=3,c=256,h=7,w=9,k=136,r=1,s=1"
+  "n=2,c=256,h=15,w=17,k=132,r=1,s=1,stride=2"
 )
 # offered SPEC PREC: the general families the space offers, comma-separated.
 offered() {
