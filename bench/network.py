@@ -296,6 +296,17 @@ def add_ratios(rows):
         r["speed_vs_best_pytorch"] = min(best) / r["mean_ms"] if best else None
 
 
+def merge_models(old, new):
+    """The models record of old with new's: a model's entry replaced, but
+    its tune record keeps the precisions and layouts new did not tune (a
+    run per precision keeps both)."""
+    merged = dict(old)
+    for key, entry in new.items():
+        tune = dict(old.get(key, {}).get("tune") or {}, **(entry.get("tune") or {}))
+        merged[key] = dict(entry, tune=tune)
+    return merged
+
+
 def merge(old_rows, new_rows):
     key = lambda r: (r["model"], r["batch"], r["impl"], r["precision"])  # noqa: E731
     merged = {key(r): r for r in old_rows}
@@ -408,7 +419,7 @@ def main(argv=None):
         "compile_mode": args.compile_mode,
         "check": "float64 model on the same input; passes = finite and rel_err <= "
                  "max(%g x eager NCHW's rel_err, %s)" % (REL_FACTOR, REL_FLOOR),
-        "models": dict(old.get("models", {}), **models),
+        "models": merge_models(old.get("models", {}), models),
         "rows": all_rows,
     }
     with open(json_path, "w") as f:

@@ -69,6 +69,17 @@ def test_rows_of_runs_in_parts_merge_and_get_ratios(net):
     assert "torch_compile" in net.table(rows)
 
 
+def test_models_of_runs_in_parts_keep_each_precisions_tune(net):
+    old = {"resnet50:1": {"replaced": 53, "tune": {"fp32": {"wall_s": 60.0}}},
+           "vgg16_bn:8": {"replaced": 13, "tune": {"tf32": {"wall_s": 20.0}}}}
+    new = {"resnet50:1": {"replaced": 53, "tune": {"tf32": {"wall_s": 50.0}}}}
+    models = net.merge_models(old, new)
+    assert models["resnet50:1"]["tune"] == {"fp32": {"wall_s": 60.0}, "tf32": {"wall_s": 50.0}}
+    assert models["vgg16_bn:8"] == old["vgg16_bn:8"]
+    again = net.merge_models(models, {"resnet50:1": {"tune": {"fp32": {"wall_s": 70.0}}}})
+    assert again["resnet50:1"]["tune"]["fp32"] == {"wall_s": 70.0}  # a re-run replaces
+
+
 def test_conv_floor_sums_each_convolution_floor_times_its_calls(net):
     """conv_floor_ms: bench.floors of every problem collect() lists, times
     its calls, at the row's precision (a shared convolution counted twice,
