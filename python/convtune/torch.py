@@ -585,10 +585,12 @@ def _forget_repeat(module):
 def _keep_repeat(module, x, y, ctx, p, weight, bias, packed=None):
     """After module's checked call (with _packed_lock held): that call, with
     the weight and bias it used, becomes its _Repeat where they are its own
-    parameters (not a parametrization's computed tensors)."""
+    parameters (not a parametrization's computed tensors) and not inference
+    tensors (which have no version counter to watch)."""
     _forget_repeat(module)
     params = module._parameters
-    if params.get("weight") is weight and params.get("bias") is bias:
+    if (params.get("weight") is weight and params.get("bias") is bias
+            and not weight.is_inference() and not (bias is not None and bias.is_inference())):
         _repeats[module] = _Repeat(module, x, y, ctx, p, packed)
 
 

@@ -285,6 +285,14 @@ def test_module_call_repeats_until_something_changes(pack):
     with torch.no_grad():  # a weight in x's other format: copied for each call, not kept
         assert torch.equal(mine(x), ref(x))  # (packed once, from x's format: kept)
     assert (ct._repeats.get(mine) is not None) == pack
+    # A module made in inference mode: its parameters are inference tensors,
+    # with no version counter to watch, so its calls are not kept.
+    with torch.inference_mode():
+        made = ct.Conv2d(16, 8, 3, padding=1, pack_weights=pack).to(DEV).eval()
+        assert made.weight.is_inference()
+        want = ct.conv2d(x, made.weight, made.bias, padding=1)
+        assert torch.equal(made(x), want) and torch.equal(made(x), want)
+    assert ct._repeats.get(made) is None
 
 
 def test_runs_on_the_current_stream():
