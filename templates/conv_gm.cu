@@ -165,7 +165,7 @@ constexpr int TX_BYTES = TAPS ? TAP_A + PARTS * B_BYTES : STAGE_BYTES; // a stag
 constexpr int W_BYTES = WRES * PARTS * B_BYTES;
 constexpr int RING_BYTES = CT_GM_RING_SMEM(STAGE_BYTES, STAGES) + CT_GM_WRES_SMEM(W_BYTES);
 constexpr int BAR_BYTES = STAGES * 16 + (RESIDENT ? 16 : 0); // the mbarriers past the stages
-// gme, pwe: then the staging tile [BN][BM + 4] (ct_gm.cuh, CT_GM_EPI_BYTES);
+// gme, pwe: then the staging tile [BN][BM + 4] (STG_LD, CT_GM_EPI_BYTES);
 // pwqe: one per consumer.
 constexpr int SMEM_BYTES = RING_BYTES + (EP ? (PING ? 2 : 1) * CT_GM_EPI_BYTES(BM, BN) : 0);
 constexpr int KTC = SPLIT ? KC / (BK / 8) : 1; // gm3: k-tiles per chunk
@@ -263,14 +263,16 @@ __device__ __forceinline__ void bulk_wait_read() {
 __device__ __forceinline__ void bulk_wait_all() {
   asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
-// The staging tile's writes (gme, pwe): this thread's sums, bias and
-// activation applied, acc[4j + 2h + e] (D's row g + 8h, column 8j + 2t +
-// e) into stg[8j + 2t + e][rows[h]], the rows BM + 4 floats apart (the 32
-// lanes' writes of one register hit 32 banks).
+// The staging tile (gme, pwe): [BN][STG_LD], a row an output channel, its
+// rows BM + 4 floats apart (the 32 lanes' writes of one register hit 32
+// banks).  stage_tile writes this thread's sums, bias and activation
+// applied, acc[4j + 2h + e] (D's row g + 8h, column 8j + 2t + e) into
+// stg[8j + 2t + e][rows[h]].
+constexpr int STG_LD = CT_GM_EPI_LD(BM);
 __device__ __forceinline__ void stage_tile(float *stg, const float *acc,
                                            const float *__restrict__ b, int n0, int K, int t,
                                            const int (&rows)[2]) {
-  constexpr int LD = BM + 4;
+  constexpr int LD = STG_LD;
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     const int k0 = n0 + 8 * j + 2 * t;
@@ -751,7 +753,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       // span images), issued by consumer thread k, in its bulk group; the
       // consumers then go on to the next tile while the copies drain.
       // First, each thread's copies of the tile before have read stg.
-      constexpr int LD = BM + 4;
+      constexpr int LD = STG_LD;
       bulk_wait_read();
       consumers_sync();
       const int srows[2] = {c * 64 + warp * 16 + g, c * 64 + warp * 16 + 8 + g};
@@ -1032,7 +1034,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   // consumer its own), then one bulk copy per output channel of the tile's
   // run of pixels (HW % 4 = 0 and p0 a multiple of BM: 16-byte runs).
   float *const stg = reinterpret_cast<float *>(smem + STAGES * STAGE_BYTES + BAR_BYTES) +
-                     (PING ? c * BN * (BM + 4) : 0);
+                     (PING ? c * BN * STG_LD : 0);
   const bool bulk = EP && vec_store;
   // Pixel pi of the tile at (p0, q0): 1 when it is in the image, its offset
   // in an output channel plane in off.
@@ -1179,7 +1181,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       // copies of the tile before have read stg, the outputs go in, then
       // consumer thread k copies channel k's run of the tile's pixels.
       // pwqe: each consumer stages its own tiles, so its warpgroup alone syncs.
-      constexpr int LD = BM + 4;
+      constexpr int LD = STG_LD;
       auto staging_sync = [&] {
         if constexpr (PING)
           consumer_sync(c);

@@ -77,7 +77,8 @@
 ** staging tile, [BN][BM + 4] floats (a channel's BM pixels one 16-byte
 ** aligned run, rows 4 floats longer so that a warp's fragment writes hit
 ** 32 banks). */
-#define CT_GM_EPI_BYTES(bm, bn) ((bn) * ((bm) + 4) * 4)
+#define CT_GM_EPI_LD(bm) ((bm) + 4)
+#define CT_GM_EPI_BYTES(bm, bn) ((bn) * CT_GM_EPI_LD(bm) * 4)
 
 /* Families gmp and gmp3 (CT_GM_PATCH 1): the convolution as a GEMM over
 ** an explicit patch matrix in the workspace, [NP][P][Q][KG] with KG = R S C
