@@ -546,7 +546,7 @@ class _Repeat:
         then takes the checked path)."""
         params = module._parameters
         w, b = params.get("weight"), params.get("bias")
-        if (w is None or type(x) not in _PLAIN or x.shape != self.x_shape
+        if (w is None or not _plain(x) or x.shape != self.x_shape
                 or x.dtype != torch.float32 or x.stride() != self.x_stride
                 or x.get_device() != self.index
                 or w is not self.weight() or (w.data_ptr(), w._version) != self.w_state
@@ -558,7 +558,6 @@ class _Repeat:
                 or _dispatch_wanted()
                 or (torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or
                                                  (b is not None and b.requires_grad)))
-                or torch._C._functorch.is_functorch_wrapped_tensor(x)
                 or torch._C._cuda_isCurrentStreamCapturing()):
             return None
         y = torch.empty(self.y_shape, dtype=torch.float32, device=self.device,
