@@ -862,10 +862,9 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 // instruction between; fragments alternate between two register sets,
 // the one a wgmma in flight reads left alone.  pw3 (CT_GM_SPLIT 1, fp32):
 // map 0 FLOAT32, the fragments split in registers, hi = rn(a) and lo =
-// rn(a - hi) (to_tf32), the
-// weights' hi and lo copies loaded (gm_pack's, KP rows apart), and the
-// three wgmma per k8 step with gm3's chunked masters; x itself is read
-// once, with no copy.
+// rn(a - hi) (split_tf32), the weights' hi and lo copies loaded
+// (gm_pack's, KP rows apart), and the three wgmma per k8 step with gm3's
+// chunked masters; x itself is read once, with no copy.
 //
 // Weights resident (CT_GM_WRES = NCB, the plan's choice where TILES_N = 1
 // and they fit): the producer loads the whole [BN][CP] block once, before
@@ -1100,8 +1099,10 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       // pw3, tap3: FLOAT32, each value split here into hi and lo.
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        fr[0][j][i] = SPLIT ? to_tf32(v[i]) : __float_as_uint(v[i]);
-        if constexpr (SPLIT) fr[PARTS - 1][j][i] = to_tf32(v[i] - __uint_as_float(fr[0][j][i]));
+        if constexpr (SPLIT)
+          split_tf32(v[i], fr[0][j][i], fr[PARTS - 1][j][i]);
+        else
+          fr[0][j][i] = __float_as_uint(v[i]);
       }
     }
     const unsigned long long db =

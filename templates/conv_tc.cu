@@ -280,18 +280,15 @@ __device__ __forceinline__ void frag_mma(float (&acc)[MW][NTW][4], const Frag &f
     unsigned bh[NTW][2], bl[NTW][2], ah[MW][4], al[MW][4];
 #pragma unroll
     for (int j = 0; j < NTW; ++j) {
-      bh[j][0] = to_tf32(f.b[j].x);
-      bh[j][1] = to_tf32(f.b[j].y);
-      bl[j][0] = to_tf32(f.b[j].x - __uint_as_float(bh[j][0]));
-      bl[j][1] = to_tf32(f.b[j].y - __uint_as_float(bh[j][1]));
+      split_tf32(f.b[j].x, bh[j][0], bl[j][0]);
+      split_tf32(f.b[j].y, bh[j][1], bl[j][1]);
     }
 #pragma unroll
     for (int i = 0; i < MW; ++i) {
       if (kGuard && i == MW - 1 && !last_live) break;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        ah[i][e] = to_tf32(f.a[i][e]);
-        al[i][e] = to_tf32(f.a[i][e] - __uint_as_float(ah[i][e]));
+        split_tf32(f.a[i][e], ah[i][e], al[i][e]);
       }
     }
 #pragma unroll

@@ -482,8 +482,7 @@ struct Mainloop {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       if constexpr (SPLIT) {
-        fr[SET][J].hi[i][e] = to_tf32(v[e]);
-        fr[SET][J].lo[i][e] = to_tf32(v[e] - __uint_as_float(fr[SET][J].hi[i][e]));
+        split_tf32(v[e], fr[SET][J].hi[i][e], fr[SET][J].lo[i][e]);
       } else {
         fr[SET][J].hi[i][e] = __float_as_uint(v[e]); // the band holds TF32 values
       }

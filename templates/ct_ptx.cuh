@@ -31,6 +31,17 @@ __device__ __forceinline__ unsigned to_tf32_rna(float f) {
 __device__ __forceinline__ float round_tf32(float f) {
   return __uint_as_float(to_tf32(f));
 }
+// A 3xTF32 split in registers: hi is v rounded to TF32 and lo the rest,
+// v - hi (exact in fp32), rounded to TF32.  hi + lo is v to within about
+// 2^-23 |v| whichever way hi's ties go, so the split needs no tie rule
+// and takes cvt.rna, one conversion a value, not to_tf32's six integer
+// instructions: the templates that split their fragments in the mainloop
+// (wg3, tc3, pw3, tap3) are bound by it.  Not a tf32 operand: a NaN may
+// lose its payload (it stays a NaN).
+__device__ __forceinline__ void split_tf32(float v, unsigned &hi, unsigned &lo) {
+  hi = to_tf32_rna(v);
+  lo = to_tf32_rna(v - __uint_as_float(hi));
+}
 
 // 4-byte global -> shared copy; zero-fills dst when !valid (src not read).
 __device__ __forceinline__ void cp_async4(float *dst, const float *src, bool valid) {
