@@ -333,8 +333,9 @@ def table(rows):
 
 
 def plot(rows, path, title):
-    """Speed against the best PyTorch row, per model, batch and precision;
-    returns False without matplotlib."""
+    """Speed against the best PyTorch row, per model, batch and precision
+    (a row that fails its check hatched, with FAIL above its bar); returns
+    False without matplotlib."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -345,13 +346,18 @@ def plot(rows, path, title):
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(groups)), 4.5))
     width = 0.8 / len(IMPLS)
     for i, impl in enumerate(IMPLS):
-        vals = []
-        for g in groups:
+        xs, vals, failed = [], [], []
+        for k, g in enumerate(groups):
             r = next((r for r in rows if (r["model"], r["batch"], r["precision"]) == g and
                       r["impl"] == impl), None)
+            xs.append(k + (i - (len(IMPLS) - 1) / 2) * width)
             vals.append(r.get("speed_vs_best_pytorch") or 0 if r else 0)
-        ax.bar([k + (i - (len(IMPLS) - 1) / 2) * width for k in range(len(groups))], vals,
-               width, label=impl)
+            failed.append(bool(r) and not r.get("passes"))
+        bars = ax.bar(xs, vals, width, label=impl)
+        for bar, x, v, bad in zip(bars, xs, vals, failed):
+            if bad:
+                bar.set_hatch("//")
+                ax.text(x, v, "FAIL", ha="center", va="bottom", fontsize=6, rotation=90)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(["%s b%d\n%s" % g for g in groups])
