@@ -13,8 +13,9 @@
 // carry into the sign.
 // Six integer and compare instructions a value (cvt.rna with a tie and a
 // NaN adjust took eleven; sm_90's cvt.rn spills the register-bound
-// kernels, wgr and tc3): the templates that round their fragments in
-// registers, and every 3xTF32 split, call it per value.
+// kernels, wgr and tc3): the templates that round their tf32 fragments
+// in registers call it per value, and so do the layout passes' 3xTF32
+// splits; the splits in registers take split_tf32 below.
 __device__ __forceinline__ unsigned to_tf32(float f) {
   const unsigned u = __float_as_uint(f);
   const unsigned r = u + 0xfffu + ((u >> 13) & 1u);
