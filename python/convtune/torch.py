@@ -367,10 +367,15 @@ def _needs_op(x, weight, bias):
     Otherwise the op's dispatch costs more than the rest of the call (about
     15-20 us a call on a CPU core), so eager inference calls the
     implementation directly, with the same checks and the same result."""
-    tensors = (x, weight) if bias is None else (x, weight, bias)
-    return (_dispatch_wanted()
-            or (torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
-            or any(not _plain(t) for t in tensors))
+    return (_dispatch_wanted() or _grad_wanted(x, weight, bias)
+            or not _plain(x) or not _plain(weight) or (bias is not None and not _plain(bias)))
+
+
+def _grad_wanted(x, weight, bias):
+    """Autograd would record the call: grad mode on and a tensor that
+    requires grad."""
+    return torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad
+                                        or (bias is not None and bias.requires_grad))
 
 
 def _dispatch_wanted():
@@ -555,9 +560,7 @@ class _Repeat:
                 or _settings(module) != self.settings
                 or (self.tf32 is not None and torch.backends.cudnn.allow_tf32 != self.tf32)
                 or _state["contexts"].get(self.index) is not self.ctx
-                or _dispatch_wanted()
-                or (torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or
-                                                 (b is not None and b.requires_grad)))
+                or _dispatch_wanted() or _grad_wanted(x, w, b)
                 or torch._C._cuda_isCurrentStreamCapturing()):
             return None
         y = torch.empty(self.y_shape, dtype=torch.float32, device=self.device,
