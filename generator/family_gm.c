@@ -273,21 +273,24 @@ static int64_t gm_want_bk(int64_t cp) { return cp <= 8 ? 8 : cp <= 16 ? 16 : 32;
 ** runtime checks. */
 enum { GM_COPY, GM_READS_XW, GM_READS_W };
 
-/* 1 when a TFLOAT32 map of the caller's w as [K][C] can be made (pw, and
-** gm's GM_READS_W): parts 1, C % 4 = 0 (its rows' 16-byte stride) and w
-** at least CT_GM_MIN_MAP_BYTES. */
+/* 1 when a TFLOAT32 map of the caller's w as [K][row] can be made: parts
+** 1 (the map rounds; gm3's hi and lo are copies), row % 4 = 0 (its rows'
+** 16-byte stride) and w at least CT_GM_MIN_MAP_BYTES. */
+static int w_rows_mapped(const ct_problem *p, int parts, int64_t row) {
+  return parts == 1 && row % 4 == 0 && p->k * row >= CT_GM_MIN_MAP_BYTES / 4;
+}
+
+/* 1 when pw, and gm's GM_READS_W, read the caller's w as [K][C]. */
 static int pw_reads_w(const ct_problem *p, int parts) {
-  return parts == 1 && p->c % 4 == 0 && p->k * p->c >= CT_GM_MIN_MAP_BYTES / 4;
+  return w_rows_mapped(p, parts, p->c);
 }
 
 /* 1 when gmp's weight map can read the caller's w as the packed weights:
 ** the patch matrix's columns are in the order of w's own rows (KCRS for
-** NCHW, KRSC for NHWC: ct_gm_patch_src), so w is [K][KG] already where
-** R S C % 4 = 0 (KG = R S C, its rows' 16-byte stride); parts 1 and w at
-** least CT_GM_MIN_MAP_BYTES. */
+** NCHW, KRSC for NHWC: ct_gm_patch_src), so w is [K][KG] already, KG = R
+** S C. */
 static int gmp_reads_w(const ct_problem *p, int parts) {
-  const int64_t rsc = p->r * p->s * p->c;
-  return parts == 1 && rsc % 4 == 0 && p->k * rsc >= CT_GM_MIN_MAP_BYTES / 4;
+  return w_rows_mapped(p, parts, p->r * p->s * p->c);
 }
 
 static int gm_reads(const ct_problem *p, const gm_kind *kd) {
