@@ -285,6 +285,16 @@ static int pw_reads_w(const ct_problem *p, int parts) {
   return w_rows_mapped(p, parts, p->c);
 }
 
+/* 1 when pw's variant of tiles BN x BK maps the caller's w: as
+** pw_reads_w, or a smaller w (C % 4 = 0) that no box crosses the bounds
+** of (K % BN = 0, C % BK = 0), so that no load relies on the
+** out-of-bounds fill (the small-tensor caveat's concern; ResNet's 64 x 64
+** and 256 x 64 layers). */
+static int pw_maps_w(const ct_problem *p, int parts, int64_t bn, int64_t bk) {
+  return pw_reads_w(p, parts) ||
+         (parts == 1 && p->c % 4 == 0 && p->k % bn == 0 && p->c % bk == 0);
+}
+
 /* 1 when gmp's weight map can read the caller's w as the packed weights:
 ** the patch matrix's columns are in the order of w's own rows (KCRS for
 ** NCHW, KRSC for NHWC: ct_gm_patch_src), so w is [K][KG] already, KG = R
@@ -877,10 +887,11 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   const int64_t wres = pw_wres(p, lim, v, parts, taps, ping, ep);
   const unsigned smem = (unsigned)pw_smem(bm, bn, bk, stages, parts, bq, ping, ep, wres);
   /* pw reads the caller's w ([K][C], KCRS with R = S = 1) where a TFLOAT32
-  ** map of it can be made (rows of 16-byte multiples, at least 128 KiB):
-  ** no gm_pack launch and no workspace.  pw3, tap and tap3 pack (gm_pack:
-  ** [KP][R][S][CP], pw3 and tap3 hi then lo). */
-  const int wdirect = !taps && pw_reads_w(p, parts);
+  ** map of it can be made (rows of 16-byte multiples, at least 128 KiB or
+  ** no box past its bounds: pw_maps_w): no gm_pack launch and no
+  ** workspace.  pw3, tap and tap3 pack (gm_pack: [KP][R][S][CP], pw3 and
+  ** tap3 hi then lo). */
+  const int wdirect = !taps && pw_maps_w(p, parts, bn, bk);
   const int64_t rs = p->r * p->s;
   out->n_kernels = 0;
   if (!wdirect) {

@@ -698,7 +698,8 @@ static void check_pw_boxes(void) {
 ** and lanes 4 apart hold 4 aligned consecutive pixels (the epilogue's
 ** 16-byte stores).  The plan maps the caller's x ({HW, C, N, 1}, 32-pixel
 ** boxes) and the packed weights (pw3: hi and lo copies), or pw the
-** caller's w where C % 4 = 0 and w is at least 128 KiB; pw at tf32 and pw3
+** caller's w where C % 4 = 0 and w is at least 128 KiB or no box crosses
+** its bounds (K % BN = 0, C % BK = 0: ResNet's 64 x 64); pw at tf32 and pw3
 ** at fp32 are offered for ResNet-50's stride-1 1x1 layers and declined
 ** where x's map cannot be made (HW % 4 != 0, x below 128 KiB), and for
 ** NHWC, strides, padding or larger filters; pw3 keeps BN = 128 only at
@@ -707,10 +708,14 @@ static void test_pw_layout(void) {
   check_pw_boxes();
 
   ct_gen_limits lim = h200();
+  size_t n_small[2] = {0, 0}; /* pw variants of a w under 128 KiB: packed, mapped */
   static const struct { const char *spec; int offered; } cases[] = {
     {"n=32,c=256,h=56,w=56,k=128,r=1,s=1,bias=0", 1},
     {"n=32,c=64,h=56,w=56,k=256,r=1,s=1,act=relu", 1},
     {"n=32,c=1024,h=14,w=14,k=256,r=1,s=1", 1},
+    {"n=32,c=64,h=56,w=56,k=64,r=1,s=1", 1},              /* w: 16 KiB */
+    {"n=32,c=64,h=56,w=56,k=96,r=1,s=1", 1},              /* K % 64 != 0 */
+    {"n=32,c=36,h=56,w=56,k=64,r=1,s=1", 1},              /* C % 32 != 0 */
     {"n=16,c=64,h=1024,w=1024,k=128,r=1,s=1", 1},
     {"n=1,c=30,h=33,w=33,k=10,r=1,s=1", 0},              /* HW = 1089 */
     {"n=32,c=2048,h=7,w=7,k=512,r=1,s=1", 0},             /* HW = 49 */
@@ -735,8 +740,11 @@ static void test_pw_layout(void) {
       const int64_t bm = u->values[0], bn = u->values[1], bk = u->values[2];
       const ct_gen_map *mx = &u->maps[0], *mw = &u->maps[1];
       /* pw maps the caller's w where it can (rows of 16-byte multiples, at
-      ** least 128 KiB): no gm_pack, no workspace. */
-      const int wdirect = !fp32 && p.c % 4 == 0 && p.k * p.c * 4 >= CT_GM_MIN_MAP_BYTES;
+      ** least 128 KiB or no box past its bounds): no gm_pack, no workspace. */
+      const int big = p.k * p.c * 4 >= CT_GM_MIN_MAP_BYTES;
+      const int inside = p.k % bn == 0 && p.c % bk == 0;
+      const int wdirect = !fp32 && p.c % 4 == 0 && (big || inside);
+      if (!fp32 && !big) n_small[wdirect]++;
       ASSERT_EQ_INT(u->n_kernels, wdirect ? 1 : 2);
       if (!wdirect) ASSERT_EQ_STR(u->kernels[0].name, "gm_pack");
       ASSERT_EQ_STR(u->kernels[u->n_kernels - 1].name, "gm_pw");
@@ -748,8 +756,9 @@ static void test_pw_layout(void) {
       ASSERT_TRUE(mx->strides[0] == (uint64_t)hw * 4 && mx->strides[1] == (uint64_t)(hw * p.c * 4));
       ASSERT_TRUE(mx->box[0] == 32 && mx->box[1] == (uint32_t)bk && mx->swizzle == 128);
       ASSERT_TRUE(mw->offset == 0 && mw->dims[0] == (uint64_t)cp && mw->box[0] == (uint32_t)bk &&
-                  mw->box[3] == (uint32_t)bn && mw->strides[0] == (uint64_t)cp * 4 &&
-                  mw->dims[0] * mw->dims[3] * 4 >= (uint64_t)parts * CT_GM_MIN_MAP_BYTES);
+                  mw->box[3] == (uint32_t)bn && mw->strides[0] == (uint64_t)cp * 4);
+      ASSERT_TRUE(mw->dims[0] * mw->dims[3] * 4 >= (uint64_t)parts * CT_GM_MIN_MAP_BYTES ||
+                  (wdirect && inside));
       if (wdirect) {
         ASSERT_TRUE(mw->buffer == CT_GEN_BUF_W && mw->tf32 && mw->dims[3] == (uint64_t)p.k);
         ASSERT_TRUE(u->workspace_bytes == 0);
@@ -769,6 +778,7 @@ static void test_pw_layout(void) {
       fprintf(stderr, "%s: %zu %s variants\n", cases[i / 2].spec, n_pw, fp32 ? "pw3" : "pw");
     ASSERT_EQ_INT(n_pw > 0, cases[i / 2].offered);
   }
+  ASSERT_TRUE(n_small[0] > 0 && n_small[1] > 0);
 }
 
 /* gm_pw's weights resident (CT_GM_WRES): at tf32, where one tile of
