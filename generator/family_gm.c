@@ -56,8 +56,8 @@
 ** CT_GM_MIN_MAP_BYTES (see ct_gm.cuh).  gm3 has two copies of each, hi
 ** then lo ([2 NP][H][W][CP], [2 KP][R][S][CP]); so have gmp3 and gmk3.
 ** Layouts: an NHWC problem (x NHWC, w KRSC) is copied along its channels
-** instead of transposed; for gm, when C % 4 = 0 and x and w are big enough,
-** not copied at all: the maps read the caller's x and w, TFLOAT32, and the
+** instead of transposed; for gm, when C % 4 = 0, x is big enough and w too
+** (or the variant's weight boxes stay inside it), not copied at all: the maps read the caller's x and w, TFLOAT32, and the
 ** call is gm_conv alone, without workspace; an NCHW 1x1 problem's weight
 ** map reads the caller's w, [K][C] already, with no gm_pack, and so does
 ** gmp's (at tf32) where R S C % 4 = 0, with no gm_wpack (gm_reads).
@@ -258,13 +258,14 @@ static int64_t gm_want_bk(int64_t cp) { return cp <= 8 ? 8 : cp <= 16 ? 16 : 32;
 /* What gm's maps read of the caller's tensors (gm_reads).  GM_READS_XW:
 ** an NHWC problem whose channels fill 16-byte rows (C % 4 = 0), so that
 ** the maps read the caller's x and w as they are (TFLOAT32: rounded to
-** nearest as they load), both at least CT_GM_MIN_MAP_BYTES (smaller
-** tensors' maps may get a wrong out-of-bounds fill, and the GEMM's
-** discarded rows and columns rely on zeros past the last image and output
-** channel); the call is gm_conv alone with no workspace (gmk: then
-** gm_reduce, the partials its only workspace).  GM_READS_W: an NCHW 1x1
-** problem, whose KCRS w is [K][C], the order the weight map reads, with
-** C % 4 = 0 and w at least CT_GM_MIN_MAP_BYTES (pw_reads_w), or gmp's
+** nearest as they load), x at least CT_GM_MIN_MAP_BYTES (smaller
+** tensors' maps may get a wrong out-of-bounds fill, and the padding and
+** the GEMM's discarded rows rely on zeros past x's edges and last image),
+** w too or the variant's boxes inside it (w_boxes_inside); the call is
+** gm_conv alone with no workspace (gmk: then gm_reduce, the partials its
+** only workspace).  GM_READS_W: an NCHW 1x1 problem, whose KCRS w is
+** [K][C], the order the weight map reads, with C % 4 = 0 and w at least
+** CT_GM_MIN_MAP_BYTES or the boxes inside it (pw_reads_w), or gmp's
 ** problem whose w is its packed weights already (gmp_reads_w): x still
 ** goes through gm_nhwc (gmp: gm_patch), the weights through no pass (no
 ** gm_pack, gm_wpack), the workspace is x's copy (and gmk's partials).
@@ -280,19 +281,22 @@ static int w_rows_mapped(const ct_problem *p, int parts, int64_t row) {
   return parts == 1 && row % 4 == 0 && p->k * row >= CT_GM_MIN_MAP_BYTES / 4;
 }
 
-/* 1 when pw, and gm's GM_READS_W, read the caller's w as [K][C]. */
-static int pw_reads_w(const ct_problem *p, int parts) {
-  return w_rows_mapped(p, parts, p->c);
+/* 1 when no box of variant v's weight map ({BK, 1, 1, BN}, or BN / 2
+** rows) crosses the bounds of the caller's KRSC or KCRS w: K % BN = 0 and
+** C % BK = 0.  Such a map never relies on the out-of-bounds fill, so it
+** may be made over a w below CT_GM_MIN_MAP_BYTES (the size rule guards
+** that fill: the small-tensor caveat). */
+static int w_boxes_inside(const ct_problem *p, const int *v) {
+  return p->k % v[GM_BN] == 0 && p->c % v[GM_BK] == 0;
 }
 
-/* 1 when pw's variant of tiles BN x BK maps the caller's w: as
-** pw_reads_w, or a smaller w (C % 4 = 0) that no box crosses the bounds
-** of (K % BN = 0, C % BK = 0), so that no load relies on the
-** out-of-bounds fill (the small-tensor caveat's concern; ResNet's 64 x 64
-** and 256 x 64 layers). */
-static int pw_maps_w(const ct_problem *p, int parts, int64_t bn, int64_t bk) {
-  return pw_reads_w(p, parts) ||
-         (parts == 1 && p->c % 4 == 0 && p->k % bn == 0 && p->c % bk == 0);
+/* 1 when variant v (gm's kinds, pw's) can map the caller's w as [K][C]
+** (pw, and gm's GM_READS_W): w_rows_mapped over C, or a smaller w with
+** the same rows whose boxes stay inside it (ResNet's 64 x 64, 256 x 64
+** and 64 x 256 layers). */
+static int pw_reads_w(const ct_problem *p, int parts, const int *v) {
+  return w_rows_mapped(p, parts, p->c) ||
+         (parts == 1 && p->c % 4 == 0 && w_boxes_inside(p, v));
 }
 
 /* 1 when gmp's weight map can read the caller's w as the packed weights:
@@ -303,15 +307,15 @@ static int gmp_reads_w(const ct_problem *p, int parts) {
   return w_rows_mapped(p, parts, p->r * p->s * p->c);
 }
 
-static int gm_reads(const ct_problem *p, const gm_kind *kd) {
+static int gm_reads(const ct_problem *p, const gm_kind *kd, const int *v) {
   if (kd->patch) return gmp_reads_w(p, kd->parts) ? GM_READS_W : GM_COPY;
   if (kd->parts != 1 || p->c % 4 != 0) return GM_COPY;
   if (p->layout == CT_LAYOUT_NCHW)
-    return p->r == 1 && p->s == 1 && pw_reads_w(p, kd->parts) ? GM_READS_W : GM_COPY;
+    return p->r == 1 && p->s == 1 && pw_reads_w(p, kd->parts, v) ? GM_READS_W : GM_COPY;
   const int64_t min_floats = CT_GM_MIN_MAP_BYTES / 4;
   const int64_t xf[4] = {p->n, p->h, p->w, p->c}, wf[4] = {p->k, p->r, p->s, p->c};
   const int64_t nx = ct_gen_checked_product(xf, 4), nw = ct_gen_checked_product(wf, 4);
-  return nx >= min_floats && nw >= min_floats ? GM_READS_XW : GM_COPY;
+  return nx >= min_floats && (nw >= min_floats || w_boxes_inside(p, v)) ? GM_READS_XW : GM_COPY;
 }
 
 /* gmk's split of the reduction: each tile's ktiles k-tiles in `splits`
@@ -385,7 +389,7 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   ** (unsigned) stay in range. */
   const int64_t ktiles = g.r * g.s * sh.ncb, tiles = sh.tiles_m * sh.tiles_n;
   gm_split sp;
-  if (!gm_split_of(&g, kd, v, lim, &sh, ktiles, gm_reads(p, kd), &sp)) return 0;
+  if (!gm_split_of(&g, kd, v, lim, &sh, ktiles, gm_reads(p, kd, v), &sp)) return 0;
   if (ktiles > lim31 - sp.kt_per || sh.m > lim31 - 256 || tiles > lim31 / 2 ||
       sp.units > lim31 / 2 ||
       (sp.units + sp.grid - 1) / sp.grid > lim31 / sp.kt_per || p->k * sh.P * sh.Q > lim31 ||
@@ -401,9 +405,9 @@ static int gm_valid_kind(const ct_problem *p, const ct_gen_limits *lim, const in
     if (gm_patch1(p) && ((sh.np * sh.P * sh.Q + CT_GM_PREP_PX - 1) / CT_GM_PREP_PX > lim31 ||
                          (sh.cp + CT_GM_PREP_CH - 1) / CT_GM_PREP_CH > 65535))
       return 0;
-  } else if (gm_reads(p, kd) != GM_READS_XW &&
+  } else if (gm_reads(p, kd, v) != GM_READS_XW &&
              (sh.nhwc_blocks > lim31 || sh.nhwc_blocks_y > 65535 ||
-              (gm_reads(p, kd) == GM_COPY && sh.pack_blocks > lim31))) {
+              (gm_reads(p, kd, v) == GM_COPY && sh.pack_blocks > lim31))) {
     return 0;
   }
   /* The maps: every dimension <= 2^32, every stride < 2^40 bytes; the
@@ -470,7 +474,7 @@ static int gm_worth_kind(const ct_problem *p, const ct_gen_limits *lim, const in
     gm_split sp;
     if (!gm_shape_of(&g, lim, v, kd->parts, &sh)) return 0;
     const int64_t tiles = sh.tiles_m * sh.tiles_n, sms = ct_gen_sm_count(lim);
-    if (!gm_split_of(&g, kd, v, lim, &sh, g.r * g.s * sh.ncb, gm_reads(p, kd), &sp) ||
+    if (!gm_split_of(&g, kd, v, lim, &sh, g.r * g.s * sh.ncb, gm_reads(p, kd, v), &sp) ||
         tiles >= sms || sp.units > 2 * sms || sp.kt_per < 2)
       return 0;
     const ct_gen_param *skp = &kd->family->params[kd->family->n_params - 1];
@@ -541,7 +545,7 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
   const int64_t bm = v[GM_BM], bn = v[GM_BN], bk = v[GM_BK], stages = v[GM_STAGES];
   const unsigned threads = (unsigned)CT_GM_THREADS(bm);
   const unsigned smem = (unsigned)gm_smem(bm, bn, bk, stages, parts, parts, 0, kd->ep);
-  const int reads = gm_reads(p, kd);
+  const int reads = gm_reads(p, kd, v);
   const int caller = reads == GM_READS_XW, wcaller = reads != GM_COPY;
   gm_split sp;
   gm_split_of(&g, kd, v, lim, &sh, g.r * g.s * sh.ncb, reads, &sp);
@@ -888,10 +892,10 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   const unsigned smem = (unsigned)pw_smem(bm, bn, bk, stages, parts, bq, ping, ep, wres);
   /* pw reads the caller's w ([K][C], KCRS with R = S = 1) where a TFLOAT32
   ** map of it can be made (rows of 16-byte multiples, at least 128 KiB or
-  ** no box past its bounds: pw_maps_w): no gm_pack launch and no
+  ** no box past its bounds: pw_reads_w): no gm_pack launch and no
   ** workspace.  pw3, tap and tap3 pack (gm_pack: [KP][R][S][CP], pw3 and
   ** tap3 hi then lo). */
-  const int wdirect = !taps && pw_maps_w(p, parts, bn, bk);
+  const int wdirect = !taps && pw_reads_w(p, parts, v);
   const int64_t rs = p->r * p->s;
   out->n_kernels = 0;
   if (!wdirect) {

@@ -1485,9 +1485,19 @@ static void test_gm_nhwc_plans(void) {
   ASSERT_EQ_INT(ct_gen_source(&p, &v, &src), CT_OK);
   ASSERT_TRUE(strstr(src, "#define CT_LAYOUT 1\n") != NULL);
   free(src);
-  /* The pass stays: x below 128 KiB, C % 4 != 0, NCHW, or gm3. */
+  /* So with w below 128 KiB where BN divides K and BK C: a 64 x 64 1x1. */
+  ASSERT_EQ_INT(parse("n=4,c=64,h=15,w=13,k=64,r=1,s=1,layout=nhwc", CT_PREC_TF32, &p), 0);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, gm, &v), CT_OK);
+  ASSERT_EQ_INT(v.n_kernels, 1);
+  ASSERT_EQ_INT(v.maps[0].buffer, CT_GEN_BUF_X);
+  ASSERT_EQ_INT(v.maps[1].buffer, CT_GEN_BUF_W);
+  ASSERT_EQ_INT((long long)v.maps[1].dims[3], 64);
+  /* The passes stay: x below 128 KiB, w below it with a box past K (70)
+  ** or C (48), C % 4 != 0, NCHW, or gm3. */
   static const char *const passes[] = {
       "n=2,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc",
+      "n=4,c=64,h=15,w=13,k=70,r=1,s=1,layout=nhwc",
+      "n=6,c=48,h=15,w=13,k=64,r=1,s=1,layout=nhwc",
       "n=4,c=66,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc",
       "n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1",
   };
@@ -1546,8 +1556,9 @@ static void test_gm_nhwc_grid(void) {
 /* gm on an NCHW 1x1 problem (ResNet-50's 7x7 layers, which pw declines:
 ** H W % 4 != 0): x through gm_nhwc, the weight map over the caller's w
 ** ([K][C] as KCRS with R = S = 1 is), TFLOAT32, no gm_pack; the
-** workspace x's copy alone, gmk's partials after it.  w below 128 KiB, C
-** % 4 != 0, a 3x3 filter and gm3 keep gm_pack. */
+** workspace x's copy alone, gmk's partials after it; so too a w below
+** 128 KiB that the variant's boxes stay inside.  A w below 128 KiB with a
+** box past K or C, C % 4 != 0, a 3x3 filter and gm3 keep gm_pack. */
 static void test_gm_nchw_1x1_weights(void) {
   ct_gen_limits lim = h200();
   ct_problem p;
@@ -1577,11 +1588,18 @@ static void test_gm_nchw_1x1_weights(void) {
   ASSERT_EQ_STR(v.kernels[2].name, "gm_reduce");
   ASSERT_EQ_INT(v.maps[1].buffer, CT_GEN_BUF_W);
   ASSERT_EQ_INT((long long)v.workspace_bytes, x_bytes + 2LL * 32 * 49 * 2048 * 4);
+  /* w of 64 KiB, BN = 64 and BK = 32 dividing K and C. */
+  ASSERT_EQ_INT(parse("n=32,c=64,h=7,w=7,k=256,r=1,s=1", CT_PREC_TF32, &p), 0);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, "gm:BM=128,BN=64,BK=32,STAGES=6", &v), CT_OK);
+  ASSERT_EQ_INT(v.n_kernels, 2);
+  ASSERT_EQ_INT(v.maps[1].buffer, CT_GEN_BUF_W);
+  ASSERT_TRUE(v.maps[1].tf32 && v.maps[1].dims[0] == 64 && v.maps[1].dims[3] == 256);
   static const struct {
     const char *spec, *name;
     int prec;
   } packs[] = {
-      {"n=32,c=64,h=7,w=7,k=256,r=1,s=1", "gm:BM=128,BN=64,BK=32,STAGES=6", CT_PREC_TF32},
+      {"n=32,c=64,h=7,w=7,k=200,r=1,s=1", "gm:BM=128,BN=64,BK=32,STAGES=6", CT_PREC_TF32},
+      {"n=32,c=48,h=7,w=7,k=256,r=1,s=1", "gm:BM=128,BN=64,BK=32,STAGES=6", CT_PREC_TF32},
       {"n=32,c=514,h=7,w=7,k=2048,r=1,s=1", "gm:BM=128,BN=128,BK=32,STAGES=4", CT_PREC_TF32},
       {"n=32,c=512,h=7,w=7,k=512,r=3,s=3,pad=1", "gm:BM=128,BN=128,BK=32,STAGES=4", CT_PREC_TF32},
       {"n=32,c=512,h=7,w=7,k=2048,r=1,s=1", "gm3:BM=128,BN=128,BK=32,STAGES=3,KC=4", CT_PREC_FP32},
