@@ -57,10 +57,11 @@
 ** then lo ([2 NP][H][W][CP], [2 KP][R][S][CP]); so have gmp3 and gmk3.
 ** Layouts: an NHWC problem (x NHWC, w KRSC) is copied along its channels
 ** instead of transposed; for gm, when C % 4 = 0, x is big enough and w too
-** (or the variant's weight boxes stay inside it), not copied at all: the maps read the caller's x and w, TFLOAT32, and the
-** call is gm_conv alone, without workspace; an NCHW 1x1 problem's weight
-** map reads the caller's w, [K][C] already, with no gm_pack, and so does
-** gmp's (at tf32) where R S C % 4 = 0, with no gm_wpack (gm_reads).
+** (or the variant's weight boxes stay inside it), not copied at all: the
+** maps read the caller's x and w, TFLOAT32, and the call is gm_conv
+** alone, without workspace; an NCHW 1x1 problem's weight map reads the
+** caller's w, [K][C] already, with no gm_pack, and so does gmp's (at
+** tf32) where R S C % 4 = 0, with no gm_wpack (gm_reads).
 **
 ** A point is declined (valid() == 0), never offered wrong, when: the device
 ** is not cc 9.0 with the target "sm_90a"; a stride exceeds 8 (the im2col
