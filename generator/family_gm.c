@@ -671,7 +671,8 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 ** 3xTF32 with gm3's chunked masters); the weights packed by gm_pack (R = S
 ** = 1: [KP][CP], pw3 hi then lo, the workspace's only tensors), or pw's
 ** read in place too where a TFLOAT32 map of them can be made (C % 4 = 0,
-** w at least 128 KiB: one launch, no workspace).  No layout pass over x.
+** w at least 128 KiB or the variant's boxes inside it: pw_reads_w; one
+** launch, no workspace).  No layout pass over x.
 ** At tf32, where one tile of channels covers K and the whole weight block
 ** fits beside the ring, the weights are loaded once per CTA and held
 ** (pw_wres; pwq, pwe and pwqe too).

@@ -12,7 +12,8 @@
 ** start, every output checked against the float64 reference under the
 ** precision contract.  A variant whose tensor maps read the caller's x
 ** or w (gm on an NHWC problem with C % 4 = 0, pw's x, and its w where
-** C % 4 = 0 and w is at least 128 KiB) must refuse such tensors
+** C % 4 = 0 and w is at least 128 KiB or the variant's boxes stay inside
+** it) must refuse such tensors
 ** instead (CT_ERR_INVALID_ARG, nothing launched), and only those; such a
 ** variant then runs on aligned x and w with b and y still shifted (pw's
 ** epilogue stores y 16 bytes at a time only when y is 16-byte aligned).
