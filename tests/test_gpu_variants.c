@@ -52,7 +52,8 @@ static ct_tune_gpu g;
 ** as for ViT's patches above): a 1x1 at stride 2 over odd planes, K = 132
 ** (a partial channel tile).  And maps over a caller's w of 16 KiB (64 x
 ** 64), below 128 KiB, where the variant's boxes stay inside it (BN = 64):
-** pw's and gm's on an NCHW 1x1, gm's with x on an NHWC one. */
+** pw's and gm's on an NCHW 1x1, gm's with x on an NHWC one, and on an
+** NHWC 3x3 over 32 channels (w 72 KiB). */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
@@ -91,6 +92,7 @@ static const char *shapes[] = {
     "n=2,c=256,h=15,w=17,k=132,r=1,s=1,stride=2",
     "n=2,c=64,h=16,w=17,k=64,r=1,s=1",
     "n=4,c=64,h=15,w=13,k=64,r=1,s=1,layout=nhwc",
+    "n=8,c=32,h=15,w=13,k=64,r=3,s=3,pad=1,layout=nhwc",
 };
 
 /* The GPU reference equals the CPU reference bit for bit (the same sums in
