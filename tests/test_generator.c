@@ -1468,31 +1468,16 @@ static void test_gm_nhwc_plans(void) {
   const char *gm = "gm:BM=128,BN=64,BK=32,STAGES=6";
   ct_problem p;
   ct_gen_variant v;
-  ASSERT_EQ_INT(parse("n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc", CT_PREC_TF32, &p), 0);
-  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, gm, &v), CT_OK);
-  ASSERT_EQ_INT(v.n_kernels, 1);
-  ASSERT_EQ_STR(v.kernels[0].name, "gm_conv");
-  ASSERT_EQ_INT((long long)v.workspace_bytes, 0);
-  ASSERT_EQ_INT(v.maps[0].buffer, CT_GEN_BUF_X);
-  ASSERT_EQ_INT(v.maps[1].buffer, CT_GEN_BUF_W);
-  ASSERT_TRUE(v.maps[0].tf32 && v.maps[1].tf32);
-  ASSERT_EQ_INT((long long)v.maps[0].dims[0], 64);
-  ASSERT_EQ_INT((long long)v.maps[0].dims[3], 4);
-  ASSERT_EQ_INT((long long)v.maps[1].dims[3], 70);
-  ASSERT_EQ_INT((long long)v.maps[1].offset, 0);
-  ASSERT_EQ_INT((long long)v.maps[0].strides[2], 15 * 13 * 64 * 4);
-  char *src = NULL;
-  ASSERT_EQ_INT(ct_gen_source(&p, &v, &src), CT_OK);
-  ASSERT_TRUE(strstr(src, "#define CT_LAYOUT 1\n") != NULL);
-  free(src);
-  /* So with w below 128 KiB where BN divides K and BK C: a 64 x 64 1x1
-  ** (16 KiB) and a 3x3 over 32 channels (72 KiB). */
-  static const struct { const char *spec; long long c; } inside[] = {
-      {"n=4,c=64,h=15,w=13,k=64,r=1,s=1,layout=nhwc", 64},
-      {"n=8,c=32,h=15,w=13,k=64,r=3,s=3,pad=1,layout=nhwc", 32},
+  /* x and w read in place: w of 161 KiB, and below 128 KiB where BN
+  ** divides K and BK C (a 64 x 64 1x1, 16 KiB; a 3x3 over 32 channels,
+  ** 72 KiB). */
+  static const struct { const char *spec; long long c, k; } in_place[] = {
+      {"n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc", 64, 70},
+      {"n=4,c=64,h=15,w=13,k=64,r=1,s=1,layout=nhwc", 64, 64},
+      {"n=8,c=32,h=15,w=13,k=64,r=3,s=3,pad=1,layout=nhwc", 32, 64},
   };
-  for (size_t i = 0; i < sizeof inside / sizeof inside[0]; i++) {
-    ASSERT_EQ_INT(parse(inside[i].spec, CT_PREC_TF32, &p), 0);
+  for (size_t i = 0; i < sizeof in_place / sizeof in_place[0]; i++) {
+    ASSERT_EQ_INT(parse(in_place[i].spec, CT_PREC_TF32, &p), 0);
     ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, gm, &v), CT_OK);
     ASSERT_EQ_INT(v.n_kernels, 1);
     ASSERT_EQ_STR(v.kernels[0].name, "gm_conv");
@@ -1500,8 +1485,16 @@ static void test_gm_nhwc_plans(void) {
     ASSERT_EQ_INT(v.maps[0].buffer, CT_GEN_BUF_X);
     ASSERT_EQ_INT(v.maps[1].buffer, CT_GEN_BUF_W);
     ASSERT_TRUE(v.maps[0].tf32 && v.maps[1].tf32);
-    ASSERT_EQ_INT((long long)v.maps[1].dims[0], inside[i].c);
-    ASSERT_EQ_INT((long long)v.maps[1].dims[3], 64);
+    ASSERT_EQ_INT((long long)v.maps[0].dims[0], in_place[i].c);
+    ASSERT_EQ_INT((long long)v.maps[0].dims[3], p.n);
+    ASSERT_EQ_INT((long long)v.maps[0].strides[2], 15 * 13 * in_place[i].c * 4);
+    ASSERT_EQ_INT((long long)v.maps[1].dims[0], in_place[i].c);
+    ASSERT_EQ_INT((long long)v.maps[1].dims[3], in_place[i].k);
+    ASSERT_EQ_INT((long long)v.maps[1].offset, 0);
+    char *src = NULL;
+    ASSERT_EQ_INT(ct_gen_source(&p, &v, &src), CT_OK);
+    ASSERT_TRUE(strstr(src, "#define CT_LAYOUT 1\n") != NULL);
+    free(src);
   }
   /* The passes stay: x below 128 KiB, w below it with a box past K (70)
   ** or C (48), C % 4 != 0, NCHW, or gm3. */
