@@ -672,7 +672,9 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 ** = 1: [KP][CP], pw3 hi then lo, the workspace's only tensors), or pw's
 ** read in place too where a TFLOAT32 map of them can be made (C % 4 = 0,
 ** w at least 128 KiB or the variant's boxes inside it: pw_reads_w; one
-** launch, no workspace).  No layout pass over x.
+** launch, no workspace).  No layout pass over x.  Planes of H W % 4 != 0
+** up to 64 pixels (ResNet's 7 x 7), which that map cannot stride, go as
+** whole-image runs (pw_runs, CT_GM_PW 4: x as {4 HW, C / 4, N, 1}).
 ** At tf32, where one tile of channels covers K and the whole weight block
 ** fits beside the ring, the weights are loaded once per CTA and held
 ** (pw_wres; pwq, pwe and pwqe too).
@@ -782,6 +784,18 @@ static int pw_fits_problem(const ct_problem *p) {
          p->pad_w == 0 && p->layout == CT_LAYOUT_NCHW && (p->h * p->w) % 4 == 0;
 }
 
+/* 1 when pw takes p as whole-image runs (CT_GM_PW 4, ct_gm_runs_smem):
+** pw's kind of problem over planes of H W % 4 != 0 (no 16-byte plane
+** stride for pw's map: ResNet's 7 x 7 layers), H W <= 64 (4 channels'
+** planes one box row of at most 256 floats; a 64-row tile an image) and
+** C % 4 = 0 (those rows within an image).  pw and pw3 only (BM = 64). */
+static int pw_runs(const ct_problem *p) {
+  const int64_t hw = p->h * p->w; /* h, w below 2^31 */
+  return p->r == 1 && p->s == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_h == 0 &&
+         p->pad_w == 0 && p->layout == CT_LAYOUT_NCHW && hw % 4 != 0 && hw <= 64 &&
+         p->c % 4 == 0;
+}
+
 /* gm_pw's shared memory: the ring of STAGES stages (x's boxes and, where
 ** the weights are streamed, their tile), with wres > 0 the weights'
 ** wres channel blocks resident before it, and pwe's (pwqe's) staging
@@ -824,7 +838,7 @@ static int pw_valid_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   ** about 8 more (BN = 128 at BK = 8 spilled 32 bytes). */
   if (parts == 2 && 3 * bn / 2 + 16 * (bk / 8) + 24 + (taps ? 8 : 0) > 232) return 0;
   if (p->layout != CT_LAYOUT_NCHW) return 0;
-  if (!taps && !pw_fits_problem(p)) return 0;
+  if (!taps && !pw_fits_problem(p) && !(pw_runs(p) && bm == 64 && !ping && !ep)) return 0;
   if (taps && !tap_flat(p) && (p->stride_w != 1 || p->w % 4 != 0)) return 0;
   if (taps && tap_flat(p) && TAP_BQ(v, parts) != 32) return 0;
   pw_shape sh;
@@ -869,7 +883,7 @@ static int pw_worth_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   if (taps && (pw_fits_problem(p) || 2 * Q < span)) return 0;
   /* BQ = 16 only where it leaves fewer dead columns than 32 (Q / span up). */
   if (taps && !flat && bq == 16 && span >= (Q + 31) / 32 * 32) return 0;
-  if (bm == 64) {
+  if (bm == 64 && (taps || !pw_runs(p))) { /* runs: BM = 64 only */
     const int64_t rows128 = 4 * (32 / bq);
     const int64_t m128 = flat   ? (P * p->w + 127) / 128
                          : taps ? (P + rows128 - 1) / rows128 * (span / bq)
@@ -941,7 +955,7 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   ** 1, BN}, or pw's over the caller's w, {C, 1, 1, K}, TFLOAT32 (rounded
   ** as it loads; the columns and rows past C and K read as zeros). */
   out->n_maps = 2;
-  const int flat = taps && tap_flat(p);
+  const int flat = taps && tap_flat(p), runs = !taps && pw_runs(p);
   if (taps && !flat) {
     const uint64_t row = (uint64_t)p->w * 4, plane = row * (uint64_t)p->h;
     const uint64_t xdims[4] = {(uint64_t)p->w, (uint64_t)p->h, (uint64_t)p->c, (uint64_t)p->n};
@@ -950,6 +964,12 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
                               (uint32_t)bk, 1};
     gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, parts == 1, xdims, xstrides, xbox, 0, 256);
     if (bh > 1) out->maps[0].elem_strides[1] = (uint32_t)p->stride_h;
+  } else if (runs) { /* {4 HW, C / 4, N, 1}, box {4 HW, BK / 4, 1, 1}, unswizzled */
+    const uint64_t run = (uint64_t)(4 * p->h * p->w), c = (uint64_t)p->c;
+    const uint64_t xdims[4] = {run, c / 4, (uint64_t)p->n, 1};
+    const uint64_t xstrides[3] = {run * 4, run * c, run * c * (uint64_t)p->n};
+    const uint32_t xbox[4] = {(uint32_t)run, (uint32_t)(bk / 4), 1, 1};
+    gm_tiled_map(&out->maps[0], CT_GEN_BUF_X, 0, parts == 1, xdims, xstrides, xbox, 0, 256);
   } else {
     const uint64_t hw4 = (uint64_t)(p->h * p->w) * 4; /* x's plane (pw: = P Q) */
     const uint64_t xdims[4] = {(uint64_t)(p->h * p->w), (uint64_t)p->c, (uint64_t)p->n, 1};
@@ -971,7 +991,8 @@ static void pw_plan_parts(const ct_problem *p, const ct_gen_limits *lim, const i
   snprintf(defines, len,
            "%s%s%s%s#define CT_GM_PW %d\n#define CT_PLAN_BLOCK_X %u\n#define CT_PLAN_SMEM %u\n",
            parts == 2 ? "#define CT_GM_SPLIT 1\n" : "", ping ? "#define CT_GM_PING 1\n" : "",
-           ep ? "#define CT_GM_EP 1\n" : "", wres_line, flat ? 3 : taps ? 2 : 1, threads, smem);
+           ep ? "#define CT_GM_EP 1\n" : "", wres_line, runs ? 4 : flat ? 3 : taps ? 2 : 1, threads,
+           smem);
 }
 
 /* The entry points of pw, pw3, tap, tap3, pwq, pwe and pwqe: parts, taps,

@@ -137,8 +137,9 @@ namespace gm {
 constexpr bool SPLIT = CT_GM_SPLIT != 0;
 constexpr bool PATCH = CT_GM_PATCH != 0;     // gmp: the GEMM over the patch matrix
 constexpr bool POINTWISE = CT_GM_PW != 0;    // pw, tap: NCHW x read in place, gm_pw
-constexpr bool TAPS = CT_GM_PW >= 2;         // tap: any filter, a box per tap
+constexpr bool TAPS = CT_GM_PW == 2 || CT_GM_PW == 3; // tap: any filter, a box per tap
 constexpr bool FLAT = CT_GM_PW == 3;         // tap over the flattened plane
+constexpr bool RUNS = CT_GM_PW == 4;         // pw over planes of H W % 4 != 0: whole-image runs
 constexpr int TAP_BH = 32 / BQ;              // tap: output rows of a box
 constexpr bool SPLITK = CT_GM_SPLITK != 0;   // gmk: the reduction split, gm_reduce
 constexpr bool EP = CT_GM_EP != 0;           // gme: staged epilogue, bulk copies of channel runs
@@ -159,6 +160,9 @@ constexpr int B_OFF = TAPS ? CT_GM_TAP_B_OFF(BM, BK, BQ) : A_PARTS * A_BYTES; //
 constexpr int STAGE_BYTES = TAPS ? CT_GM_TAP_STAGE_BYTES(BM, BN, BK, BQ, PARTS)
                                  : CT_GM_STAGE_BYTES(BM, BN, BK, A_PARTS, RESIDENT ? 0 : PARTS);
 constexpr int TX_BYTES = TAPS ? TAP_A + PARTS * B_BYTES : STAGE_BYTES; // a stage's loads
+// pw's runs (RUNS): a stage's x is BK channels of the tile's whole image,
+// BK HW floats from its start, the runs of 4 channels back to back
+// (ct_gm_runs_smem); its loads, HW a kernel argument: ct_gm_runs_tx.
 // pw, weights resident: the whole [BN][C] block (each channel block's B
 // hi, then lo), from the first 1024-byte boundary, the ring after it and
 // one more mbarrier (wfull) after the ring's.
@@ -187,6 +191,7 @@ static_assert(!EP || (!SPLITK && !TAPS && !PATCH && CT_LAYOUT == 0),
               "gme, pwe: gm_conv's im2col GEMM or gm_pw's 1x1, NCHW output");
 static_assert(!PING || (POINTWISE && BM == 64 && !TAPS && !SPLIT), "pwq: a 64-row tile per consumer");
 static_assert(!RESIDENT || (POINTWISE && !TAPS), "weights resident: gm_pw's 1x1");
+static_assert(!RUNS || (BM == 64 && !PING && !EP), "pw's runs: one image a 64-row tile");
 static_assert((A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0) || BK < 32,
               "128-byte swizzle stages on 1024-byte atoms");
 static_assert(A_BYTES % (8 * ROW) == 0 && B_BYTES % (8 * ROW) == 0, "stages on swizzle atoms");
@@ -908,6 +913,13 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
 // rows above or below x lie outside the plane (zeros), and the consumers
 // zero the pixels whose input column wrapped into a neighbouring row
 // (their registers hold A anyway).
+// CT_GM_PW 4 (pw's "runs": a 1x1 over planes of H W % 4 != 0, H W <= 64,
+// C % 4 = 0): no 16-byte plane stride for pw's map, so x is viewed as
+// {4 HW, C / 4, N, 1}, 4 channels' planes a row; a tile is one image (BM =
+// 64, rows past HW computed and not stored) and a k-tile one unswizzled
+// box {4 HW, BK / 4, 1, 1} of BK HW floats (the stage's transaction set
+// from HW at run time, ct_gm_runs_tx), read one float at a time at
+// ct_gm_runs_smem; single-float stores (the planes are not 16-byte runs).
 extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     gm_pw(const float *x, const float *w, const float *__restrict__ b, float *__restrict__ y,
           float *ws, const __grid_constant__ ct_kargs a, const __grid_constant__ ct_tmap tx,
@@ -981,7 +993,9 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         const unsigned st = it % STAGES, ph = (it / STAGES) & 1u;
         unsigned char *const sa = smem + st * STAGE_BYTES;
         mbar_wait(empty + st, ph ^ 1u);
-        mbar_arrive_expect_tx(full + st, TX_BYTES);
+        mbar_arrive_expect_tx(full + st,
+                              RUNS ? ct_gm_runs_tx(BK, HW, RESIDENT ? 0 : PARTS * B_BYTES)
+                                   : TX_BYTES);
         // tap: box i is output rows p0 + i TAP_BH .. (map 0 steps SH input
         // rows between them), columns q0 .. q0 + BQ - 1, at tap (r, s); its
         // input rows and columns start where that tap's window does, TMA's
@@ -991,9 +1005,12 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         // input pixels (r DH - PH) W + s DW - PW further along the plane:
         // rows outside x fall outside the plane (zeros); columns that wrap
         // into the next or previous row the consumers zero.
+        // pw's runs: one box, BK / 4 runs of 4 channels x HW pixels.
         int col;
+        if constexpr (RUNS)
+          tma_load_tile4(sa, &tx, full + st, 0, cb * (BK / 4), img, 0);
 #pragma unroll
-        for (int i = 0; i < BM / 32; ++i) {
+        for (int i = 0; i < (RUNS ? 0 : BM / 32); ++i) {
           if constexpr (FLAT) {
             ct_gm_tap_window(p0 + 32 * i + tap_shift(r, s), &col);
             tma_load_tile4(sa + i * TAP_BOX, &tx, full + st, col, cb * BK, img, 0);
@@ -1027,8 +1044,9 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const int px = TAPS ? ct_gm_tap_pixel(c, warp, g, 0) : ct_gm_pw_pixel(PING ? 0 : c, warp, g);
   const int pxs[2] = {px, TAPS ? ct_gm_tap_pixel(c, warp, g, 1) : px + 1};
   // pw: the epilogue's 16-byte stores where y is 16-byte aligned (its
-  // plane's runs whole: HW % 4 = 0); else, and for tap, one float at a time.
-  const bool vec_store = !TAPS && (reinterpret_cast<unsigned long long>(y) & 15u) == 0;
+  // plane's runs whole: HW % 4 = 0); else, and for tap and pw's runs, one
+  // float at a time.
+  const bool vec_store = !TAPS && !RUNS && (reinterpret_cast<unsigned long long>(y) & 15u) == 0;
   // pwe, pwqe: the tile's outputs staged in stg[k][pixel] (pwqe: each
   // consumer its own), then one bulk copy per output channel of the tile's
   // run of pixels (HW % 4 = 0 and p0 a multiple of BM: 16-byte runs).
@@ -1089,6 +1107,13 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         v[3] = a0[ct_gm_tap_smem(BK, BQ, c1, pxs[1])];
         if (!in0) v[0] = v[2] = 0.0f;
         if (!in1) v[1] = v[3] = 0.0f;
+      } else if constexpr (RUNS) {
+        // Scalar reads (a channel's run starts at any float); rows past HW
+        // read other floats of the stage, their outputs never stored.
+        v[0] = as[ct_gm_runs_smem(HW, c0, px)];
+        v[1] = as[ct_gm_runs_smem(HW, c0, px + 1)];
+        v[2] = as[ct_gm_runs_smem(HW, c1, px)];
+        v[3] = as[ct_gm_runs_smem(HW, c1, px + 1)];
       } else {
         const float2 v0 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c0, px));
         const float2 v1 = *reinterpret_cast<const float2 *>(as + ct_gm_pw_smem(BK, c1, px));

@@ -180,6 +180,15 @@ CT_GM_FN int ct_gm_pw_smem(int bk, int cl, int px) {
   return (px >> 5) * 32 * bk + cl * 32 + ((((px & 31) >> 2) ^ (cl & 7)) << 2) + (px & 3);
 }
 
+/* Family pw over planes of H W % 4 != 0, H W <= 64 (CT_GM_PW 4, "runs"):
+** a tile is one image; x's map {4 HW, C / 4, N, 1} makes each run of 4
+** channels' planes (16 HW bytes, contiguous in NCHW) one row, and a
+** k-tile's box {4 HW, BK / 4, 1, 1} lands them back to back, unswizzled:
+** channel cl, pixel px at float cl HW + px.  Its bytes, then the weights'
+** b_bytes, are the stage's transaction. */
+CT_GM_FN int ct_gm_runs_smem(int hw, int cl, int px) { return cl * hw + px; }
+CT_GM_FN int ct_gm_runs_tx(int bk, int hw, int b_bytes) { return bk * hw * 4 + b_bytes; }
+
 /* Family tap (gm_pw over any filter): tile tm's image and first output
 ** pixel.  A tile is `rows` output rows of bq columns, rows p0 .. p0 +
 ** rows - 1 and columns q0 .. q0 + bq - 1 of one image; the tiles of an

@@ -691,6 +691,29 @@ static void check_pw_boxes(void) {
     }
 }
 
+/* pw's runs (CT_GM_PW 4): TMA's fill of the box at k-tile cb of image n
+** (coordinates {0, cb BK / 4, n}, dense, unswizzled: box element (e0, e1)
+** at float e1 box[0] + e0) against x's NCHW elements, read where the
+** consumers read channel cl, pixel px (ct_gm_runs_smem): channel cb BK +
+** cl, pixel px of image n, or zero past C; and the box within a stage's
+** x bytes (BM BK floats). */
+static void check_runs_box(const ct_gen_map *mx, int hw, int bk, int64_t c) {
+  ASSERT_TRUE(mx->box[0] * mx->box[1] <= (uint32_t)(64 * bk));
+  for (int cb = 0; cb * bk < c; cb++)
+    for (int cl = 0; cl < bk; cl++)
+      for (int px = 0; px < hw; px++) {
+        const int off = ct_gm_runs_smem(hw, cl, px);
+        const int64_t e0 = off % mx->box[0], e1 = off / mx->box[0];
+        ASSERT_TRUE(e1 < mx->box[1]);
+        /* the row (4 channels' planes) and the float along it */
+        const int64_t row = (int64_t)cb * (bk / 4) + e1;
+        const int64_t ch = 4 * row + e0 / hw, pix = e0 % hw;
+        ASSERT_TRUE((uint64_t)row < mx->dims[1] ? ch == (int64_t)cb * bk + cl && pix == px
+                                                 : (int64_t)cb * bk + cl >= c);
+      }
+  ASSERT_EQ_INT(ct_gm_runs_tx(bk, hw, 0), (int)(mx->box[0] * mx->box[1] * 4));
+}
+
 /* Families pw and pw3: a 1x1 NCHW problem read in place.  Its
 ** rows-to-pixels order (ct_gm_pw_pixel) is a bijection onto each tile's
 ** pixels, the boxes' swizzled offsets (ct_gm_pw_smem) one onto the stage's
@@ -718,7 +741,10 @@ static void test_pw_layout(void) {
     {"n=32,c=36,h=56,w=56,k=64,r=1,s=1", 1},              /* C % 32 != 0 */
     {"n=16,c=64,h=1024,w=1024,k=128,r=1,s=1", 1},
     {"n=1,c=30,h=33,w=33,k=10,r=1,s=1", 0},              /* HW = 1089 */
-    {"n=32,c=2048,h=7,w=7,k=512,r=1,s=1", 0},             /* HW = 49 */
+    {"n=32,c=2048,h=7,w=7,k=512,r=1,s=1", 1},             /* HW = 49: runs */
+    {"n=16,c=132,h=5,w=5,k=70,r=1,s=1", 1},               /* runs, partial blocks */
+    {"n=32,c=130,h=7,w=7,k=64,r=1,s=1", 0},               /* runs need C % 4 = 0 */
+    {"n=32,c=64,h=9,w=9,k=64,r=1,s=1", 0},                /* HW = 81 > 64 */
     {"n=1,c=8,h=32,w=32,k=8,r=1,s=1", 0},                 /* x: 32 KiB */
     {"n=32,c=256,h=56,w=56,k=128,r=1,s=1,layout=nhwc", 0},
     {"n=32,c=256,h=56,w=56,k=512,r=1,s=1,stride=2", 0},
@@ -751,10 +777,26 @@ static void test_pw_layout(void) {
       /* pw's x map rounds as it loads (TFLOAT32); pw3's passes the bits
       ** (FLOAT32) for the consumers' split. */
       ASSERT_TRUE(mx->kind == CT_GEN_MAP_TILED && mx->buffer == CT_GEN_BUF_X && mx->tf32 == !fp32);
-      ASSERT_TRUE(mx->dims[0] == (uint64_t)hw && mx->dims[1] == (uint64_t)p.c &&
-                  mx->dims[2] == (uint64_t)p.n && mx->dims[3] == 1);
-      ASSERT_TRUE(mx->strides[0] == (uint64_t)hw * 4 && mx->strides[1] == (uint64_t)(hw * p.c * 4));
-      ASSERT_TRUE(mx->box[0] == 32 && mx->box[1] == (uint32_t)bk && mx->swizzle == 128);
+      char *src = NULL;
+      ASSERT_EQ_INT(ct_gen_source(&p, u, &src), CT_OK);
+      const int runs = strstr(src, "\n#define CT_GM_PW 4\n") != NULL;
+      ASSERT_TRUE(runs || strstr(src, "\n#define CT_GM_PW 1\n") != NULL);
+      free(src);
+      ASSERT_EQ_INT(runs, hw % 4 != 0);
+      if (runs) { /* runs of 4 channels' planes, one box of BK / 4 a k-tile */
+        ASSERT_TRUE(bm == 64 && hw <= 64 && p.c % 4 == 0);
+        ASSERT_TRUE(mx->dims[0] == (uint64_t)(4 * hw) && mx->dims[1] == (uint64_t)(p.c / 4) &&
+                    mx->dims[2] == (uint64_t)p.n && mx->dims[3] == 1);
+        ASSERT_TRUE(mx->strides[0] == (uint64_t)hw * 16 && mx->strides[1] == (uint64_t)(hw * p.c * 4));
+        ASSERT_TRUE(mx->box[0] == (uint32_t)(4 * hw) && mx->box[1] == (uint32_t)(bk / 4) &&
+                    mx->box[2] == 1 && mx->swizzle == 0);
+        check_runs_box(mx, (int)hw, (int)bk, p.c);
+      } else {
+        ASSERT_TRUE(mx->dims[0] == (uint64_t)hw && mx->dims[1] == (uint64_t)p.c &&
+                    mx->dims[2] == (uint64_t)p.n && mx->dims[3] == 1);
+        ASSERT_TRUE(mx->strides[0] == (uint64_t)hw * 4 && mx->strides[1] == (uint64_t)(hw * p.c * 4));
+        ASSERT_TRUE(mx->box[0] == 32 && mx->box[1] == (uint32_t)bk && mx->swizzle == 128);
+      }
       ASSERT_TRUE(mw->offset == 0 && mw->dims[0] == (uint64_t)cp && mw->box[0] == (uint32_t)bk &&
                   mw->box[3] == (uint32_t)bn && mw->strides[0] == (uint64_t)cp * 4);
       ASSERT_TRUE(mw->dims[0] * mw->dims[3] * 4 >= (uint64_t)parts * CT_GM_MIN_MAP_BYTES ||

@@ -15,7 +15,8 @@
 # caller's w); a 1x1 at stride 2 with C % 4 = 0 (gmp's weight map over
 # the caller's w, at tf32); 1x1s whose w is 16 KiB, 64 x 64, NCHW and
 # NHWC (pw's and gm's weight maps over the caller's w where no box
-# crosses its bounds).  The sanitizer
+# crosses its bounds); a 1x1 over 7 x 7 planes, C = 132, K = 70 (pw's
+# whole-image runs, a partial channel block).  The sanitizer
 # writes its report to a log file (by default it shares stdout, which
 # carries the tune's JSON).
 # Exits 77 where no GPU is usable or compute-sanitizer is not installed.
@@ -57,6 +58,7 @@ shapes=(
   "n=2,c=256,h=15,w=17,k=132,r=1,s=1,stride=2"
   "n=2,c=64,h=16,w=17,k=64,r=1,s=1"
   "n=4,c=64,h=15,w=13,k=64,r=1,s=1,layout=nhwc"
+  "n=8,c=132,h=7,w=7,k=70,r=1,s=1"
 )
 # offered SPEC PREC: the general families the space offers, comma-separated.
 offered() {

@@ -53,7 +53,9 @@ static ct_tune_gpu g;
 ** (a partial channel tile).  And maps over a caller's w of 16 KiB (64 x
 ** 64), below 128 KiB, where the variant's boxes stay inside it (BN = 64):
 ** pw's and gm's on an NCHW 1x1, gm's with x on an NHWC one, and on an
-** NHWC 3x3 over 32 channels (w 72 KiB). */
+** NHWC 3x3 over 32 channels (w 72 KiB).  And pw's runs (planes of H W % 4
+** != 0, one image a tile): 7 x 7 with C = 132 and K = 70 (partial channel
+** block and tile), 5 x 5 with C = 40, a fused ReLU. */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
@@ -93,6 +95,8 @@ static const char *shapes[] = {
     "n=2,c=64,h=16,w=17,k=64,r=1,s=1",
     "n=4,c=64,h=15,w=13,k=64,r=1,s=1,layout=nhwc",
     "n=8,c=32,h=15,w=13,k=64,r=3,s=3,pad=1,layout=nhwc",
+    "n=8,c=132,h=7,w=7,k=70,r=1,s=1",
+    "n=64,c=40,h=5,w=5,k=24,r=1,s=1,act=relu",
 };
 
 /* The GPU reference equals the CPU reference bit for bit (the same sums in

@@ -340,6 +340,8 @@ static void test_relu_every_family(void) {
     "act=relu,n=2,c=64,h=28,w=28,k=96,r=1,s=1,prec=tf32",
     "act=relu,n=2,c=64,h=28,w=28,k=96,r=1,s=1,prec=fp32",
     "act=relu,n=16,c=64,h=56,w=56,k=64,r=1,s=1,prec=tf32", /* pwq */
+    "act=relu,n=8,c=512,h=7,w=7,k=256,r=1,s=1,prec=tf32",  /* pw's runs */
+    "act=relu,n=8,c=512,h=7,w=7,k=256,r=1,s=1,prec=fp32",
   };
   enum { MAX_FAMILIES = 32 };
   const size_t n_specs = sizeof specs / sizeof specs[0];
