@@ -679,7 +679,7 @@ static void gm_plan_kind(const ct_problem *p, const ct_gen_limits *lim, const in
 ** fits beside the ring, the weights are loaded once per CTA and held
 ** (pw_wres; pwq, pwe and pwqe too).
 ** Declined where x's map cannot be made: HW % 4 != 0 (its channel planes'
-** 16-byte stride), x below CT_GM_MIN_MAP_BYTES, or a size
+** 16-byte stride) unless the runs take it, x below CT_GM_MIN_MAP_BYTES, or a size
 ** past the maps' or the kernel's int ranges; x must be 16-byte aligned
 ** (the runtime checks).  pw3 also where a consumer thread's registers
 ** (accumulators, cross terms, masters: 3 BN / 2; two sets of hi and lo

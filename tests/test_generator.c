@@ -691,26 +691,35 @@ static void check_pw_boxes(void) {
     }
 }
 
-/* pw's runs (CT_GM_PW 4): TMA's fill of the box at k-tile cb of image n
-** (coordinates {0, cb BK / 4, n}, dense, unswizzled: box element (e0, e1)
-** at float e1 box[0] + e0) against x's NCHW elements, read where the
-** consumers read channel cl, pixel px (ct_gm_runs_smem): channel cb BK +
-** cl, pixel px of image n, or zero past C; and the box within a stage's
-** x bytes (BM BK floats). */
-static void check_runs_box(const ct_gen_map *mx, int hw, int bk, int64_t c) {
-  ASSERT_TRUE(mx->box[0] * mx->box[1] <= (uint32_t)(64 * bk));
-  for (int cb = 0; cb * bk < c; cb++)
-    for (int cl = 0; cl < bk; cl++)
-      for (int px = 0; px < hw; px++) {
-        const int off = ct_gm_runs_smem(hw, cl, px);
-        const int64_t e0 = off % mx->box[0], e1 = off / mx->box[0];
-        ASSERT_TRUE(e1 < mx->box[1]);
-        /* the row (4 channels' planes) and the float along it */
-        const int64_t row = (int64_t)cb * (bk / 4) + e1;
-        const int64_t ch = 4 * row + e0 / hw, pix = e0 % hw;
-        ASSERT_TRUE((uint64_t)row < mx->dims[1] ? ch == (int64_t)cb * bk + cl && pix == px
-                                                 : (int64_t)cb * bk + cl >= c);
-      }
+/* pw's runs (CT_GM_PW 4): TMA's fill of the box the producer loads for
+** k-tile cb of image n (coordinates {0, cb BK / 4, n, 0}, dense and
+** unswizzled: box element (e0, e1) at float e1 box[0] + e0, from global
+** byte e0 4 + (cb BK / 4 + e1) strides[0] + n strides[1], zero past
+** dims[1]) replayed from the plan's map, against the NCHW byte of channel
+** cb BK + cl, pixel px of image n, where the consumers read that channel
+** and pixel (ct_gm_runs_smem); the reads of the dead rows (pixels HW ..
+** 63) within the stage's x bytes (BM BK floats), and the transaction the
+** box's bytes. */
+static void check_runs_box(const ct_gen_map *mx, int hw, int bk, int64_t c, int64_t n_img) {
+  const int64_t last_read = ct_gm_runs_smem(hw, bk - 1, 63);
+  ASSERT_TRUE(last_read < 64 * bk && mx->box[0] * mx->box[1] <= (uint32_t)(64 * bk));
+  const int64_t images[2] = {0, n_img - 1};
+  for (int ni = 0; ni < 2; ni++)
+    for (int cb = 0; cb * bk < c; cb++)
+      for (int cl = 0; cl < bk; cl++)
+        for (int px = 0; px < hw; px++) {
+          const int64_t n = images[ni], off = ct_gm_runs_smem(hw, cl, px);
+          const int64_t e0 = off % mx->box[0], e1 = off / mx->box[0];
+          ASSERT_TRUE(e1 < mx->box[1] && e0 < (int64_t)mx->dims[0]);
+          const int64_t row = (int64_t)cb * (bk / 4) + e1, ch = (int64_t)cb * bk + cl;
+          if ((uint64_t)row >= mx->dims[1]) { /* zero fill: only past C */
+            ASSERT_TRUE(ch >= c);
+            continue;
+          }
+          const uint64_t byte = (uint64_t)e0 * 4 + (uint64_t)row * mx->strides[0] +
+                                (uint64_t)n * mx->strides[1];
+          ASSERT_TRUE(ch < c && byte == (uint64_t)(((n * c + ch) * hw + px) * 4));
+        }
   ASSERT_EQ_INT(ct_gm_runs_tx(bk, hw, 0), (int)(mx->box[0] * mx->box[1] * 4));
 }
 
@@ -723,10 +732,11 @@ static void check_runs_box(const ct_gen_map *mx, int hw, int bk, int64_t c) {
 ** boxes) and the packed weights (pw3: hi and lo copies), or pw the
 ** caller's w where C % 4 = 0 and w is at least 128 KiB or no box crosses
 ** its bounds (K % BN = 0, C % BK = 0: ResNet's 64 x 64); pw at tf32 and pw3
-** at fp32 are offered for ResNet-50's stride-1 1x1 layers and declined
-** where x's map cannot be made (HW % 4 != 0, x below 128 KiB), and for
-** NHWC, strides, padding or larger filters; pw3 keeps BN = 128 only at
-** BK = 8 (its registers). */
+** at fp32 are offered for ResNet-50's stride-1 1x1 layers (7 x 7 planes
+** as whole-image runs: H W % 4 != 0, H W <= 64, C % 4 = 0) and declined
+** where x's map cannot be made (other H W % 4 != 0, x below 128 KiB), and
+** for NHWC, strides, padding or larger filters; pw3 keeps BN = 128 only
+** at BK = 8 (its registers). */
 static void test_pw_layout(void) {
   check_pw_boxes();
 
@@ -790,7 +800,7 @@ static void test_pw_layout(void) {
         ASSERT_TRUE(mx->strides[0] == (uint64_t)hw * 16 && mx->strides[1] == (uint64_t)(hw * p.c * 4));
         ASSERT_TRUE(mx->box[0] == (uint32_t)(4 * hw) && mx->box[1] == (uint32_t)(bk / 4) &&
                     mx->box[2] == 1 && mx->swizzle == 0);
-        check_runs_box(mx, (int)hw, (int)bk, p.c);
+        check_runs_box(mx, (int)hw, (int)bk, p.c, p.n);
       } else {
         ASSERT_TRUE(mx->dims[0] == (uint64_t)hw && mx->dims[1] == (uint64_t)p.c &&
                     mx->dims[2] == (uint64_t)p.n && mx->dims[3] == 1);
