@@ -20,7 +20,9 @@ extension is compiled against PyTorch).
         first call per shape, replays inside CUDA graphs.  Eager calls that
         need nothing of the dispatcher (no autograd, tracing, tensor
         subclass, mode or profiler: _needs_op) run its implementation
-        directly, which saves the op's dispatch, 15-20 us a call.
+        directly, which saves the op's dispatch, 15-20 us a call.  While
+        the profiler records, a Conv2d(pack_weights=True) still runs its
+        packed call, in a record_function named convtune::conv2d.
     explain(x, weight, bias=None, ...)
         which kernel runs for that call and why (path, variant, reason,
         database state).
@@ -357,17 +359,17 @@ def _conv2d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
 _PLAIN = (torch.Tensor, nn.Parameter)
 
 
-def _needs_op(x, weight, bias):
+def _needs_op(x, weight, bias, profiler=True):
     """Whether a call must go through the registered op rather than straight
     to its implementation: when torch.compile or torch.jit.trace traces it,
     when autograd must record it, when a tensor is a subclass or
     functorch-wrapped (fake, functional, batched...), when a dispatch or
-    function mode is active, and while the profiler records (so that
-    convtune::conv2d shows in it).
+    function mode is active, and (profiler) while the profiler records, so
+    that convtune::conv2d shows in it.
     Otherwise the op's dispatch costs more than the rest of the call (about
     15-20 us a call on a CPU core), so eager inference calls the
     implementation directly, with the same checks and the same result."""
-    return (_dispatch_wanted() or _grad_wanted(x, weight, bias)
+    return (_dispatch_wanted(profiler) or _grad_wanted(x, weight, bias)
             or not _plain(x) or not _plain(weight) or (bias is not None and not _plain(bias)))
 
 
@@ -378,14 +380,14 @@ def _grad_wanted(x, weight, bias):
                                         or (bias is not None and bias.requires_grad))
 
 
-def _dispatch_wanted():
+def _dispatch_wanted(profiler=True):
     """_needs_op's conditions that depend on no tensor: tracing, a dispatch
-    or function mode, the profiler."""
+    or function mode, (profiler) the profiler."""
     return (torch.compiler.is_compiling()
             or torch._C._get_tracing_state() is not None
             or torch._C._is_torch_function_mode_enabled()
             or _python_dispatch._get_current_dispatch_mode() is not None
-            or torch.autograd.profiler._is_profiler_enabled)
+            or (profiler and torch.autograd.profiler._is_profiler_enabled))
 
 
 def _plain(t):
@@ -613,6 +615,8 @@ class Conv2d(nn.Conv2d):
     through torch (its version counter), and after tune() or set_database()
     (which retire the contexts: the kernel may change).  A change made
     through `weight.data` bypasses that counter: call repack() after one.
+    While the profiler records, the packed call runs as it does without it,
+    named convtune::conv2d in the trace.
 
     Outside autograd, tracing and graph capture, a call like the module's
     last one (x of the same shape, strides and device; the same weight and
@@ -660,17 +664,28 @@ class Conv2d(nn.Conv2d):
                 y = again(self, input)
                 if y is not None:
                     return y
-        if (input.is_cuda and input.dim() == 4 and not _needs_op(input, self.weight, self.bias)
+        # _needs_op first: under torch.compile it is true, and tracing
+        # is_current_stream_capturing would break the graph.
+        if (input.is_cuda and input.dim() == 4
+                and not _needs_op(input, self.weight, self.bias, profiler=False)
                 and not torch.cuda.is_current_stream_capturing()):
+            profiled = torch.autograd.profiler._is_profiler_enabled
             # An inference tensor has no version counter to watch: not packed.
             if (getattr(self, "pack_weights", False) and not self.training
                     and not self.weight.is_inference()):
-                return self._forward_packed(input)
-            stride, padding, dilation = _arguments(input, self.weight, self.stride,
-                                                   self.padding, self.dilation, self.groups,
-                                                   self.precision)
-            return _conv2d_run(input, self.weight, self.bias, stride, padding, dilation,
-                               self.precision, self.act, module=self)
+                if not profiled:
+                    return self._forward_packed(input)
+                # The op cannot take packed weights: the profiler sees the
+                # packed call itself (not the op's, which packs for each
+                # call) under the op's name.
+                with torch.profiler.record_function("convtune::conv2d"):
+                    return self._forward_packed(input)
+            if not profiled:
+                stride, padding, dilation = _arguments(input, self.weight, self.stride,
+                                                       self.padding, self.dilation,
+                                                       self.groups, self.precision)
+                return _conv2d_run(input, self.weight, self.bias, stride, padding, dilation,
+                                   self.precision, self.act, module=self)
         return conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                       self.groups, precision=self.precision, act=self.act)
 

@@ -216,12 +216,13 @@ def test_packed_weights_module(precision):
 
 
 @pytest.mark.parametrize("pack", [False, True])
-def test_module_call_repeats_until_something_changes(pack):
+def test_module_call_repeats_until_something_changes(pack, monkeypatch):
     """Conv2d repeats its last checked call (_Repeat) with the checked
     path's output bit for bit, packed or not, and each thing that call
     depends on, changed, sends the next call back through the checks (a new
     _Repeat), or through the op where it must be seen (autograd, the
-    profiler)."""
+    profiler; a packed call stays packed under the profiler, in the op's
+    name)."""
     torch.manual_seed(7)
     ref = ct.Conv2d(16, 8, 3, padding=1).to(DEV).eval()  # precision "auto"
     mine = ct.Conv2d(16, 8, 3, padding=1, pack_weights=pack).to(DEV).eval()
@@ -274,10 +275,22 @@ def test_module_call_repeats_until_something_changes(pack):
                 assert ct._repeats.get(mine) is after, name
     finally:
         torch.backends.cudnn.allow_tf32 = tf32
+    # Profiled: the op's name in the trace; a packed module's call stays
+    # packed (the op itself would pack for each call).
+    from convtune._lib import Context
+    calls = {"forward": 0, "forward_packed": 0}
+    for name in calls:
+        def counted(self, *args, _name=name, _orig=getattr(Context, name), **kw):
+            calls[_name] += 1
+            return _orig(self, *args, **kw)
+        monkeypatch.setattr(Context, name, counted)
     with torch.no_grad():
         with torch.autograd.profiler.profile() as prof:
-            mine(x)
-    assert any("convtune::conv2d" in e.name for e in prof.function_events)
+            assert torch.equal(mine(x), ref(x))
+    assert calls == ({"forward": 1, "forward_packed": 1} if pack else {"forward": 2, "forward_packed": 0})
+    names = [e.name for e in prof.function_events]
+    assert sum("convtune::conv2d" in n for n in names) >= 2, names
+    monkeypatch.undo()
     y = mine(x)  # autograd records it
     assert y.requires_grad and y.grad_fn is not None
     mine.repack()
