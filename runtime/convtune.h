@@ -148,6 +148,14 @@ ct_status ct_open(const char *db_path, int device, ct_context **out);
 /* The message of the last ct_open failure in this thread; never NULL. */
 const char *ct_open_error(void);
 
+/* The tuning database that ct_open(NULL, ...) opens and that `convtune`
+** uses without --db: $CONVTUNE_DB, else $XDG_CACHE_HOME/convtune/tuning.db
+** (an absolute XDG_CACHE_HOME), else $HOME/.cache/convtune/tuning.db, as
+** the environment is now.  Writes its path into buf (len bytes,
+** NUL-terminated).  Returns CT_OK; CT_ERR_IO when none of those variables
+** is set; CT_ERR_INVALID_ARG when buf is NULL or the path does not fit. */
+ct_status ct_default_database(char *buf, size_t len);
+
 /* Releases the context, every module it loaded and the device memory of
 ** weights packed on it and not yet freed (their handles then only need
 ** ct_weights_free).  No other thread may be using the context, nor use it

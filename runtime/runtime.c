@@ -544,6 +544,10 @@ static __thread char open_error[512] = "no error";
 
 const char *ct_open_error(void) { return open_error; }
 
+ct_status ct_default_database(char *buf, size_t len) {
+  return ct_cache_default_path(buf, len);
+}
+
 /* Opens the database for ctx; never fails: records what it found in
 ** ctx->db_status and ctx->db_message, leaving ctx->cache NULL unless the
 ** file is usable. */

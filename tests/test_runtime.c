@@ -346,6 +346,37 @@ static void test_missing_file(void) {
   ASSERT_TRUE(stat(path, &sb) != 0); /* nothing was created */
 }
 
+/* ct_default_database names the file ct_open(NULL) opens (test_cache
+** covers the rule's order); it says when no variable gives one. */
+static void test_default_database(void) {
+  const char *names[3] = {"CONVTUNE_DB", "XDG_CACHE_HOME", "HOME"};
+  char *saved[3];
+  for (int i = 0; i < 3; i++) {
+    const char *v = getenv(names[i]);
+    saved[i] = v ? strdup(v) : NULL;
+  }
+  const char *path = tmp_path("default-here.db");
+  setenv("CONVTUNE_DB", path, 1);
+  char buf[512], small[8];
+  ASSERT_EQ_INT(ct_default_database(buf, sizeof buf), CT_OK);
+  ASSERT_EQ_STR(buf, path);
+  ct_context *ctx = NULL;
+  ASSERT_EQ_INT(ct_open(NULL, 0, &ctx), CT_OK);
+  char msg[512];
+  ASSERT_EQ_INT(ct_database_status(ctx, msg, sizeof msg), CT_ERR_NOT_FOUND);
+  ASSERT_TRUE(contains(msg, path));
+  ct_close(ctx);
+  ASSERT_EQ_INT(ct_default_database(small, sizeof small), CT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ct_default_database(NULL, sizeof buf), CT_ERR_INVALID_ARG);
+  for (int i = 0; i < 3; i++) unsetenv(names[i]);
+  ASSERT_EQ_INT(ct_default_database(buf, sizeof buf), CT_ERR_IO);
+  ASSERT_EQ_STR(buf, "");
+  for (int i = 0; i < 3; i++) {
+    if (saved[i]) setenv(names[i], saved[i], 1);
+    free(saved[i]);
+  }
+}
+
 /* Opens path, checks the database status, and that forward still runs the
 ** default for spec_a. */
 static void expect_default_with(const char *path, ct_status want,
@@ -1298,6 +1329,7 @@ int main(int argc, char **argv) {
   RUN_TEST(test_distance);
   RUN_TEST(test_open_args);
   RUN_TEST(test_no_database);
+  RUN_TEST(test_default_database);
   RUN_TEST(test_missing_file);
   RUN_TEST(test_bad_files);
   RUN_TEST(test_damaged_files);

@@ -299,6 +299,7 @@ class Library:
             "ct_forward_packed": (i, [vp, P, vp, vp, vp, vp, vp]),
             "ct_weights_bytes": (sz, [vp]),
             "ct_weights_free": (None, [vp]),
+            "ct_default_database": (i, [ctypes.c_char_p, sz]),
         }
         for name, (restype, argtypes) in list(sigs.items()) + list(optional.items()):
             fn = getattr(lib, name, None)
@@ -362,6 +363,22 @@ class Library:
 
     def path_name(self, path):
         return _text(self._lib.ct_path_name(path))
+
+    def default_database(self):
+        """The tuning database that open(None) opens and `convtune` uses
+        without --db, as the environment is now (ct_default_database):
+        $CONVTUNE_DB, else $XDG_CACHE_HOME/convtune/tuning.db, else
+        ~/.cache/convtune/tuning.db; None when none of those is set."""
+        if not self.has("ct_default_database"):
+            self._raise(CT_ERR_UNSUPPORTED, "%s lacks ct_default_database: a library older "
+                        "than this package" % self.path)
+        buf = ctypes.create_string_buffer(4096)
+        st = self._lib.ct_default_database(buf, len(buf))
+        if st == CT_ERR_IO:
+            return None
+        if st != CT_OK:
+            self._raise(st, "ct_default_database: the path does not fit in %d bytes" % len(buf))
+        return _text(buf.value)
 
     # -- contexts ---------------------------------------------------------
 

@@ -77,6 +77,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import warnings
 import weakref
 from typing import List, Optional
 
@@ -934,7 +935,8 @@ def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=
       args      more `convtune tune` options, e.g. ("--families", "gm").
     Problems tuned before on the device are skipped, so a rerun resumes.
     The library's open contexts are retired afterwards, so the next calls
-    look the new winners up.
+    look the new winners up.  A db other than the one those calls read
+    (set_database()'s, else the default) warns: they would not see it.
 
     Returns {"collected": collect()'s result, "result": the tuner's JSON
     ({"problems": [...], ...}: per problem its status, winner and time)}.
@@ -995,7 +997,21 @@ def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=
             " ".join(command[:2]), run.returncode,
             (": " + " / ".join(failed)) if failed else " (its messages are above)"),
             run.returncode, result, collected)
+    _warn_unread(db)
     return {"collected": collected, "result": result}
+
+
+def _warn_unread(db):
+    """Warns when the database tune() wrote (db; None: the default, which
+    the library reads too) is not the one this process's convolutions look
+    their kernels up in: they would run untuned kernels."""
+    if db is None or not library().has("ct_default_database"):
+        return
+    reads = _state["db"] if _state["db"] is not None else library().default_database()
+    if not reads or os.path.realpath(reads) != os.path.realpath(db):
+        warnings.warn("convtune.torch.tune: tuned into %s, but this process's convolutions "
+                      "look their kernels up in %s: call set_database(%r) to run what was "
+                      "tuned" % (db, reads or "no database", db), stacklevel=3)
 
 
 # -------------------------------------------------------------------------

@@ -185,6 +185,21 @@ def test_a_library_without_the_current_api_is_refused(tmp_path):
         _lib.Library(libc)
 
 
+def test_default_database_follows_the_environment(lib, monkeypatch):
+    for name in ("CONVTUNE_DB", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    assert lib.default_database() is None
+    monkeypatch.setenv("HOME", "/home/u")
+    assert lib.default_database() == "/home/u/.cache/convtune/tuning.db"
+    monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
+    assert lib.default_database() == "/xdg/convtune/tuning.db"
+    monkeypatch.setenv("CONVTUNE_DB", "/data/t.db")
+    assert lib.default_database() == "/data/t.db"
+    monkeypatch.setenv("CONVTUNE_DB", "/d/" + "x" * 5000)
+    with pytest.raises(_lib.ConvtuneError, match="does not fit"):
+        lib.default_database()
+
+
 def test_parse_wants_a_string(lib):
     for bad in (None, 3, b"n=1,c=1,h=8,w=8,k=1,r=3,s=3"):
         with pytest.raises(TypeError) as e:

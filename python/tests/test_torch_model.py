@@ -8,6 +8,7 @@ where torch is not installed."""
 import json
 import os
 import subprocess
+import warnings
 
 import pytest
 
@@ -143,15 +144,24 @@ def test_tune_through_the_cli_on_the_fake_gpu(tmp_path, monkeypatch, lib):
     net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 1))
     opts = ("--families", "direct", "--max-variants", "2", "--final-trials", "2",
             "--finalists", "1", "--trials", "2")
-    res = ct.tune(net, torch.randn(1, 3, 10, 10), precision="fp32", db=db, quiet=True,
-                  args=opts)
+    # Tuned into a database the library does not read: a warning says so.
+    with pytest.warns(UserWarning, match=r"tuned into .*t\.db.*set_database\("):
+        res = ct.tune(net, torch.randn(1, 3, 10, 10), precision="fp32", db=db, quiet=True,
+                      args=opts)
     rows = res["result"]["problems"]
     assert len(rows) == 2
     assert all(r["status"] == "tuned" for r in rows), rows
     assert all(r["winner"].startswith("direct:") for r in rows)
-    # A rerun skips both.
-    again = ct.tune(net, torch.randn(1, 3, 10, 10), precision="fp32", db=db, quiet=True,
-                    args=opts)
+    # A rerun skips both; into the database the library reads, no warning
+    # (that of set_database(), or the default one).
+    monkeypatch.setitem(ct._state, "db", db)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = ct.tune(net, torch.randn(1, 3, 10, 10), precision="fp32", db=db, quiet=True,
+                        args=opts)
+        monkeypatch.setitem(ct._state, "db", None)
+        monkeypatch.setenv("CONVTUNE_DB", db)
+        ct.tune(net, torch.randn(1, 3, 10, 10), precision="fp32", db=db, quiet=True, args=opts)
     assert all(r["status"] == "skipped" for r in again["result"]["problems"])
     # A failing tuner raises with its status.
     with pytest.raises(ct.TuneError) as e:
