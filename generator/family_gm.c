@@ -778,22 +778,26 @@ static int pw_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   return 1;
 }
 
-/* 1 when pw (1x1, stride 1, unpadded, NCHW, HW % 4 = 0) takes p. */
-static int pw_fits_problem(const ct_problem *p) {
+/* 1 when p is pw's kind of problem: a 1x1, stride-1, unpadded convolution
+** of NCHW x (y[n] = W x[n]). */
+static int pw_kind(const ct_problem *p) {
   return p->r == 1 && p->s == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_h == 0 &&
-         p->pad_w == 0 && p->layout == CT_LAYOUT_NCHW && (p->h * p->w) % 4 == 0;
+         p->pad_w == 0 && p->layout == CT_LAYOUT_NCHW;
+}
+
+/* 1 when pw takes p through its map of x's planes: pw_kind, HW % 4 = 0. */
+static int pw_fits_problem(const ct_problem *p) {
+  return pw_kind(p) && (p->h * p->w) % 4 == 0;
 }
 
 /* 1 when pw takes p as whole-image runs (CT_GM_PW 4, ct_gm_runs_smem):
-** pw's kind of problem over planes of H W % 4 != 0 (no 16-byte plane
-** stride for pw's map: ResNet's 7 x 7 layers), H W <= 64 (4 channels'
-** planes one box row of at most 256 floats; a 64-row tile an image) and
-** C % 4 = 0 (those rows within an image).  pw and pw3 only (BM = 64). */
+** pw_kind over planes of H W % 4 != 0 (no 16-byte plane stride for pw's
+** map: ResNet's 7 x 7 layers), H W <= 64 (4 channels' planes one box row
+** of at most 256 floats; a 64-row tile an image) and C % 4 = 0 (those
+** rows within an image).  pw and pw3 only (BM = 64). */
 static int pw_runs(const ct_problem *p) {
   const int64_t hw = p->h * p->w; /* h, w below 2^31 */
-  return p->r == 1 && p->s == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_h == 0 &&
-         p->pad_w == 0 && p->layout == CT_LAYOUT_NCHW && hw % 4 != 0 && hw <= 64 &&
-         p->c % 4 == 0;
+  return pw_kind(p) && hw % 4 != 0 && hw <= 64 && p->c % 4 == 0;
 }
 
 /* gm_pw's shared memory: the ring of STAGES stages (x's boxes and, where
