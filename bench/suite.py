@@ -83,7 +83,7 @@ torch = F = bench = ct = None
 # The suite file and problem specs (no torch, no library)
 
 SPEC_KEYS = ("n", "c", "h", "w", "k", "r", "s", "stride", "pad", "dil", "bias", "prec", "act",
-             "layout")
+             "layout", "residual")
 ACTS = ("none", "relu")
 LAYOUTS = ("nchw", "nhwc")
 REQUIRED_KEYS = SPEC_KEYS[:7]
@@ -101,7 +101,8 @@ def parse_spec(spec):
     """The ct_problem fields of a problem spec (README.md, "Problem specs"),
     by ct_problem_parse's syntax: comma-separated key=value, keys n c h w k r
     s required, stride / pad / dil as A or AxB, bias 0 or 1, prec tf32 or
-    fp32, act none or relu, layout nchw or nhwc; unknown, duplicate or
+    fp32, act none or relu, layout nchw or nhwc, residual 0 or 1; unknown,
+    duplicate or
     missing keys are errors.  Also checks what
     needs no library: sizes >= 1, stride >= 1, pad >= 0, dil >= 1 and a
     non-empty output.  The 32-bit limits are the library's (ct_problem_parse
@@ -111,7 +112,7 @@ def parse_spec(spec):
     if not isinstance(spec, str) or not spec:
         raise ValueError("empty problem spec")
     f = {"stride_h": 1, "stride_w": 1, "pad_h": 0, "pad_w": 0, "dil_h": 1, "dil_w": 1,
-         "bias": 1, "precision": 0, "act": 0, "layout": 0}
+         "bias": 1, "precision": 0, "act": 0, "layout": 0, "residual": 0}
     seen = set()
     for item in spec.split(","):
         if not item:
@@ -130,10 +131,10 @@ def parse_spec(spec):
             a, x, b = val.partition("x")
             f[key + "_h"] = _spec_int(key, a)
             f[key + "_w"] = _spec_int(key, b) if x else f[key + "_h"]
-        elif key == "bias":
+        elif key in ("bias", "residual"):
             if val not in ("0", "1"):
-                raise ValueError("bias: %r must be 0 or 1" % val)
-            f["bias"] = int(val)
+                raise ValueError("%s: %r must be 0 or 1" % (key, val))
+            f[key] = int(val)
         elif key == "act":
             if val not in ACTS:
                 raise ValueError("act: %r must be none or relu" % val)
@@ -186,7 +187,8 @@ def read_suite(path):
     takes a comma list).  SPEC: a problem spec without prec (the suite runs
     each precision asked for).  Raises ValueError naming the file and line
     for a name without a spec, extra fields, a bad or duplicate name, a
-    spec that does not parse (parse_spec), names prec or fuses a ReLU.  A
+    spec that does not parse (parse_spec), names prec or fuses a ReLU or a
+    residual.  A
     layout=nhwc spec runs convtune on channels_last tensors (compare it with
     cudnn_channels_last)."""
     entries, first_line = [], {}
@@ -217,9 +219,10 @@ def read_suite(path):
             if "prec" in spec_keys(spec):
                 raise ValueError("%s: %s: the spec names prec; suite specs leave it out "
                                  "(--precision chooses)" % (where, name))
-            if parse_spec(spec)["act"]:
-                raise ValueError("%s: %s: act=relu; the suite times plain convolutions "
-                                 "against cuDNN's" % (where, name))
+            if parse_spec(spec)["act"] or parse_spec(spec)["residual"]:
+                raise ValueError("%s: %s: %s; the suite times plain convolutions "
+                                 "against cuDNN's" % (where, name, "act=relu"
+                                                      if parse_spec(spec)["act"] else "residual=1"))
             first_line[name] = lineno
             entries.append((name, spec))
     return entries

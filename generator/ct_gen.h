@@ -192,6 +192,10 @@ typedef struct ct_gen_family {
                                  (CT_LAYOUT 1); 0: it declines NHWC
                                  problems (ct_gen_enumerate offers none of
                                  its variants, naming one is unsupported) */
+  int residual;               /* 1: its template adds the residual y holds
+                                 on entry (CT_RESIDUAL 1, ct_act.cuh's
+                                 ct_out); 0: it declines residual problems,
+                                 as nhwc 0 declines NHWC ones */
   int n_params;
   ct_gen_param params[CT_GEN_MAX_PARAMS];
   /* The hard limits: 1 if this parameter point compiles and runs
@@ -279,6 +283,12 @@ extern const ct_gen_family *const ct_gen_families[];
 
 /* Looks a family up by name; NULL if none. */
 const ct_gen_family *ct_gen_family_find(const char *name);
+
+/* Why family f offers no variant of any problem like *p, whatever its
+** sizes: "not at this precision", "no NHWC layout" or "no residual"; NULL
+** when it meets p's precision, layout and residual (its variants may still
+** not fit p's sizes). */
+const char *ct_gen_family_declines(const ct_gen_family *f, const ct_problem *p);
 
 /* 1 when the runtime and the tuner can launch the kernels of family f:
 ** those of a family taking plain pointers or tensor maps (ct_gen_args).

@@ -99,6 +99,7 @@ const ct_gen_family ct_gen_family_direct = {
   .template_name = "conv_direct.cu",
   .precisions = (1u << CT_PREC_TF32) | (1u << CT_PREC_FP32),
   .nhwc = 1,
+  .residual = 1,
   .args = CT_GEN_ARGS_POINTERS,
   .big_tensors = 1,
   .n_params = 3,

@@ -1059,13 +1059,16 @@ GM_ENTRIES(gme3)
 #define GM_FP32_SK_PARAMS .n_params = 6, .params = {GM_FP32_LIST, GM_SK}
 #define GM_TF32_BQ_PARAMS .n_params = 5, .params = {GM_TF32_LIST, GM_BQ}
 #define GM_FP32_BQ_PARAMS .n_params = 6, .params = {GM_FP32_LIST, GM_BQ}
-/* pw, pw3, tap and tap3 read NCHW x in place: no NHWC (nhwc 0). */
-#define GM_FAMILY(fam, prec, params, nhwc_too)                                           \
+/* pw, pw3, tap and tap3 read NCHW x in place: no NHWC (nhwc 0).  gme,
+** gme3, pwe and pwqe store through the staged epilogue, which takes no
+** residual (residual 0). */
+#define GM_FAMILY(fam, prec, params, nhwc_too, residual_too)                             \
   const ct_gen_family ct_gen_family_##fam = {                                            \
     .name = #fam,                                                                        \
     .template_name = "conv_gm.cu",                                                       \
     .precisions = 1u << (prec),                                                          \
     .nhwc = (nhwc_too),                                                                  \
+    .residual = (residual_too),                                                          \
     .args = CT_GEN_ARGS_TENSOR_MAPS,                                                     \
     .tensor_cores = 1,                                                                   \
     .big_tensors = 1,                                                                    \
@@ -1075,20 +1078,20 @@ GM_ENTRIES(gme3)
     .worth = fam##_worth,                                                                \
     .plan = fam##_plan,                                                                  \
   };
-GM_FAMILY(gm, CT_PREC_TF32, GM_TF32_PARAMS, 1)
-GM_FAMILY(gm3, CT_PREC_FP32, GM_FP32_PARAMS, 1)
-GM_FAMILY(gmp, CT_PREC_TF32, GM_TF32_PARAMS, 1)
-GM_FAMILY(gmp3, CT_PREC_FP32, GM_FP32_PARAMS, 1)
+GM_FAMILY(gm, CT_PREC_TF32, GM_TF32_PARAMS, 1, 1)
+GM_FAMILY(gm3, CT_PREC_FP32, GM_FP32_PARAMS, 1, 1)
+GM_FAMILY(gmp, CT_PREC_TF32, GM_TF32_PARAMS, 1, 1)
+GM_FAMILY(gmp3, CT_PREC_FP32, GM_FP32_PARAMS, 1, 1)
 
-GM_FAMILY(gmk, CT_PREC_TF32, GM_TF32_SK_PARAMS, 1)
-GM_FAMILY(gmk3, CT_PREC_FP32, GM_FP32_SK_PARAMS, 1)
-GM_FAMILY(gme, CT_PREC_TF32, GM_TF32_PARAMS, 0)
-GM_FAMILY(gme3, CT_PREC_FP32, GM_FP32_PARAMS, 0)
+GM_FAMILY(gmk, CT_PREC_TF32, GM_TF32_SK_PARAMS, 1, 1)
+GM_FAMILY(gmk3, CT_PREC_FP32, GM_FP32_SK_PARAMS, 1, 1)
+GM_FAMILY(gme, CT_PREC_TF32, GM_TF32_PARAMS, 0, 0)
+GM_FAMILY(gme3, CT_PREC_FP32, GM_FP32_PARAMS, 0, 0)
 
-GM_FAMILY(pw, CT_PREC_TF32, GM_TF32_PARAMS, 0)
-GM_FAMILY(pw3, CT_PREC_FP32, GM_FP32_PARAMS, 0)
-GM_FAMILY(pwq, CT_PREC_TF32, GM_TF32_PARAMS, 0)
-GM_FAMILY(pwe, CT_PREC_TF32, GM_TF32_PARAMS, 0)
-GM_FAMILY(pwqe, CT_PREC_TF32, GM_TF32_PARAMS, 0)
-GM_FAMILY(tap, CT_PREC_TF32, GM_TF32_BQ_PARAMS, 0)
-GM_FAMILY(tap3, CT_PREC_FP32, GM_FP32_BQ_PARAMS, 0)
+GM_FAMILY(pw, CT_PREC_TF32, GM_TF32_PARAMS, 0, 1)
+GM_FAMILY(pw3, CT_PREC_FP32, GM_FP32_PARAMS, 0, 1)
+GM_FAMILY(pwq, CT_PREC_TF32, GM_TF32_PARAMS, 0, 1)
+GM_FAMILY(pwe, CT_PREC_TF32, GM_TF32_PARAMS, 0, 0)
+GM_FAMILY(pwqe, CT_PREC_TF32, GM_TF32_PARAMS, 0, 0)
+GM_FAMILY(tap, CT_PREC_TF32, GM_TF32_BQ_PARAMS, 0, 1)
+GM_FAMILY(tap3, CT_PREC_FP32, GM_FP32_BQ_PARAMS, 0, 1)

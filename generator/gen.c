@@ -186,11 +186,17 @@ void ct_gen_plan_one(ct_gen_variant *v, const char *kernel, unsigned gx,
 /* ---------------------------------------------------------------------- */
 /* Variants                                                                */
 
-/* f meets p's precision and runs its layout. */
-static int family_meets(const ct_gen_family *f, const ct_problem *p) {
+const char *ct_gen_family_declines(const ct_gen_family *f, const ct_problem *p) {
   const unsigned prec = (unsigned)p->precision;
-  return prec < 32u && (f->precisions & (1u << prec)) != 0 &&
-         (p->layout == CT_LAYOUT_NCHW || f->nhwc);
+  if (prec >= 32u || (f->precisions & (1u << prec)) == 0) return "not at this precision";
+  if (p->layout != CT_LAYOUT_NCHW && !f->nhwc) return "no NHWC layout";
+  if (p->residual && !f->residual) return "no residual";
+  return NULL;
+}
+
+/* f meets p's precision and runs its layout and its residual. */
+static int family_meets(const ct_gen_family *f, const ct_problem *p) {
+  return ct_gen_family_declines(f, p) == NULL;
 }
 
 /* Builds the canonical name "family:P1=v1,P2=v2" ("family" with no
@@ -475,12 +481,13 @@ static void put_problem(strbuf *b, const ct_problem *p) {
   sb_printf(b, "#define CT_BIAS %d\n", p->bias ? 1 : 0);
 }
 
-/* The activation's and the layout's #defines (ct_act.cuh), for
-** shape-generic sources too; the defaults (none, NCHW) are the templates'
-** and add nothing to the source. */
+/* The activation's, the layout's and the residual's #defines (ct_act.cuh),
+** for shape-generic sources too; the defaults (none, NCHW, no residual) are
+** the templates' and add nothing to the source. */
 static void put_act(strbuf *b, const ct_problem *p) {
   if (p->act != CT_ACT_NONE) sb_printf(b, "#define CT_ACT %d\n", (int)p->act);
   if (p->layout != CT_LAYOUT_NCHW) sb_printf(b, "#define CT_LAYOUT %d\n", (int)p->layout);
+  if (p->residual) sb_printf(b, "#define CT_RESIDUAL 1\n");
 }
 
 /* "n=256 c=3 ... bias=1": the problem in the header comment.  The precision

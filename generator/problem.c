@@ -10,9 +10,12 @@
 ** n c h w k r s are required integers.  stride, pad and dil are optional:
 ** "A" sets both axes, "AxB" sets height then width (defaults 1, 0, 1).
 ** bias is 0 or 1 (default 1), prec is tf32 or fp32 (default tf32), act is
-** none or relu (default none), layout is nchw or nhwc (default nchw).  The
+** none or relu (default none), layout is nchw or nhwc (default nchw),
+** residual is 0 or 1 (default 0: y is only written; 1: y holds a residual
+** on entry, y = act(conv + b + y)).  The
 ** canonical form (ct_problem_format) lists every key in the order above,
-** then ",act=relu" for a ReLU and ",layout=nhwc" for channels-last tensors
+** then ",act=relu" for a ReLU, ",layout=nhwc" for channels-last tensors and
+** ",residual=1" for a residual
 ** (the defaults are left out, so a problem without them keeps the text,
 ** and so the database key, it had before those keys existed), and prints a
 ** pair as "A" when both axes agree.
@@ -36,6 +39,8 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) {
 }
 
 /* The headline problem: KernelBench level 1 problem 50 at tf32. */
+size_t ct_problem_size(void) { return sizeof(ct_problem); }
+
 void ct_problem_default(ct_problem *p) {
   if (!p) return;
   memset(p, 0, sizeof *p);
@@ -132,8 +137,8 @@ int ct_gen_index64(const ct_problem *p) {
 }
 
 /* Checks every field of *p: sizes >= 1, stride >= 1, pad >= 0, dil >= 1,
-** each <= INT32_MAX, bias 0 or 1, a known precision, activation and
-** layout, a non-empty output,
+** each <= INT32_MAX, bias and residual 0 or 1, a known precision,
+** activation and layout, a non-empty output,
 ** padded extents <= INT32_MAX (kernels index along a row or a column with
 ** 32-bit ints; every input index a kernel forms lies inside the padded
 ** extent), and x, w, y element counts <= 2^48 (tensors past 2^31 - 1
@@ -177,6 +182,10 @@ ct_status ct_problem_validate(const ct_problem *p, char *err, size_t errlen) {
   }
   if (p->bias != 0 && p->bias != 1) {
     set_err(err, errlen, "bias = %d must be 0 or 1", p->bias);
+    return CT_ERR_INVALID_PROBLEM;
+  }
+  if (p->residual != 0 && p->residual != 1) {
+    set_err(err, errlen, "residual = %d must be 0 or 1", p->residual);
     return CT_ERR_INVALID_PROBLEM;
   }
   if (!ct_precision_name(p->precision)) {
@@ -302,12 +311,12 @@ static ct_status parse_pair(const char *key, const char *text, size_t len,
 }
 
 enum { K_N, K_C, K_H, K_W, K_K, K_R, K_S, K_STRIDE, K_PAD, K_DIL, K_BIAS,
-       K_PREC, K_ACT, K_LAYOUT, K_COUNT, K_REQUIRED = K_STRIDE };
+       K_PREC, K_ACT, K_LAYOUT, K_RESIDUAL, K_COUNT, K_REQUIRED = K_STRIDE };
 
 /* Keys in canonical order; the first K_REQUIRED are required. */
 static const char *const key_names[K_COUNT] = {
     "n",      "c",   "h",   "w",    "k",    "r",   "s",
-    "stride", "pad", "dil", "bias", "prec", "act", "layout"};
+    "stride", "pad", "dil", "bias", "prec", "act", "layout", "residual"};
 
 /* Parses the value v[0 .. vlen) of a two-way key into *index: 0 for
 ** `first`, 1 for `second`; CT_ERR_PARSE, with "key: 'v' must be first or
@@ -360,6 +369,10 @@ static ct_status parse_value(int key, const char *v, size_t vlen,
                       ct_layout_name(CT_LAYOUT_NHWC), &i, err, errlen);
     if (rc == CT_OK) q->layout = i ? CT_LAYOUT_NHWC : CT_LAYOUT_NCHW;
     return rc;
+  case K_RESIDUAL:
+    rc = parse_choice(name, v, vlen, "0", "1", &i, err, errlen);
+    if (rc == CT_OK) q->residual = i;
+    return rc;
   }
   return CT_ERR_PARSE; /* unreachable */
 }
@@ -367,7 +380,7 @@ static ct_status parse_value(int key, const char *v, size_t vlen,
 /* Parses the spec text into *p and validates it.  *p is written only on
 ** CT_OK.  Returns CT_OK, CT_ERR_INVALID_ARG (spec or p NULL), CT_ERR_PARSE
 ** (unknown, duplicate or missing key; a value that is not a whole integer
-** or overflows int64; a bad bias, prec, act or layout) or
+** or overflows int64; a bad bias, prec, act, layout or residual) or
 ** CT_ERR_INVALID_PROBLEM, with a message naming the key or field in err (if
 ** err is not NULL, at most errlen bytes, NUL-terminated). */
 ct_status ct_problem_parse(const char *spec, ct_problem *p, char *err,
@@ -442,12 +455,14 @@ static int format_pair(char *buf, size_t len, const char *key, int64_t a,
 /* Writes the canonical spec text of *p into buf.  CT_PROBLEM_SPEC_MAX bytes
 ** suffice for any problem whose fields fit in int32; parsing the text of a
 ** valid problem gives back *p.  Returns CT_OK, or CT_ERR_INVALID_ARG for a
-** NULL argument, an unknown precision, activation or layout or a buf too
+** NULL argument, an unknown precision, activation or layout, a residual
+** other than 0 or 1, or a buf too
 ** small (then buf holds "" when buflen > 0). */
 ct_status ct_problem_format(const ct_problem *p, char *buf, size_t buflen) {
   if (!p || !buf || buflen == 0) return CT_ERR_INVALID_ARG;
   const char *prec = ct_precision_name(p->precision);
-  if (!prec || !ct_activation_name(p->act) || !ct_layout_name(p->layout)) {
+  if (!prec || !ct_activation_name(p->act) || !ct_layout_name(p->layout) ||
+      (p->residual != 0 && p->residual != 1)) {
     buf[0] = '\0';
     return CT_ERR_INVALID_ARG;
   }
@@ -472,6 +487,8 @@ ct_status ct_problem_format(const ct_problem *p, char *buf, size_t buflen) {
   if (p->layout != CT_LAYOUT_NCHW)
     used += (size_t)snprintf(tmp + used, sizeof tmp - used, ",layout=%s",
                              ct_layout_name(p->layout));
+  if (p->residual)
+    used += (size_t)snprintf(tmp + used, sizeof tmp - used, ",residual=1");
   if (used + 1 > buflen) {
     buf[0] = '\0';
     return CT_ERR_INVALID_ARG;

@@ -70,7 +70,7 @@ typedef enum ct_layout {
 } ct_layout;
 
 /* A conv2d forward: y[N,K,P,Q] = act(sum_{c,r,s} x[N,C,H,W] * w[K,C,R,S]
-** (+ b[K])).
+** (+ b[K]) (+ y[N,K,P,Q] on entry, with residual = 1)).
 ** All tensors are dense fp32 in the problem's layout.  P and Q are derived
 ** (see ct_problem_output). */
 typedef struct ct_problem {
@@ -83,10 +83,19 @@ typedef struct ct_problem {
   ct_precision precision;     /* the accuracy the result must meet */
   ct_activation act;          /* applied to each output, after the bias */
   ct_layout layout;           /* of x, w and y */
+  int residual;               /* 1: y holds a residual on entry, added after
+                                 the bias and before the activation (a
+                                 ResNet block's conv, + identity, ReLU):
+                                 y = act(conv + b + y); 0: y is only
+                                 written */
 } ct_problem;
 
 /* Longest canonical spec text, terminating NUL included. */
 #define CT_PROBLEM_SPEC_MAX 256
+
+/* sizeof(ct_problem) in this library: a binding that mirrors the struct
+** (convtune's Python package does) checks its own size against it. */
+size_t ct_problem_size(void);
 
 /* The headline problem: KernelBench level 1 problem 50 at tf32. */
 void ct_problem_default(ct_problem *p);
@@ -172,7 +181,10 @@ void ct_close(ct_context *ctx);
 ** gm and pw on an NCHW 1x1 problem with C % 4 = 0 read w so) needs that
 ** tensor 16-byte aligned, and returns CT_ERR_INVALID_ARG, saying so,
 ** otherwise (PyTorch's allocations are).  With p->act = CT_ACT_RELU, y
-** holds the ReLU of the sum (plus bias).
+** holds the ReLU of the sum (plus bias).  With p->residual = 1, y is read
+** too: each output element is the residual it held on entry plus the sum
+** (plus bias), through the activation; the same holds for
+** ct_forward_packed.
 ** Asynchronous: returns once the work is queued.
 **
 ** The first call for a problem (per context) validates it and loads its

@@ -109,7 +109,7 @@ double ct_rt_problem_distance(const ct_problem *a, const ct_problem *b) {
   if (a->dil_h != b->dil_h || a->dil_w != b->dil_w) structure += 8;
   if (a->c != b->c) structure += 4;
   if (a->pad_h != b->pad_h || a->pad_w != b->pad_w) structure += 2;
-  if (a->bias != b->bias || a->act != b->act) structure += 1;
+  if (a->bias != b->bias || a->act != b->act || a->residual != b->residual) structure += 1;
   int64_t pa, qa, pb, qb;
   ct_problem_output(a, &pa, &qa);
   ct_problem_output(b, &pb, &qb);

@@ -696,13 +696,13 @@ ct_status ct_database_status(ct_context *ctx, char *msg, size_t len) {
 /* The fields of *p as int64s: what the table hashes and compares, field by
 ** field, so that neither depends on the struct's bytes between or after
 ** its fields. */
-enum { PROBLEM_FIELDS = 17 };
+enum { PROBLEM_FIELDS = 18 };
 static void problem_fields(const ct_problem *p, int64_t f[PROBLEM_FIELDS]) {
   const int64_t v[PROBLEM_FIELDS] = {
       p->n,        p->c,     p->h,     p->w,     p->k,
       p->r,        p->s,     p->stride_h, p->stride_w, p->pad_h,
       p->pad_w,    p->dil_h, p->dil_w, p->bias,  (int64_t)p->precision,
-      (int64_t)p->act, (int64_t)p->layout};
+      (int64_t)p->act, (int64_t)p->layout, p->residual};
   memcpy(f, v, sizeof v);
 }
 

@@ -347,7 +347,10 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
 #endif
 #pragma unroll
         for (int i = 0; i < TP; ++i)
-          if (out.q0 + i < Q) yk0[(I)kk * kYK + (I)i * kYQ] = ct_act(acc[kk][i] + bv);
+          if (out.q0 + i < Q) {
+            float *const yp = yk0 + (I)kk * kYK + (I)i * kYQ;
+            *yp = ct_out(acc[kk][i] + bv, yp);
+          }
       }
     }
   }

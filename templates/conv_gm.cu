@@ -187,6 +187,7 @@ static_assert(!TAPS || (STAGE_BYTES % 1024 == 0 && TAP_BOX % 128 == 0), "tap: al
 static_assert(!POINTWISE || (!PATCH && CT_LAYOUT == 0), "pw: NCHW, x read in place");
 static_assert(BQ == 32 || (TAPS && !FLAT && BQ == 16), "BQ: 32, or 16 for tap's rows");
 static_assert(!SPLITK || (!POINTWISE && !PATCH && SK >= 2), "gmk: gm_conv over im2col, split");
+static_assert(!EP || !CT_RESIDUAL, "gme, pwe: the staged epilogue takes no residual (the family declines it)");
 static_assert(!EP || (!SPLITK && !TAPS && !PATCH && CT_LAYOUT == 0),
               "gme, pwe: gm_conv's im2col GEMM or gm_pw's 1x1, NCHW output");
 static_assert(!PING || (POINTWISE && BM == 64 && !TAPS && !SPLIT), "pwq: a 64-row tile per consumer");
@@ -806,8 +807,8 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             float *const yp = yr[h] + 8 * j * kst;
-            if (rv[h] && in0) __stcs(yp, ct_act(acc[4 * j + 2 * h] + b0));
-            if (rv[h] && in1) __stcs(yp + kst, ct_act(acc[4 * j + 2 * h + 1] + b1));
+            if (rv[h] && in0) __stcs(yp, ct_out(acc[4 * j + 2 * h] + b0, yp));
+            if (rv[h] && in1) __stcs(yp + kst, ct_out(acc[4 * j + 2 * h + 1] + b1, yp + kst));
           }
         }
       };
@@ -839,13 +840,9 @@ extern "C" __global__ void __launch_bounds__(CT_GM_REDUCE_THREADS)
   float sum = 0.0f;
   for (int s = 0; s < splits; ++s) sum += part[s * MK];
   const long long m = i / K, k = i - m * K;
-  const float v = ct_act(sum + (b ? __ldg(b + k) : 0.0f));
-  if constexpr (CT_LAYOUT == 1) {
-    y[i] = v;
-  } else {
-    const long long PQ = a.v[CT_GM_A_P] * a.v[CT_GM_A_Q], img = m / PQ;
-    y[(img * K + k) * PQ + (m - img * PQ)] = v;
-  }
+  const long long PQ = a.v[CT_GM_A_P] * a.v[CT_GM_A_Q], img = m / PQ;
+  float *const yp = CT_LAYOUT == 1 ? y + i : y + (img * K + k) * PQ + (m - img * PQ);
+  *yp = ct_out(sum + (b ? __ldg(b + k) : 0.0f), yp);
   (void)x, (void)w, (void)m0, (void)m1;
 }
 #endif
@@ -1253,12 +1250,12 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
           const float b0 = b && in0 ? __ldg(b + k0) : 0.0f, b1 = b && in1 ? __ldg(b + k0 + 1) : 0.0f;
           float q[4];
 #pragma unroll
-          for (int i = 0; i < 4; ++i) q[i] = ct_act(acc[4 * j + i] + (i % 2 ? b1 : b0));
+          for (int i = 0; i < 4; ++i) q[i] = ct_act_early(acc[4 * j + i] + (i % 2 ? b1 : b0));
           const float r0 = __shfl_xor_sync(0xffffffffu, odd ? q[0] : q[1], 4);
           const float r1 = __shfl_xor_sync(0xffffffffu, odd ? q[2] : q[3], 4);
+          float4 *const yv = reinterpret_cast<float4 *>(yp + 8LL * j * HW);
           if (live && (WHOLE || k < K))
-            __stcs(reinterpret_cast<float4 *>(yp + 8LL * j * HW),
-                   odd ? make_float4(r0, r1, q[1], q[3]) : make_float4(q[0], q[2], r0, r1));
+            __stcs(yv, ct_out4(odd ? make_float4(r0, r1, q[1], q[3]) : make_float4(q[0], q[2], r0, r1), yv));
         }
       };
       if (n0 + BN <= K)
@@ -1274,11 +1271,9 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
           const int k0 = n0 + 8 * j + 2 * t;
-          if (k0 < K)
-            __stcs(yp + (long long)k0 * HW, ct_act(acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f)));
-          if (k0 + 1 < K)
-            __stcs(yp + (long long)(k0 + 1) * HW,
-                   ct_act(acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f)));
+          float *const y0 = yp + (long long)k0 * HW, *const y1 = y0 + HW;
+          if (k0 < K) __stcs(y0, ct_out(acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f), y0));
+          if (k0 + 1 < K) __stcs(y1, ct_out(acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f), y1));
         }
       }
     }

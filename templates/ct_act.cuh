@@ -1,5 +1,8 @@
-// ct_act.cuh — the fused activation every conv template applies to an
-// output value after its bias, right before the store: CT_ACT 0 (none) or
+// ct_act.cuh — the fused epilogue every conv template applies to an output
+// value after its bias, right before the store: with CT_RESIDUAL 1 (the
+// problem has residual=1) the value y held on entry is added (the
+// templates whose families take a residual use ct_out, which loads it from
+// the address it then stores to), then the activation, CT_ACT 0 (none) or
 // 1 (ReLU), defined by the generator when the problem has act=relu.  ReLU
 // keeps NaN as NaN, as torch.relu does (v < 0 is false for NaN), so an
 // output the kernel got wrong is not hidden by the activation.  The float64
@@ -12,10 +15,33 @@
 #define CT_ACT 0
 #endif
 static_assert(CT_ACT == 0 || CT_ACT == 1, "CT_ACT: 0 (none) or 1 (ReLU)");
+#ifndef CT_RESIDUAL
+#define CT_RESIDUAL 0
+#endif
+static_assert(CT_RESIDUAL == 0 || CT_RESIDUAL == 1, "CT_RESIDUAL: 0 (y written) or 1 (y read, then written)");
 
 __device__ __forceinline__ float ct_act(float v) { return CT_ACT == 1 && v < 0.0f ? 0.0f : v; }
 __device__ __forceinline__ double ct_act_f64(double v) {
   return CT_ACT == 1 && v < 0.0 ? 0.0 : v;
+}
+// The output at yp: v (the sum plus the bias), plus the residual *yp when
+// CT_RESIDUAL, through the activation.  Called only where the caller then
+// stores to yp, so the load is bounded as the store is.
+__device__ __forceinline__ float ct_out(float v, const float *yp) {
+  if constexpr (CT_RESIDUAL) v += __ldcs(yp);
+  return ct_act(v);
+}
+// For epilogues that move finished values between lanes before the store
+// (gm_pw's 16-byte runs): ct_act_early before the exchange (the activation
+// when no residual is still to be added), ct_out4 on the four values then
+// stored at yp (16-byte aligned): the residual and the activation.
+__device__ __forceinline__ float ct_act_early(float v) { return CT_RESIDUAL ? v : ct_act(v); }
+__device__ __forceinline__ float4 ct_out4(float4 v, const float4 *yp) {
+  if constexpr (CT_RESIDUAL) {
+    const float4 r = __ldcs(yp);
+    v = make_float4(ct_act(v.x + r.x), ct_act(v.y + r.y), ct_act(v.z + r.z), ct_act(v.w + r.w));
+  }
+  return v;
 }
 
 #endif  // CT_ACT_CUH

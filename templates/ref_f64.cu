@@ -8,8 +8,10 @@
 //
 // Besides y the reference gives, per output element, the two figures the
 // precision contract scales its tolerance with: abs_sum = sum |x*w| (+|b|)
-// and sq_sum = sum (x*w)^2 (+b^2).  With act=relu (CT_ACT 1) y is
-// relu(sum); abs_sum and sq_sum are the sum's.
+// and sq_sum = sum (x*w)^2 (+b^2).  A residual problem (CT_RESIDUAL 1) adds
+// its residual res (y's value on entry, in the output's layout) last, as
+// one more term of all three.  With act=relu (CT_ACT 1) y is relu(sum);
+// abs_sum and sq_sum are the sum's.
 //
 // Kernels (256 threads per block, no shared memory beyond the static):
 //   ct_ref_f64          ceil(N*K*P*Q / 256) blocks: writes y, abs_sum, sq_sum
@@ -43,8 +45,14 @@ struct Figures {
 
 // The reference figures of output idx = ((n*K + k)*P + p)*Q + q (NHWC,
 // CT_LAYOUT 1: ((n*P + p)*Q + q)*K + k).
+__device__ __forceinline__ void add_term(double v, double &acc, double &asum, double &ssum) {
+  acc = __dadd_rn(acc, v);
+  asum = __dadd_rn(asum, fabs(v));
+  ssum = __dadd_rn(ssum, __dmul_rn(v, v));
+}
+
 __device__ __forceinline__ Figures reference_at(const float *x, const float *w,
-                                                const float *b, i64 idx) {
+                                                const float *b, const float *res, i64 idx) {
   constexpr bool nhwc = CT_LAYOUT == 1;
   const i64 k = nhwc ? idx % K : (idx / (Q * P)) % K;
   const i64 q = nhwc ? (idx / K) % Q : idx % Q;
@@ -63,20 +71,19 @@ __device__ __forceinline__ Figures reference_at(const float *x, const float *w,
                                          : ((n * C + c) * H + h) * W + col];
         const double wv = (double)w[nhwc ? ((k * R + r) * S + s) * C + c
                                          : ((k * C + c) * R + r) * S + s];
-        const double prod = __dmul_rn(xv, wv);
-        acc = __dadd_rn(acc, prod);
-        asum = __dadd_rn(asum, fabs(prod));
-        ssum = __dadd_rn(ssum, __dmul_rn(prod, prod));
+        add_term(__dmul_rn(xv, wv), acc, asum, ssum);
       }
     }
   }
 #if CT_BIAS
-  const double bv = (double)b[k];
-  acc = __dadd_rn(acc, bv);
-  asum = __dadd_rn(asum, fabs(bv));
-  ssum = __dadd_rn(ssum, __dmul_rn(bv, bv));
+  add_term((double)b[k], acc, asum, ssum);
 #else
   (void)b;
+#endif
+#if CT_RESIDUAL
+  add_term((double)res[idx], acc, asum, ssum);
+#else
+  (void)res;
 #endif
   // The activation on y only: ReLU moves no output further from another
   // (|relu(a) - relu(b)| <= |a - b|), so the tolerances' figures stay those
@@ -115,11 +122,11 @@ __device__ __forceinline__ void check_tile(const float *y, double elem_coef,
 } // namespace ref
 
 extern "C" __global__ void __launch_bounds__(CT_REF_THREADS)
-ct_ref_f64(const float *x, const float *w, const float *b, double *y,
+ct_ref_f64(const float *x, const float *w, const float *b, const float *res, double *y,
            double *abs_sum, double *sq_sum) {
   const ref::i64 idx = (ref::i64)blockIdx.x * CT_REF_THREADS + threadIdx.x;
   if (idx >= ref::kOutputs) return;
-  const ref::Figures f = ref::reference_at(x, w, b, idx);
+  const ref::Figures f = ref::reference_at(x, w, b, res, idx);
   y[idx] = f.y;
   abs_sum[idx] = f.abs_sum;
   sq_sum[idx] = f.sq_sum;
@@ -135,10 +142,10 @@ ct_check_f64(const float *y, const double *ref_y, const double *abs_sum,
 }
 
 extern "C" __global__ void __launch_bounds__(CT_REF_THREADS)
-ct_check_f64_fused(const float *x, const float *w, const float *b,
+ct_check_f64_fused(const float *x, const float *w, const float *b, const float *res,
                    const float *y, double elem_coef, double close_tol,
                    ct_check_tile *tiles) {
   ref::check_tile(y, elem_coef, close_tol, tiles, [=](ref::i64 i) {
-    return ref::reference_at(x, w, b, i);
+    return ref::reference_at(x, w, b, res, i);
   });
 }

@@ -53,5 +53,23 @@ check "the statuses are in the database" "[ $(sql "$db" "SELECT count(*) FROM tr
 check "integrity ok" "integrity '$db'"
 "$ct" check --problem "$spec" --db "$db" > "$tmp/c.out" 2>&1
 check "the runtime runs the stored winner and it passes" "[ \$? -eq 0 ] && grep -q 'tuned-cubin' '$tmp/c.out'"
+
+# A residual problem (y read, then written) through the runtime: its tuned
+# winner, plain and with packed weights (check --packed keeps the verified
+# plain output before its timed runs, which each add to y, and the packed
+# call must give it bit for bit); and a family that declines residuals is
+# refused by name.
+rspec="n=2,c=64,h=16,w=16,k=128,r=1,s=1,act=relu,residual=1"
+"$ct" tune --problem "$rspec" --families gm,pw --max-variants 4 --trials 3 --final-trials 5 \
+  --db "$tmp/r.db" > "$tmp/r.out" 2>&1
+check "a residual problem tunes (exit 0)" "[ \$? -eq 0 ]"
+"$ct" check --problem "$rspec" --db "$tmp/r.db" --packed --json > "$tmp/rc.json" 2> "$tmp/rc.err"
+check "check --packed on it passes, plain and packed" "[ \$? -eq 0 ] && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d[\"problems\"][0] if \"problems\" in d else d
+sys.exit(not (r[\"passes\"] and r[\"packed\"][\"passes\"]))' '$tmp/rc.json'"
+"$ct" tune --problem "$rspec" --families gme --db "$tmp/r.db" > "$tmp/rg.out" 2>&1
+check "gme is refused for a residual problem" "[ \$? -ne 0 ] && grep -q gme '$tmp/rg.out'"
 echo "gpu faults: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

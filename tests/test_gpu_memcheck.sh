@@ -59,6 +59,9 @@ shapes=(
   "n=2,c=64,h=16,w=17,k=64,r=1,s=1"
   "n=4,c=64,h=15,w=13,k=64,r=1,s=1,layout=nhwc"
   "n=8,c=132,h=7,w=7,k=70,r=1,s=1"
+  "n=3,c=130,h=12,w=30,k=70,r=1,s=1,act=relu,residual=1"
+  "n=4,c=48,h=14,w=14,k=70,r=3,s=3,pad=1,residual=1,layout=nhwc"
+  "n=8,c=132,h=7,w=7,k=70,r=1,s=1,residual=1"
 )
 # offered SPEC PREC: the general families the space offers, comma-separated.
 offered() {

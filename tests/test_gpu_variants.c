@@ -55,7 +55,10 @@ static ct_tune_gpu g;
 ** pw's and gm's on an NCHW 1x1, gm's with x on an NHWC one, and on an
 ** NHWC 3x3 over 32 channels (w 72 KiB).  And pw's runs (planes of H W % 4
 ** != 0, one image a tile): 7 x 7 with C = 132 and K = 70 (partial channel
-** block and tile), 5 x 5 with C = 40, a fused ReLU. */
+** block and tile), 5 x 5 with C = 40, a fused ReLU.  Last, residual=1
+** (y read, then written): a 3x3 with a ReLU (gm, gmk, tap, direct), a 1x1
+** over 360-pixel planes (pw's 16-byte runs, pwq), one over 7 x 7 planes
+** (pw's runs, its scalar stores) and an NHWC 3x3 (gm's NHWC epilogue). */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
@@ -97,18 +100,23 @@ static const char *shapes[] = {
     "n=8,c=32,h=15,w=13,k=64,r=3,s=3,pad=1,layout=nhwc",
     "n=8,c=132,h=7,w=7,k=70,r=1,s=1",
     "n=64,c=40,h=5,w=5,k=24,r=1,s=1,act=relu",
+    "n=2,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,act=relu,residual=1",
+    "n=3,c=130,h=12,w=30,k=70,r=1,s=1,residual=1",
+    "n=3,c=132,h=7,w=7,k=70,r=1,s=1,act=relu,bias=0,residual=1",
+    "n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc,residual=1",
 };
 
 /* The GPU reference equals the CPU reference bit for bit (the same sums in
 ** the same order, nothing fused), and so does the GPU check's verdict on an
 ** output that passes, one with an element off and one left unwritten; with
-** act=relu and NHWC too. */
+** act=relu, NHWC and a residual too. */
 static void test_reference_matches_cpu(void) {
   static const char *const picked[] = {
       "n=1,c=5,h=40,w=41,k=33,r=3,s=3,stride=3,pad=3,dil=2",
       "n=2,c=64,h=15,w=13,k=70,r=3,s=3,stride=1,pad=1",
       "n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc",
       "n=2,c=3,h=64,w=48,k=100,r=16,s=16,stride=16,act=relu,layout=nhwc",
+      "n=2,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,act=relu,residual=1",
   };
   for (size_t pi = 0; pi < sizeof picked / sizeof picked[0]; pi++) {
     ct_problem p;
@@ -117,15 +125,18 @@ static void test_reference_matches_cpu(void) {
     char err[512];
     ASSERT_EQ_INT(ct_tune_data_create(&g, &p, ct_tune_fresh_seed(), &d, err, sizeof err), CT_OK);
     float *x = malloc(d.nx * sizeof *x), *w = malloc(d.nw * sizeof *w),
-          *b = malloc((d.nb + 1) * sizeof *b), *yf = malloc(d.ny * sizeof *yf);
+          *b = malloc((d.nb + 1) * sizeof *b), *yf = malloc(d.ny * sizeof *yf),
+          *res = p.residual ? malloc(d.ny * sizeof *res) : NULL;
     double *y = malloc(d.ny * sizeof *y), *as = malloc(d.ny * sizeof *as),
            *sq = malloc(d.ny * sizeof *sq);
     double *gy = NULL, *gas = NULL, *gsq = NULL;
-    ASSERT_TRUE(x && w && b && y && as && sq && yf);
+    ASSERT_TRUE(x && w && b && y && as && sq && yf && (res || !p.residual));
     ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(x, d.x, d.nx * sizeof *x), CUDA_SUCCESS);
     ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(w, d.w, d.nw * sizeof *w), CUDA_SUCCESS);
     if (d.nb) ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(b, d.b, d.nb * sizeof *b), CUDA_SUCCESS);
-    ASSERT_EQ_INT(ct_tune_reference_cpu(&p, x, w, d.nb ? b : NULL, y, as, sq), CT_OK);
+    if (res) ASSERT_EQ_INT(ct_drv.cuMemcpyDtoH(res, d.res, d.ny * sizeof *res), CUDA_SUCCESS);
+    ASSERT_EQ_INT(ct_tune_reference_cpu_residual(&p, x, w, d.nb ? b : NULL, res, y, as, sq),
+                  CT_OK);
     ASSERT_EQ_INT(ct_tune_data_reference_host(&d, &gy, &gas, &gsq, err, sizeof err), CT_OK);
     size_t differ = 0;
     for (size_t i = 0; i < d.ny; i++)
@@ -159,7 +170,7 @@ static void test_reference_matches_cpu(void) {
       ASSERT_EQ_INT(on_gpu.passes, round == 0);
     }
     ct_tune_data_destroy(&fused);
-    free(x); free(w); free(b); free(y); free(as); free(sq); free(yf);
+    free(x); free(w); free(b); free(y); free(as); free(sq); free(yf); free(res);
     free(gy); free(gas); free(gsq);
     ct_tune_data_destroy(&d);
   }

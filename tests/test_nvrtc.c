@@ -447,6 +447,80 @@ static void test_nhwc(void) {
   ASSERT_TRUE(v.family->nhwc);
 }
 
+/* residual=1 (y read, then written: ct_act.cuh's ct_out): the first
+** variant of each family every problem offers, and the reference, carry
+** the residual's define and compile; together the problems reach every
+** launchable family that takes a residual (direct and the general ones but
+** gme, gme3, pwe and pwqe, whose staged epilogue takes none), and no other
+** is offered.  Naming one that declines is unsupported, with its reason. */
+static void test_residual(void) {
+  static const char *const specs[] = {
+    "residual=1,act=relu,n=2,c=64,h=28,w=28,k=64,r=3,s=3,pad=1,bias=0,prec=tf32",
+    "residual=1,n=2,c=64,h=24,w=12,k=64,r=3,s=3,stride=2x1,pad=1,prec=tf32",
+    "residual=1,act=relu,n=2,c=64,h=28,w=28,k=64,r=3,s=3,pad=1,prec=fp32",
+    "residual=1,n=2,c=64,h=24,w=12,k=64,r=3,s=3,stride=2x1,pad=1,prec=fp32",
+    "residual=1,n=2,c=3,h=64,w=48,k=40,r=16,s=16,stride=16,prec=tf32",
+    "residual=1,n=2,c=3,h=64,w=48,k=40,r=16,s=16,stride=16,prec=fp32",
+    "residual=1,n=2,c=64,h=28,w=28,k=96,r=1,s=1,prec=tf32",
+    "residual=1,act=relu,n=2,c=64,h=28,w=28,k=96,r=1,s=1,prec=fp32",
+    "residual=1,n=16,c=64,h=56,w=56,k=64,r=1,s=1,prec=tf32", /* pwq */
+    "residual=1,n=8,c=512,h=7,w=7,k=256,r=1,s=1,prec=fp32",  /* pw's runs */
+    "residual=1,layout=nhwc,act=relu,n=1,c=64,h=14,w=14,k=32,r=3,s=3,pad=1,prec=tf32",
+  };
+  enum { MAX_FAMILIES = 32 };
+  const size_t n_specs = sizeof specs / sizeof specs[0];
+  ct_gen_limits lim;
+  ASSERT_EQ_INT(ct_gen_limits_for_arch(ARCH, &lim), CT_OK);
+  job *jobs = calloc(n_specs * (MAX_FAMILIES + 1), sizeof *jobs);
+  ASSERT_TRUE(jobs != NULL);
+  const ct_gen_family *reached[MAX_FAMILIES];
+  size_t n = 0, n_reached = 0;
+  int ok = 1;
+  for (size_t i = 0; i < n_specs && ok; i++) {
+    ct_problem p;
+    char tag[96];
+    ok = parse_spec(specs[i], &p, tag, sizeof tag) == 0 && p.residual == 1;
+    ct_gen_variant *v = NULL;
+    size_t nv = 0;
+    ok = ok && ct_gen_enumerate(&p, &lim, &v, &nv) == CT_OK;
+    for (size_t j = 0; j < nv && ok; j++) {
+      ok = v[j].family->residual;
+      if (j > 0 && v[j].family == v[j - 1].family) continue;
+      ok = ok && add_variant_job(jobs, &n, &p, &v[j], tag) == 0 &&
+           strstr(jobs[n - 1].src, "\n#define CT_RESIDUAL 1\n") != NULL;
+      size_t r = 0;
+      while (r < n_reached && reached[r] != v[j].family) r++;
+      if (r == n_reached && ok) {
+        ok = n_reached < MAX_FAMILIES;
+        reached[n_reached++] = v[j].family;
+      }
+    }
+    free(v);
+    ok = ok && add_reference_job(jobs, &n, &p, tag) == 0 &&
+         strstr(jobs[n - 1].src, "\n#define CT_RESIDUAL 1\n") != NULL;
+  }
+  if (!ok) jobs_free(jobs, n);
+  ASSERT_TRUE(ok);
+  size_t taking = 0;
+  for (size_t f = 0; ct_gen_families[f] != NULL; f++)
+    taking += ct_gen_family_launchable(ct_gen_families[f]) && ct_gen_families[f]->residual;
+  if (n_reached != taking) jobs_free(jobs, n);
+  ASSERT_EQ_INT((int)n_reached, (int)taking);
+  int failures = compile_report_free(jobs, n);
+  ASSERT_EQ_INT(failures, 0);
+  ct_problem p;
+  ct_gen_variant v;
+  const char *gme = "gme:BM=128,BN=128,BK=32,STAGES=4";
+  ASSERT_EQ_INT(ct_problem_parse("n=2,c=64,h=28,w=28,k=96,r=3,s=3,pad=1", &p, NULL, 0), CT_OK);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, gme, &v), CT_OK);
+  ASSERT_TRUE(ct_gen_family_declines(v.family, &p) == NULL);
+  p.residual = 1;
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, gme, &v), CT_ERR_UNSUPPORTED);
+  ASSERT_EQ_STR(ct_gen_family_declines(ct_gen_family_find("gme"), &p), "no residual");
+  ASSERT_EQ_INT(ct_gen_default_variant(&p, &lim, &v), CT_OK);
+  ASSERT_TRUE(v.family->residual);
+}
+
 int main(void) {
   RUN_TEST(test_options_and_version);
   RUN_TEST(test_broken_source);
@@ -457,5 +531,6 @@ int main(void) {
   RUN_TEST(test_pruned_points);
   RUN_TEST(test_relu_every_family);
   RUN_TEST(test_nhwc);
+  RUN_TEST(test_residual);
   TEST_EXIT();
 }

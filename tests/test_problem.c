@@ -97,6 +97,11 @@ static void test_round_trips(void) {
       "n=2,c=3,h=7,w=9,k=4,r=3,s=2,stride=1,pad=0,dil=1,bias=1,prec=tf32,layout=nhwc"));
   ASSERT_TRUE(round_trips(
       "n=1,c=8,h=5,w=5,k=4,r=1,s=1,stride=1,pad=0,dil=1,bias=0,prec=fp32,act=relu,layout=nhwc"));
+  ASSERT_TRUE(round_trips(
+      "n=1,c=8,h=5,w=5,k=4,r=1,s=1,stride=1,pad=0,dil=1,bias=1,prec=tf32,residual=1"));
+  ASSERT_TRUE(round_trips("n=1,c=8,h=5,w=5,k=4,r=1,s=1,stride=1,pad=0,dil=1,bias=0,prec=fp32,"
+                          "act=relu,layout=nhwc,residual=1"));
+
   /* asymmetric fields land on the right axis */
   ct_problem p;
   ASSERT_EQ_INT(ct_problem_parse("n=1,c=2,h=30,w=40,k=5,r=3,s=5,stride=2x3,"
@@ -134,29 +139,37 @@ static void test_defaults_and_order(void) {
   ASSERT_EQ_INT(p.precision, CT_PREC_TF32);
   ASSERT_EQ_INT(p.act, CT_ACT_NONE);
   ASSERT_EQ_INT(p.layout, CT_LAYOUT_NCHW);
+  ASSERT_EQ_INT(p.residual, 0);
   ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_OK);
   ASSERT_EQ_STR(buf, "n=1,c=1,h=5,w=5,k=1,r=3,s=3,stride=1,pad=0,dil=1,"
                      "bias=1,prec=tf32");
-  /* act=none and layout=nchw are the defaults, which the canonical form
-  ** leaves out; act=relu and layout=nhwc come last, in that order, wherever
-  ** they were written. */
+  /* act=none, layout=nchw and residual=0 are the defaults, which the
+  ** canonical form leaves out; act=relu, layout=nhwc and residual=1 come
+  ** last, in that order, wherever they were written. */
 #define BASE "n=1,c=1,h=5,w=5,k=1,r=3,s=3,stride=1,pad=0,dil=1,bias=1,prec=tf32"
   static const struct {
     const char *spec, *canonical;
     ct_activation act;
     ct_layout layout;
+    int residual;
   } forms[] = {
-      {"layout=nchw,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE, CT_ACT_NONE, CT_LAYOUT_NCHW},
-      {"n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=none", BASE, CT_ACT_NONE, CT_LAYOUT_NCHW},
-      {"act=relu,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE ",act=relu", CT_ACT_RELU, CT_LAYOUT_NCHW},
+      {"layout=nchw,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE, CT_ACT_NONE, CT_LAYOUT_NCHW, 0},
+      {"n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=none", BASE, CT_ACT_NONE, CT_LAYOUT_NCHW, 0},
+      {"residual=0,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE, CT_ACT_NONE, CT_LAYOUT_NCHW, 0},
+      {"act=relu,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE ",act=relu", CT_ACT_RELU, CT_LAYOUT_NCHW, 0},
       {"layout=nhwc,act=relu,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE ",act=relu,layout=nhwc",
-       CT_ACT_RELU, CT_LAYOUT_NHWC},
+       CT_ACT_RELU, CT_LAYOUT_NHWC, 0},
+      {"residual=1,layout=nhwc,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE ",layout=nhwc,residual=1",
+       CT_ACT_NONE, CT_LAYOUT_NHWC, 1},
+      {"n=1,c=1,h=5,w=5,k=1,residual=1,r=3,s=3,act=relu", BASE ",act=relu,residual=1",
+       CT_ACT_RELU, CT_LAYOUT_NCHW, 1},
   };
 #undef BASE
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
     ASSERT_EQ_INT(ct_problem_parse(forms[i].spec, &p, NULL, 0), CT_OK);
     ASSERT_EQ_INT(p.act, forms[i].act);
     ASSERT_EQ_INT(p.layout, forms[i].layout);
+    ASSERT_EQ_INT(p.residual, forms[i].residual);
     ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_OK);
     ASSERT_EQ_STR(buf, forms[i].canonical);
   }
@@ -212,6 +225,11 @@ static void test_parse_errors(void) {
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,layout=chwn", E,
                          "layout: 'chwn' must be nchw or nhwc"));
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,layout=NHWC", E, "layout"));
+  ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,residual=2", E,
+                         "residual: '2' must be 0 or 1"));
+  ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,residual=yes", E, "residual"));
+  ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,residual=1,residual=1", E,
+                         "duplicate key 'residual'"));
   /* parses, then fails validation */
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,pad=-1", CT_ERR_INVALID_PROBLEM,
                          "pad_h = -1 must be >= 0"));
@@ -252,6 +270,9 @@ static void test_format_limits(void) {
   p.stride_h = p.pad_h = p.dil_h = INT32_MAX;
   p.stride_w = p.pad_w = p.dil_w = INT32_MAX - 1;
   p.precision = CT_PREC_FP32;
+  p.act = CT_ACT_RELU;
+  p.layout = CT_LAYOUT_NHWC;
+  p.residual = 1;
   ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_OK);
   ASSERT_TRUE(strlen(buf) < CT_PROBLEM_SPEC_MAX);
 }
@@ -347,6 +368,8 @@ static void test_validation(void) {
   FIELD_BAD(act, (ct_activation)2, "act = 2 is unknown");
   FIELD_BAD(act, (ct_activation)-1, "act = -1 is unknown");
   FIELD_BAD(layout, (ct_layout)2, "layout = 2 is unknown");
+  FIELD_BAD(residual, 2, "residual = 2 must be 0 or 1");
+  FIELD_BAD(residual, -1, "residual");
 #undef FIELD_BAD
   p = d;
   p.w = 6; /* (6+4-10-1) = -1: floor(-1/4)+1 = 0 */
@@ -502,6 +525,11 @@ static void test_activation_and_layout_names(void) {
   p.act = CT_ACT_NONE;
   p.layout = (ct_layout)3;
   ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_ERR_INVALID_ARG);
+  p.layout = CT_LAYOUT_NCHW;
+  p.residual = 2;
+  ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_ERR_INVALID_ARG);
+  /* the struct's size, for bindings that mirror it */
+  ASSERT_EQ_INT((long long)ct_problem_size(), (long long)sizeof(ct_problem));
 }
 
 static void test_path_names(void) {

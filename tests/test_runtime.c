@@ -283,6 +283,11 @@ static void test_distance(void) {
   ASSERT_TRUE(ct_rt_problem_distance(&a, &s2) > ct_rt_problem_distance(&a, &d2));
   ASSERT_TRUE(ct_rt_problem_distance(&a, &d2) > ct_rt_problem_distance(&a, &c9));
   ASSERT_TRUE(ct_rt_problem_distance(&a, &c9) > ct_rt_problem_distance(&a, &p0));
+  /* a residual weighs as the bias and the activation do */
+  ct_problem res = a;
+  res.residual = 1;
+  ASSERT_NEAR(ct_rt_problem_distance(&a, &res), ct_rt_problem_distance(&a, &nb), 1e-12);
+  ASSERT_TRUE(ct_rt_problem_distance(&a, &res) >= 100.0);
   ASSERT_TRUE(ct_rt_problem_distance(&a, &p0) > ct_rt_problem_distance(&a, &nb));
 }
 

@@ -103,6 +103,30 @@ static void test_ref_relu(void) {
   ASSERT_NEAR(rsq[0], 561 + 156.25, 0);
 }
 
+/* residual=1: the residual added after the bias, before the ReLU, one more
+** term of abs_sum and sq_sum; the plain entry point refuses such a problem,
+** and the residual one wants the residual. */
+static void test_ref_residual(void) {
+  ct_problem p = problem("n=1,c=1,h=3,w=3,k=1,r=2,s=2,bias=1,act=relu,residual=1");
+  const float b[1] = {12.5f};
+  const float res[4] = {-2, 1, 5, 0.5f}; /* sums 1.5, -0.5, -4.5, -6.5 before */
+  double y[4], as[4], sq[4];
+  ASSERT_EQ_INT(ct_tune_reference_cpu_residual(&p, X9, W4, b, res, y, as, sq), CT_OK);
+  const double want_y[] = {0, 0.5, 0.5, 0}, want_as[] = {51.5, 60.5, 84.5, 90};
+  for (int i = 0; i < 4; i++) {
+    ASSERT_NEAR(y[i], want_y[i], 0);
+    ASSERT_NEAR(as[i], want_as[i], 0);
+  }
+  ASSERT_NEAR(sq[0], 561 + 156.25 + 4, 0);
+  ASSERT_EQ_INT(ct_tune_reference_cpu_residual(&p, X9, W4, b, NULL, y, as, sq),
+                CT_ERR_INVALID_ARG);
+  ASSERT_EQ_INT(ct_tune_reference_cpu(&p, X9, W4, b, y, as, sq), CT_ERR_INVALID_ARG);
+  /* without the key, the residual is not read */
+  p.residual = 0;
+  ASSERT_EQ_INT(ct_tune_reference_cpu_residual(&p, X9, W4, b, NULL, y, NULL, NULL), CT_OK);
+  ASSERT_NEAR(y[0], 1.5, 0);
+}
+
 static void test_ref_stride2(void) {
   ct_problem p = problem("n=1,c=1,h=3,w=3,k=1,r=2,s=2,stride=2,bias=0");
   const double y[] = {-11};
@@ -811,6 +835,7 @@ int main(void) {
   RUN_TEST(test_ref_stride1);
   RUN_TEST(test_ref_bias);
   RUN_TEST(test_ref_relu);
+  RUN_TEST(test_ref_residual);
   RUN_TEST(test_ref_nhwc);
   RUN_TEST(test_ref_stride2);
   RUN_TEST(test_ref_pad1);

@@ -687,10 +687,11 @@ int ct_cli_kernelbench(const ct_cli *c) {
       fprintf(stderr, "convtune kernelbench: --problem: %s\n", err);
       return CT_CLI_EXIT_USAGE;
     }
-    if (p.act != CT_ACT_NONE || p.layout != CT_LAYOUT_NCHW) {
+    if (p.act != CT_ACT_NONE || p.layout != CT_LAYOUT_NCHW || p.residual) {
       fprintf(stderr, "convtune kernelbench: --problem: %s: an entry is a plain "
-                      "nn.Conv2d on contiguous (NCHW) tensors; leave act and layout out\n",
-              p.act != CT_ACT_NONE ? "act=relu" : "layout=nhwc");
+                      "nn.Conv2d on contiguous (NCHW) tensors; leave act, layout and "
+                      "residual out\n",
+              p.act != CT_ACT_NONE ? "act=relu" : p.residual ? "residual=1" : "layout=nhwc");
       return CT_CLI_EXIT_USAGE;
     }
     snprintf(sig, sizeof sig,

@@ -870,15 +870,22 @@ static int check_one(const ct_cli *c, ct_tune_gpu *g, ct_context *ctx, const ct_
   char why[1024], dbmsg[512];
   ct_forward_reason(ctx, &p, why, sizeof why);
   ct_database_status(ctx, dbmsg, sizeof dbmsg);
+  /* --packed compares with the verified plain call's output, kept before
+  ** the timed runs (a residual problem's runs each add to y). */
+  float *plain = NULL;
+  if (c->packed && chk.passes && (plain = output_copy(g, &d, err, sizeof err)) == NULL) {
+    fprintf(stderr, "convtune check: %s: --packed: %s\n", spec, err);
+    goto out;
+  }
   ct_tune_stats st;
   memset(&st, 0, sizeof st);
   st.mean_ms = st.median_ms = st.min_ms = st.max_ms = NAN;
   if (chk.passes &&
       ct_tune_time(g, &d, ct_tune_run_forward, ctx, trials, &st, err, sizeof err) != CT_OK) {
     fprintf(stderr, "convtune check: %s: %s\n", spec, err);
+    free(plain);
     goto out;
   }
-  /* --packed: after the plain call's output is kept (the last timed run's). */
   int packed = -2; /* not asked, or not run: the plain call failed */
   ct_tune_check pchk;
   ct_tune_stats pst;
@@ -887,11 +894,9 @@ static int check_one(const ct_cli *c, ct_tune_gpu *g, ct_context *ctx, const ct_
   pst.mean_ms = pst.median_ms = pst.min_ms = pst.max_ms = NAN;
   size_t pbytes = 0;
   char pwhy[512] = "";
-  if (c->packed && chk.passes) {
-    float *plain = output_copy(g, &d, err, sizeof err);
-    packed = plain ? check_packed(c, g, ctx, &d, plain, &pchk, &pst, &pbytes, pwhy, sizeof pwhy,
-                                  err, sizeof err)
-                   : -1;
+  if (plain) {
+    packed = check_packed(c, g, ctx, &d, plain, &pchk, &pst, &pbytes, pwhy, sizeof pwhy, err,
+                          sizeof err);
     free(plain);
     if (packed < 0) {
       fprintf(stderr, "convtune check: %s: --packed: %s\n", spec, err);
@@ -1073,8 +1078,10 @@ int ct_cli_space(const ct_cli *c) {
   char spec[CT_PROBLEM_SPEC_MAX];
   ct_problem_format(&p, spec, sizeof spec);
   if (n == 0) { /* as tune says it */
-    fprintf(stderr, "convtune space: no valid variant for %s on %s in families %s\n",
-            spec, lim.arch, c->families);
+    char why[512];
+    ct_tune_families_why(c->families, &p, why, sizeof why);
+    fprintf(stderr, "convtune space: no valid variant for %s on %s in families %s%s\n",
+            spec, lim.arch, c->families, why);
     free(vs);
     return 1;
   }

@@ -49,6 +49,9 @@ typedef struct ct_tune_data {
   uint64_t seed;                   /* the inputs' seed */
   size_t nx, nw, nb, ny;           /* element counts */
   CUdeviceptr x, w, b, y;          /* device tensors; b is 0 without bias */
+  CUdeviceptr res;                 /* a residual problem's residual (ny floats,
+                                      the output's layout), what y holds on
+                                      entry to every verified run; else 0 */
   CUdeviceptr ref, abs_sum, sq_sum;/* float64 reference figures (device);
                                       0 when fused */
   int fused;                       /* 1: the check recomputes the reference */
@@ -67,7 +70,8 @@ typedef enum ct_tune_ref_mode {
 } ct_tune_ref_mode;
 
 /* Draws inputs like PyTorch's (x uniform [0,1), w and b uniform
-** +-1/sqrt(C*R*S)) from seed, uploads them, compiles the reference and
+** +-1/sqrt(C*R*S); a residual problem's residual uniform [-1,1), the scale
+** of a ResNet block's input) from seed, uploads them, compiles the reference and
 ** check kernels and, unless the mode is fused, computes the float64
 ** reference on the GPU.  Host memory stays small whatever the problem's
 ** size: inputs are drawn and uploaded 64 MiB at a time, and only the
@@ -114,8 +118,10 @@ ct_status ct_tune_run_forward(void *ctx, const ct_tune_data *d, CUstream s,
 ct_status ct_tune_check_output(ct_tune_gpu *g, ct_tune_data *d, CUdeviceptr y,
                                ct_tune_check *check, char *err, size_t len);
 
-/* Poisons y with NaN, runs once, waits and applies the precision contract
-** (ct_tune_check_output).  Returns CT_OK (then check->passes says
+/* Poisons y with NaN (a residual problem: copies d->res into y, which the
+** variant reads; an output it never writes then errs by its conv + bias,
+** which the contract catches unless that is within the tolerance), runs
+** once, waits and applies the precision contract (ct_tune_check_output).  Returns CT_OK (then check->passes says
 ** pass/fail) or the run's / CUDA's failure (message in err). */
 ct_status ct_tune_verify(ct_tune_gpu *g, ct_tune_data *d, ct_tune_run_fn run,
                          void *arg, ct_tune_check *check, char *err,
@@ -287,6 +293,12 @@ size_t ct_tune_search_prefer(ct_tune_search *s, const size_t *idx, size_t k);
 ** CT_OK, or CT_ERR_INVALID_ARG with the first bad name and the known
 ** families in err (len bytes). */
 ct_status ct_tune_families_check(const char *list, char *err, size_t len);
+
+/* Into buf (len bytes): "" when every family list names (NULL: none)
+** meets p's precision, layout and residual, else " (NAME: why; ...)" with
+** ct_gen_family_declines' reason for each that does not: what a "no valid
+** variant" message adds. */
+void ct_tune_families_why(const char *list, const ct_problem *p, char *buf, size_t len);
 
 /* Keeps, in their order, the variants of v[0..n) whose family list names
 ** (NULL: all of them); returns how many are kept. */

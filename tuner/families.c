@@ -42,6 +42,20 @@ ct_status ct_tune_families_check(const char *list, char *err, size_t len) {
   }
 }
 
+void ct_tune_families_why(const char *list, const ct_problem *p, char *buf, size_t len) {
+  if (len == 0) return;
+  buf[0] = '\0';
+  if (list == NULL) return;
+  size_t k = 0;
+  for (size_t i = 0; ct_gen_families[i] != NULL && k < len; i++) {
+    const char *why = ct_gen_family_declines(ct_gen_families[i], p);
+    if (why && families_has(list, ct_gen_families[i]->name))
+      k += (size_t)snprintf(buf + k, len - k, "%s%s: %s", k ? "; " : " (", ct_gen_families[i]->name,
+                            why);
+  }
+  if (k > 0 && k < len) snprintf(buf + k, len - k, ")");
+}
+
 size_t ct_tune_families_keep(const char *list, ct_gen_variant *v, size_t n) {
   if (list == NULL) return n;
   size_t kept = 0;

@@ -152,7 +152,7 @@ ct_status ct_tune_data_create_mode(ct_tune_gpu *g, const ct_problem *p,
   size_t free_b = 0, total_b = 0;
   CU_TRY(ct_drv.cuMemGetInfo(&free_b, &total_b), "reading the device's free memory");
   const double tensors = 4.0 * ((double)d->nx + (double)d->nw + (double)d->nb +
-                                (double)d->ny) +
+                                (double)d->ny * (p->residual ? 2 : 1)) +
                          (double)d->n_tiles * sizeof(ct_check_tile);
   const double stored = 24.0 * (double)d->ny;
   const double room = (double)free_b - (double)reserve_bytes(free_b);
@@ -170,6 +170,7 @@ ct_status ct_tune_data_create_mode(ct_tune_gpu *g, const ct_problem *p,
              (mode == CT_TUNE_REF_AUTO && tensors + stored > room);
 
   size_t chunk = d->nx > d->nw ? d->nx : d->nw;
+  if (p->residual && d->ny > chunk) chunk = d->ny;
   if (chunk > CT_TUNE_FILL_CHUNK) chunk = CT_TUNE_FILL_CHUNK;
   host = malloc(chunk * sizeof(float));
   d->tiles_host = malloc((size_t)d->n_tiles * sizeof *d->tiles_host);
@@ -184,6 +185,9 @@ ct_status ct_tune_data_create_mode(ct_tune_gpu *g, const ct_problem *p,
   if ((rc = upload_uniform(&d->w, d->nw, -bound, bound, &s, host, err, len)) != CT_OK) goto out;
   if (d->nb &&
       (rc = upload_uniform(&d->b, d->nb, -bound, bound, &s, host, err, len)) != CT_OK)
+    goto out;
+  if (p->residual &&
+      (rc = upload_uniform(&d->res, d->ny, -1.0f, 1.0f, &s, host, err, len)) != CT_OK)
     goto out;
   CU_TRY(ct_drv.cuMemAlloc(&d->y, d->ny * sizeof(float)), "allocating the output");
   CU_TRY(ct_drv.cuMemAlloc(&d->tiles, (size_t)d->n_tiles * sizeof(ct_check_tile)),
@@ -210,7 +214,7 @@ ct_status ct_tune_data_create_mode(ct_tune_gpu *g, const ct_problem *p,
     CU_TRY(ct_drv.cuMemAlloc(&d->ref, d->ny * sizeof(double)), "allocating the reference");
     CU_TRY(ct_drv.cuMemAlloc(&d->abs_sum, d->ny * sizeof(double)), "allocating the reference");
     CU_TRY(ct_drv.cuMemAlloc(&d->sq_sum, d->ny * sizeof(double)), "allocating the reference");
-    void *args[] = {&d->x, &d->w, &d->b, &d->ref, &d->abs_sum, &d->sq_sum};
+    void *args[] = {&d->x, &d->w, &d->b, &d->res, &d->ref, &d->abs_sum, &d->sq_sum};
     unsigned blocks = (unsigned)((d->ny + 255) / 256);
     CU_TRY(ct_drv.cuLaunchKernel(fn, blocks, 1, 1, 256, 1, 1, 0, g->stream, args, NULL),
            "launching the reference kernel");
@@ -236,6 +240,7 @@ void ct_tune_data_destroy(ct_tune_data *d) {
   if (d->w) ct_drv.cuMemFree(d->w);
   if (d->b) ct_drv.cuMemFree(d->b);
   if (d->y) ct_drv.cuMemFree(d->y);
+  if (d->res) ct_drv.cuMemFree(d->res);
   if (d->ref) ct_drv.cuMemFree(d->ref);
   if (d->abs_sum) ct_drv.cuMemFree(d->abs_sum);
   if (d->sq_sum) ct_drv.cuMemFree(d->sq_sum);
@@ -289,7 +294,7 @@ ct_status ct_tune_check_output(ct_tune_gpu *g, ct_tune_data *d, CUdeviceptr y,
   }
   void *stored[] = {&y, &d->ref, &d->abs_sum, &d->sq_sum, &elem_coef, &close_tol,
                     &d->tiles};
-  void *fused[] = {&d->x, &d->w, &d->b, &y, &elem_coef, &close_tol, &d->tiles};
+  void *fused[] = {&d->x, &d->w, &d->b, &d->res, &y, &elem_coef, &close_tol, &d->tiles};
   CU_TRY(ct_drv.cuLaunchKernel(d->check_fn, (unsigned)d->n_tiles, 1, 1, CT_CHECK_LANES,
                                1, 1, 0, g->stream, d->fused ? fused : stored, NULL),
          "launching the check kernel");
@@ -307,8 +312,14 @@ ct_status ct_tune_verify(ct_tune_gpu *g, ct_tune_data *d, ct_tune_run_fn run,
                          size_t len) {
   ct_status rc = CT_OK;
   memset(check, 0, sizeof *check);
-  /* 0xFFFFFFFF is a NaN: an output the kernel never writes fails. */
-  CU_TRY(ct_drv.cuMemsetD32Async(d->y, 0xFFFFFFFFu, d->ny, g->stream), "poisoning the output");
+  if (d->p.residual) {
+    /* The variant reads y: it holds the residual the reference added. */
+    CU_TRY(ct_drv.cuMemcpyDtoDAsync(d->y, d->res, d->ny * sizeof(float), g->stream),
+           "copying the residual into the output");
+  } else {
+    /* 0xFFFFFFFF is a NaN: an output the kernel never writes fails. */
+    CU_TRY(ct_drv.cuMemsetD32Async(d->y, 0xFFFFFFFFu, d->ny, g->stream), "poisoning the output");
+  }
   if ((rc = run(arg, d, g->stream, err, len)) != CT_OK) goto out;
   CU_TRY(ct_drv.cuStreamSynchronize(g->stream), "running the variant");
   rc = ct_tune_check_output(g, d, d->y, check, err, len);

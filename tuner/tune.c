@@ -507,8 +507,10 @@ static ct_status tune_setup(tune_run *t, char *err, size_t len) {
   }
   t->n = ct_tune_families_keep(o->families, t->variants, t->n);
   if (t->n == 0) {
-    snprintf(err, len, "no valid variant for %s on %s%s%s", r->spec, t->arch,
-             o->families ? " in families " : "", o->families ? o->families : "");
+    char why[512];
+    ct_tune_families_why(o->families, &o->problem, why, sizeof why);
+    snprintf(err, len, "no valid variant for %s on %s%s%s%s", r->spec, t->arch,
+             o->families ? " in families " : "", o->families ? o->families : "", why);
     return CT_ERR_UNSUPPORTED;
   }
   return CT_OK;

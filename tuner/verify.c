@@ -14,11 +14,27 @@
 /* ---------------------------------------------------------------------- */
 /* The float64 reference                                                   */
 
+/* One term of an output's sums (ref_f64.cu's add_term). */
+static void add_term(double t, double *sum, double *asum, double *ssum) {
+  *sum += t;
+  *asum += fabs(t);
+  *ssum += t * t;
+}
+
 /* See verify.h. */
 ct_status ct_tune_reference_cpu(const ct_problem *p, const float *x,
                                 const float *w, const float *b, double *y,
                                 double *abs_sum, double *sq_sum) {
-  if (!p || !x || !w || !y || (p->bias && !b)) return CT_ERR_INVALID_ARG;
+  return ct_tune_reference_cpu_residual(p, x, w, b, NULL, y, abs_sum, sq_sum);
+}
+
+/* See verify.h. */
+ct_status ct_tune_reference_cpu_residual(const ct_problem *p, const float *x,
+                                         const float *w, const float *b,
+                                         const float *res, double *y,
+                                         double *abs_sum, double *sq_sum) {
+  if (!p || !x || !w || !y || (p->bias && !b) || (p->residual && !res))
+    return CT_ERR_INVALID_ARG;
   ct_status rc = ct_problem_validate(p, NULL, 0);
   if (rc != CT_OK) return rc;
 
@@ -48,19 +64,13 @@ ct_status ct_tune_reference_cpu(const ct_problem *p, const float *x,
               for (int64_t s = 0; s < S; s++) {
                 int64_t iw = oq * p->stride_w - p->pad_w + s * p->dil_w;
                 if (iw < 0 || iw >= W) continue;
-                double t = (double)xc[ih * xh + iw * xw] * (double)wc[r * wr + s * ws];
-                sum += t;
-                asum += fabs(t);
-                ssum += t * t;
+                add_term((double)xc[ih * xh + iw * xw] * (double)wc[r * wr + s * ws],
+                         &sum, &asum, &ssum);
               }
             }
           }
-          if (p->bias) {
-            double t = (double)b[k];
-            sum += t;
-            asum += fabs(t);
-            ssum += t * t;
-          }
+          if (p->bias) add_term((double)b[k], &sum, &asum, &ssum);
+          if (p->residual) add_term((double)res[o], &sum, &asum, &ssum);
           /* The activation on y alone (see ref_f64.cu). */
           y[o] = p->act == CT_ACT_RELU && sum < 0.0 ? 0.0 : sum;
           if (abs_sum) abs_sum[o] = asum;
@@ -73,7 +83,8 @@ ct_status ct_tune_reference_cpu(const ct_problem *p, const float *x,
 /* The precision contract                                                  */
 
 /*
-** L = C*R*S (+1 with bias) terms per output, n outputs, u_acc = 2^-24;
+** L = C*R*S (+1 with bias, +1 with a residual) terms per output, n
+** outputs, u_acc = 2^-24;
 ** u_op = 2^-11 (tf32) or 2^-22 (fp32).
 **
 ** Elementwise:  |y_i - ref_i| <= (2*u_op + (L+1)*u_acc) * abs_sum_i + 1e-37
@@ -161,7 +172,7 @@ static int is_headline_shape(const ct_problem *p) {
          p->r == h.r && p->s == h.s && p->stride_h == h.stride_h &&
          p->stride_w == h.stride_w && p->pad_h == h.pad_h &&
          p->pad_w == h.pad_w && p->dil_h == h.dil_h && p->dil_w == h.dil_w &&
-         p->bias == h.bias && p->act == h.act;
+         p->bias == h.bias && p->act == h.act && p->residual == h.residual;
 }
 
 /* Appends "; " (when not first) and a formatted clause to out->reason. */
@@ -204,9 +215,11 @@ static void contract_tile(const float *y, const double *ref,
   *t = lane[0];
 }
 
-/* L of the contract: C*R*S terms per output, +1 with bias. */
+/* L of the contract: C*R*S terms per output, +1 with bias, +1 with a
+** residual. */
 static double reduction_length(const ct_problem *p) {
-  return (double)p->c * (double)p->r * (double)p->s + (p->bias ? 1 : 0);
+  return (double)p->c * (double)p->r * (double)p->s + (p->bias ? 1 : 0) +
+         (p->residual ? 1 : 0);
 }
 
 /* See verify.h. */

@@ -4,9 +4,11 @@
 ** A variant may win only under the precision it meets, checked against a
 ** float64 reference on the same inputs (DESIGN.md, "Precision contract").
 ** The reference comes with two per-output figures the tolerance scales with:
-** abs_sum = sum |x*w| (+|b|) and sq_sum = sum (x*w)^2 (+b^2).
+** abs_sum = sum |x*w| (+|b|) and sq_sum = sum (x*w)^2 (+b^2); a residual
+** problem's residual is one more term of each.
 **
-** The contract.  L = C*R*S (+1 with bias), n = number of outputs,
+** The contract.  L = C*R*S (+1 with bias, +1 with a residual), n = number
+** of outputs,
 ** u_acc = 2^-24 (fp32 accumulation), and
 **   tf32: u_op = 2^-11 (operands rounded to nearest TF32), c_op = 1.0,
 **         c_acc = 0.75
@@ -42,11 +44,20 @@
 ** may be NULL when not wanted.  Terms that fall on zero padding contribute
 ** nothing.  Products of floats are exact in float64; the sums' own rounding
 ** (about L*2^-53 relative) is far below every tolerance.
-** Returns CT_OK, CT_ERR_INVALID_ARG (a required pointer NULL) or
-** CT_ERR_INVALID_PROBLEM. */
+** Returns CT_OK, CT_ERR_INVALID_ARG (a required pointer NULL, or p has a
+** residual: ct_tune_reference_cpu_residual) or CT_ERR_INVALID_PROBLEM. */
 ct_status ct_tune_reference_cpu(const ct_problem *p, const float *x,
                                 const float *w, const float *b, double *y,
                                 double *abs_sum, double *sq_sum);
+
+/* ct_tune_reference_cpu for any problem: with p->residual, res (N*K*P*Q
+** floats in the output's layout: y's value on entry) is added after the
+** bias, before the ReLU, as one more term of all three figures; res may be
+** NULL otherwise. */
+ct_status ct_tune_reference_cpu_residual(const ct_problem *p, const float *x,
+                                         const float *w, const float *b,
+                                         const float *res, double *y,
+                                         double *abs_sum, double *sq_sum);
 
 /* The verdict of the precision contract on one output. */
 typedef struct ct_tune_check {

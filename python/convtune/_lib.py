@@ -74,7 +74,8 @@ PATHS = ["none", "tuned-cubin", "tuned-compiled", "default", "nearest"]
 
 class Problem(ctypes.Structure):
     """struct ct_problem: 13 int64 fields, int bias, enums precision, act
-    and layout (120 bytes)."""
+    and layout, int residual (128 bytes with the padding at its end; the
+    library's ct_problem_size must agree)."""
 
     _fields_ = [
         ("n", ctypes.c_int64),
@@ -94,6 +95,7 @@ class Problem(ctypes.Structure):
         ("precision", ctypes.c_int),  # ct_precision, an int-sized enum
         ("act", ctypes.c_int),  # ct_activation, likewise
         ("layout", ctypes.c_int),  # ct_layout, likewise
+        ("residual", ctypes.c_int),
     ]
 
     def spec(self):
@@ -106,6 +108,7 @@ class Problem(ctypes.Structure):
         act = {CT_ACT_NONE: "", CT_ACT_RELU: ",act=relu"}.get(self.act, ",act=%d" % self.act)
         act += {CT_LAYOUT_NCHW: "", CT_LAYOUT_NHWC: ",layout=nhwc"}.get(
             self.layout, ",layout=%d" % self.layout)
+        act += {0: "", 1: ",residual=1"}.get(self.residual, ",residual=%d" % self.residual)
         return ("n=%d,c=%d,h=%d,w=%d,k=%d,r=%d,s=%d,stride=%s,pad=%s,dil=%s,bias=%d,prec=%s%s"
                 % (self.n, self.c, self.h, self.w, self.k, self.r, self.s,
                    pair(self.stride_h, self.stride_w), pair(self.pad_h, self.pad_w),
@@ -274,10 +277,12 @@ class Library:
             "ct_problem_parse": (i, [cp, P, ctypes.c_char_p, sz]),
             "ct_problem_format": (i, [P, ctypes.c_char_p, sz]),
             "ct_precision_name": (cp, [i]),
-            # Added with struct ct_problem's act and layout (0.2.0): a library
-            # without them has the older, shorter struct, so it is refused.
+            # Added with struct ct_problem's act and layout (0.2.0), and its
+            # residual (0.3.0): a library without them has an older, shorter
+            # struct, so it is refused.
             "ct_activation_name": (cp, [i]),
             "ct_layout_name": (cp, [i]),
+            "ct_problem_size": (sz, []),
             "ct_open": (i, [cp, i, ctypes.POINTER(vp)]),
             "ct_open_error": (cp, []),
             "ct_close": (None, [vp]),
@@ -311,6 +316,11 @@ class Library:
                                     % (self.path, name))
             fn.restype = restype
             fn.argtypes = argtypes
+        if lib.ct_problem_size() != ctypes.sizeof(Problem):
+            raise ConvtuneError(CT_ERR_UNSUPPORTED, "unsupported",
+                                "%s has a struct ct_problem of %d bytes, this package %d: "
+                                "the library and the package come from different versions"
+                                % (self.path, lib.ct_problem_size(), ctypes.sizeof(Problem)))
 
     def has(self, name):
         """Whether the loaded library exports the function `name`."""

@@ -29,11 +29,11 @@ def run_child(code, **env):
 
 
 def test_struct_layout_matches_the_library(lib):
-    assert ctypes.sizeof(_lib.Problem) == 120
+    assert ctypes.sizeof(_lib.Problem) == 128 == lib._lib.ct_problem_size()
     spec = "n=11,c=12,h=130,w=140,k=15,r=6,s=7,stride=2x3,pad=4x5,dil=1x2,bias=0,prec=fp32"
     p = lib.parse(spec)
     assert p.key() == (11, 12, 130, 140, 15, 6, 7, 2, 3, 4, 5, 1, 2, 0, _lib.CT_PREC_FP32,
-                       _lib.CT_ACT_NONE, _lib.CT_LAYOUT_NCHW)
+                       _lib.CT_ACT_NONE, _lib.CT_LAYOUT_NCHW, 0)
     assert lib.format(p) == spec == p.spec()
     r = lib.parse(spec + ",act=relu")
     assert r.act == _lib.CT_ACT_RELU and lib.format(r) == r.spec() == spec + ",act=relu"
@@ -42,6 +42,9 @@ def test_struct_layout_matches_the_library(lib):
     assert t.layout == _lib.CT_LAYOUT_NHWC and lib.format(t) == t.spec() == \
         spec + ",act=relu,layout=nhwc"
     assert lib.parse(spec + ",layout=nchw").key() == p.key()
+    u = lib.parse("residual=1," + spec + ",act=relu")
+    assert u.residual == 1 and lib.format(u) == u.spec() == spec + ",act=relu,residual=1"
+    assert lib.parse(spec + ",residual=0").key() == p.key()
     q = p.copy(bias=1, precision=_lib.CT_PREC_TF32, n=3)
     assert lib.format(q).startswith("n=3,") and lib.format(q).endswith("bias=1,prec=tf32")
     P, Q = ctypes.c_int64(), ctypes.c_int64()
