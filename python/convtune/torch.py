@@ -2,10 +2,11 @@
 extension is compiled against PyTorch).
 
     conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
-           *, precision="auto", act="none")
+           *, precision="auto", act="none", residual=None)
         F.conv2d's arguments and result (act="relu": through a ReLU the
-        kernel applies); runs libconvtune's ct_forward on the current CUDA
-        stream of x's device.
+        kernel applies; residual: a tensor of the output's shape the kernel
+        adds before the ReLU); runs libconvtune's ct_forward on the current
+        CUDA stream of x's device.
     Conv2d(in_channels, out_channels, kernel_size, stride=1, padding=0,
            dilation=1, groups=1, bias=True, padding_mode="zeros",
            device=None, dtype=None, *, precision="auto")
@@ -13,7 +14,7 @@ extension is compiled against PyTorch).
         initialisation and its state_dict keys are nn.Conv2d's; its forward
         is conv2d.  Conv2d.from_module(m) converts an nn.Conv2d.
     torch.ops.convtune.conv2d(x, weight, bias, stride, padding, dilation,
-                              precision, act="none")
+                              precision, act="none", residual=None)
         the registered custom op behind both, with a fake (meta)
         implementation, so it traces into torch.compile graphs (fullgraph
         too) and, being free of allocation and synchronisation after its
@@ -27,22 +28,23 @@ extension is compiled against PyTorch).
         which kernel runs for that call and why (path, variant, reason,
         database state).
     collect(model, *example_inputs, precision="auto", fold_bn=True,
-            fuse_relu=True, ...)
+            fuse_relu=True, fuse_residual=True, ...)
         the conv2d problems one forward pass of a model runs (forward hooks
-        on its nn.Conv2d modules; BatchNorms folded and ReLUs fused as
-        patch() does),
+        on its nn.Conv2d modules; BatchNorms folded, additions and ReLUs
+        fused as patch() does),
         with call counts, in the form
         `convtune tune --problems` reads, and the convolutions convtune
         cannot run, each with the reason.
     tune(model, *example_inputs, budget=None, ...)
         collect(), then `convtune tune --problems` on them, with its
         progress; returns its result.
-    patch(model, fold_bn=True, fuse_relu=True, channels_last=False,
-          precision="auto", inplace=False)
+    patch(model, fold_bn=True, fuse_relu=True, fuse_residual=True,
+          channels_last=False, precision="auto", inplace=False)
         the model for inference with its nn.Conv2d modules replaced by
         Conv2d (eval-mode BatchNorms folded into the convolution before
-        them, ReLUs after them fused into its kernel), and a report of what
-        was replaced and what was left alone, and why.
+        them, a residual addition and ReLUs after them fused into its
+        kernel), and a report of what was replaced and what was left alone,
+        and why.
 
 precision: "tf32" (TF32 tensor-core products, PyTorch's default for
 convolutions), "fp32" (IEEE-fp32-class accuracy) or "auto": tf32 when
@@ -72,6 +74,7 @@ variants run and explain() says why.
 
 import copy
 import json
+import operator
 import os
 import shutil
 import subprocess
@@ -288,13 +291,13 @@ def _check_params(stride, padding, dilation):
                          % (stride, dilation, padding))
 
 
-_problems = {}  # (shapes, parameters, precision, act, layout) -> validated _lib.Problem
+_problems = {}  # (shapes, parameters, precision, act, layout, residual) -> _lib.Problem
 
 
 def _problem(x, weight, bias, stride, padding, dilation, precision, act="none",
-             layout="nchw"):
+             layout="nchw", residual=False):
     key = (tuple(x.shape), tuple(weight.shape), bias is not None, tuple(stride),
-           tuple(padding), tuple(dilation), precision, act, layout)
+           tuple(padding), tuple(dilation), precision, act, layout, bool(residual))
     p = _problems.get(key)
     if p is None:
         n, c, h, w = x.shape
@@ -302,7 +305,7 @@ def _problem(x, weight, bias, stride, padding, dilation, precision, act="none",
         p = _lib.Problem(n, c, h, w, k, r, s, stride[0], stride[1], padding[0], padding[1],
                          dilation[0], dilation[1], 1 if bias is not None else 0,
                          _lib.PRECISIONS[precision], _lib.ACTIVATIONS[act],
-                         _lib.LAYOUTS[layout])
+                         _lib.LAYOUTS[layout], 1 if residual else 0)
         try:
             library().validate(p)
         except _lib.ConvtuneError as e:
@@ -314,29 +317,82 @@ def _problem(x, weight, bias, stride, padding, dilation, precision, act="none",
 # -------------------------------------------------------------------------
 # The custom op
 
-def _call_setup(x, weight, bias, stride, padding, dilation, precision, act):
-    """A call's checks, its output y (empty, in x's memory format), x's
-    layout and the problem (None for an empty y: nothing to run)."""
+def _check_residual(residual, shape, x):
+    """Raises unless residual is a float32 tensor of the output's shape on
+    x's device (any strides: it is copied, or written in place only where
+    _donatable)."""
+    if not isinstance(residual, torch.Tensor):
+        raise ValueError("residual must be a tensor, not %s" % type(residual).__name__)
+    if residual.dtype != torch.float32:
+        raise UnsupportedError("residual is %s: convtune runs float32 convolutions only"
+                               % residual.dtype)
+    if tuple(residual.shape) != tuple(shape):
+        raise ValueError("residual must have the output's shape %s, not %s (it is added "
+                         "element by element, without broadcasting)"
+                         % (tuple(shape), tuple(residual.shape)))
+    if residual.device != x.device:
+        raise UnsupportedError("residual is on %s but x is on %s" % (residual.device, x.device))
+
+
+def _residual_fits(residual, x, weight, stride, padding, dilation):
+    """Whether a Conv2d's call can take `residual` into its kernel
+    (_check_residual passes); where not (a broadcast, another dtype...) the
+    module adds it after the convolution, as the model it replaced did."""
+    try:
+        _check_residual(residual, _output_shape(x, weight, stride, padding, dilation), x)
+    except ValueError:  # UnsupportedError too
+        return False
+    return True
+
+
+def _shares_storage(a, b):
+    return a is not None and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def _donatable(residual, layout, x, weight, bias):
+    """residual can be the output itself, written in place: dense in x's
+    layout and sharing no storage with the inputs (which the kernel reads
+    while it writes)."""
+    return (_layout(residual) == layout and not _shares_storage(x, residual)
+            and not _shares_storage(weight, residual) and not _shares_storage(bias, residual))
+
+
+def _call_setup(x, weight, bias, stride, padding, dilation, precision, act, residual=None,
+                donate=False):
+    """A call's checks, its output y (empty, in x's memory format; with a
+    residual, holding it: residual itself where donate allows, see
+    _donatable, else a copy), x's layout and the problem (None for an empty
+    y: nothing to run)."""
     _check_precision(precision)
     _check_act(act)
     _check_params(stride, padding, dilation)
     layout = _check_tensors(x, weight, bias, fake=False)
     shape = _output_shape(x, weight, stride, padding, dilation)
-    y = torch.empty(shape, dtype=torch.float32, device=x.device,
-                    memory_format=torch.channels_last if layout == "nhwc"
-                    else torch.contiguous_format)
+    if residual is not None:
+        _check_residual(residual, shape, x)
+    if residual is not None and donate and _donatable(residual, layout, x, weight, bias):
+        y = residual
+    else:
+        y = torch.empty(shape, dtype=torch.float32, device=x.device,
+                        memory_format=torch.channels_last if layout == "nhwc"
+                        else torch.contiguous_format)
+        if residual is not None:
+            y.copy_(residual)
     if y.numel() == 0:  # a batch of 0: nothing to run
         return y, layout, None
     return y, layout, _problem(x, weight, bias, stride, padding, dilation,
-                               _resolve_precision(precision), act, layout)
+                               _resolve_precision(precision), act, layout, residual is not None)
 
 
 def _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act="none",
-                module=None):
+                module=None, residual=None, donate=False):
     """The op's implementation: checks, allocates y and runs ct_forward.
     With module (a Conv2d's own call, outside autograd), the call is kept
-    as its _Repeat unless the weight had to be copied into x's layout."""
-    y, layout, p = _call_setup(x, weight, bias, stride, padding, dilation, precision, act)
+    as its _Repeat unless the weight had to be copied into x's layout or
+    it took a residual (y = act(conv + b + residual); donate: written into
+    residual itself where _donatable)."""
+    y, layout, p = _call_setup(x, weight, bias, stride, padding, dilation, precision, act,
+                               residual, donate)
     if p is None:
         return y
     w = _weight_in(weight, layout)
@@ -344,17 +400,22 @@ def _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act="none
     ctx = context(x.device)
     ctx.forward(p, x.data_ptr(), w.data_ptr(), bias.data_ptr() if bias is not None else None,
                 y.data_ptr(), stream)
-    if module is not None and w is weight:
+    if module is not None:
         with _packed_lock:
-            _keep_repeat(module, x, y, ctx, p, weight, bias)
+            if w is weight and residual is None:
+                _keep_repeat(module, x, y, ctx, p, weight, bias)
+            else:
+                _forget_repeat(module)
     return y
 
 
 @torch.library.custom_op("convtune::conv2d", mutates_args=())
 def _conv2d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                stride: List[int], padding: List[int], dilation: List[int],
-               precision: str, act: str = "none") -> torch.Tensor:
-    return _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act)
+               precision: str, act: str = "none",
+               residual: Optional[torch.Tensor] = None) -> torch.Tensor:
+    return _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act,
+                       residual=residual)
 
 
 _PLAIN = (torch.Tensor, nn.Parameter)
@@ -397,22 +458,27 @@ def _plain(t):
 
 
 @_conv2d_op.register_fake
-def _conv2d_fake(x, weight, bias, stride, padding, dilation, precision, act="none"):
+def _conv2d_fake(x, weight, bias, stride, padding, dilation, precision, act="none",
+                 residual=None):
     _check_precision(precision)
     _check_act(act)
     _check_params(stride, padding, dilation)
     layout = _check_tensors(x, weight, bias, fake=True)
-    return torch.empty(_output_shape(x, weight, stride, padding, dilation), dtype=torch.float32,
-                       device=x.device, memory_format=torch.channels_last
+    shape = _output_shape(x, weight, stride, padding, dilation)
+    if residual is not None:
+        _check_residual(residual, shape, x)
+    return torch.empty(shape, dtype=torch.float32, device=x.device,
+                       memory_format=torch.channels_last
                        if layout == "nhwc" else torch.contiguous_format)
 
 
 def _setup_context(ctx, inputs, output):
-    x, weight, bias, stride, padding, dilation, _, act = inputs
+    x, weight, bias, stride, padding, dilation, _, act, residual = inputs
     # With act=relu the gradient passes where the output is positive.
     ctx.save_for_backward(x, weight, output if act == "relu" else None)
     ctx.bias_sizes = [weight.shape[0]] if bias is not None else None
     ctx.conv = (list(stride), list(padding), list(dilation))
+    ctx.residual = residual is not None
 
 
 def _backward(ctx, grad_y):
@@ -424,8 +490,10 @@ def _backward(ctx, grad_y):
     mask = [need[0], need[1], bool(need[2]) and ctx.bias_sizes is not None]
     gx, gw, gb = torch.ops.aten.convolution_backward(
         grad_y, x, weight, ctx.bias_sizes, stride, padding, dilation, False, [0, 0], 1, mask)
+    # The residual is added as it is: its gradient is y's (through the ReLU).
+    gr = grad_y if ctx.residual and need[8] else None
     return (gx if mask[0] else None, gw if mask[1] else None, gb if mask[2] else None,
-            None, None, None, None, None)
+            None, None, None, None, None, gr)
 
 
 _conv2d_op.register_autograd(_backward, setup_context=_setup_context)
@@ -455,27 +523,40 @@ def _arguments(x, weight, stride, padding, dilation, groups, precision):
 
 
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
-           precision="auto", act="none"):
+           precision="auto", act="none", residual=None):
     """F.conv2d computed by libconvtune on the current CUDA stream (see the
     module's docstring for what is supported).  x may be (N, C, H, W) or
     unbatched (C, H, W).  act="relu": torch.relu(F.conv2d(...)), the ReLU
-    applied by the kernel as it stores each output (its gradient too)."""
+    applied by the kernel as it stores each output (its gradient too).
+    residual: a float32 tensor of the output's shape (any strides) added
+    after the bias, before the ReLU, by the kernel as it stores each output
+    (a ResNet block's conv, + identity, ReLU): act(F.conv2d(...) +
+    residual), in a new tensor; its gradient is the output's."""
     stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, groups,
                                            precision)
     _check_act(act)
-    run = _conv2d_run if x.is_cuda and not _needs_op(x, weight, bias) else _conv2d_op
-    if x.dim() == 3:
-        return run(x.unsqueeze(0), weight, bias, stride, padding, dilation,
-                   precision, act).squeeze(0)
-    return run(x, weight, bias, stride, padding, dilation, precision, act)
+    squeeze = x.dim() == 3
+    if squeeze:
+        x = x.unsqueeze(0)
+        if isinstance(residual, torch.Tensor):
+            residual = residual.unsqueeze(0)
+    if x.is_cuda and not _needs_op(x, weight, bias) and not (
+            isinstance(residual, torch.Tensor) and (not _plain(residual) or (
+                torch.is_grad_enabled() and residual.requires_grad))):
+        y = _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act,
+                        residual=residual)
+    else:
+        y = _conv2d_op(x, weight, bias, stride, padding, dilation, precision, act, residual)
+    return y.squeeze(0) if squeeze else y
 
 
 def explain(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
-            precision="auto", act="none"):
+            precision="auto", act="none", residual=False):
     """What conv2d runs for these arguments and why: a dict with path
     ("tuned-cubin", "tuned-compiled", "nearest", "default"), variant,
-    reason, database (its state), precision and spec.  Loads the kernel if
-    that has not happened yet (no launch)."""
+    reason, database (its state), precision and spec.  residual=True: for
+    a call with a residual.  Loads the kernel if that has not happened yet
+    (no launch)."""
     stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, groups,
                                            precision)
     if x.dim() == 3:
@@ -483,7 +564,8 @@ def explain(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
     _check_params(stride, padding, dilation)
     layout = _check_tensors(x, weight, bias, fake=False)
     prec = _resolve_precision(precision)
-    p = _problem(x, weight, bias, stride, padding, dilation, prec, _check_act(act), layout)
+    p = _problem(x, weight, bias, stride, padding, dilation, prec, _check_act(act), layout,
+                 bool(residual))
     ctx = context(x.device)
     ctx.prepare(p)
     path, variant = ctx.forward_path(p)
@@ -623,7 +705,19 @@ class Conv2d(nn.Conv2d):
     last one (x of the same shape, strides and device; the same weight and
     bias tensors, unchanged; the same settings, context and TF32 switch)
     repeats it without the Python checks: it allocates y and launches, the
-    library checking the pointers as always."""
+    library checking the pointers as always.
+
+    forward(input, residual=None): with a residual, act(conv(input) +
+    residual), the residual added by the kernel (conv2d's residual) where
+    it is a float32 tensor of the output's shape on input's device, else
+    after the convolution by torch (a broadcast, another dtype), as the
+    model patch() rewrote did.  residual_inplace=True (patch() sets it
+    where the model reads the residual nowhere after): the output is
+    written into the residual's own memory when it is dense in input's
+    layout and shares none with the inputs, and that tensor is returned;
+    eager inference only (outside autograd, tracing and graph capture)."""
+
+    residual_inplace = False
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
@@ -658,7 +752,9 @@ class Conv2d(nn.Conv2d):
         new.train(module.training)
         return new
 
-    def forward(self, input):
+    def forward(self, input, residual=None):
+        if residual is not None:
+            return self._forward_residual(input, residual)
         if not torch.compiler.is_compiling():
             again = _repeats.get(self)
             if again is not None:
@@ -690,6 +786,40 @@ class Conv2d(nn.Conv2d):
         return conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                       self.groups, precision=self.precision, act=self.act)
 
+    def _forward_residual(self, x, residual):
+        """forward() with a residual (see the class's docstring)."""
+        stride, padding, dilation = _arguments(x, self.weight, self.stride, self.padding,
+                                               self.dilation, self.groups, self.precision)
+        unbatched = x.dim() == 3
+        xb = x.unsqueeze(0) if unbatched else x
+        rb = residual.unsqueeze(0) if unbatched and isinstance(residual, torch.Tensor) \
+            else residual
+        if xb.dim() != 4 or not _residual_fits(rb, xb, self.weight, stride, padding, dilation):
+            y = conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                       self.groups, precision=self.precision) + residual
+            return torch.relu(y) if self.act == "relu" else y
+        if (xb.is_cuda and not _needs_op(xb, self.weight, self.bias, profiler=False)
+                and _plain(rb) and not (torch.is_grad_enabled() and rb.requires_grad)
+                and not torch.cuda.is_current_stream_capturing()):
+            donate = bool(getattr(self, "residual_inplace", False))
+            if (getattr(self, "pack_weights", False) and not self.training
+                    and not self.weight.is_inference()):
+                if not torch.autograd.profiler._is_profiler_enabled:
+                    y = self._forward_packed(xb, rb, donate)
+                else:
+                    with torch.profiler.record_function("convtune::conv2d"):
+                        y = self._forward_packed(xb, rb, donate)
+            elif not torch.autograd.profiler._is_profiler_enabled:
+                y = _conv2d_run(xb, self.weight, self.bias, stride, padding, dilation,
+                                self.precision, self.act, module=self, residual=rb,
+                                donate=donate)
+            else:
+                y = _conv2d_op(xb, self.weight, self.bias, stride, padding, dilation,
+                               self.precision, self.act, rb)
+            return y.squeeze(0) if unbatched else y
+        return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                      self.groups, precision=self.precision, act=self.act, residual=residual)
+
     def repack(self):
         """Drops this module's packed weights (pack_weights=True packs them
         again at the next call): after a change through weight.data."""
@@ -698,13 +828,13 @@ class Conv2d(nn.Conv2d):
             for _, packed in _packed.pop(self, {}).values():
                 packed.free()
 
-    def _forward_packed(self, x):
+    def _forward_packed(self, x, residual=None, donate=False):
         """forward() through weights packed once: _conv2d_run's checks, then
-        ct_forward_packed."""
+        ct_forward_packed (with a residual as _conv2d_run takes it)."""
         stride, padding, dilation = _arguments(x, self.weight, self.stride, self.padding,
                                                self.dilation, self.groups, self.precision)
         y, layout, p = _call_setup(x, self.weight, self.bias, stride, padding, dilation,
-                                   self.precision, self.act)
+                                   self.precision, self.act, residual, donate)
         if p is None:
             return y
         ctx = context(x.device)
@@ -733,12 +863,14 @@ class Conv2d(nn.Conv2d):
             ctx.forward_packed(p, x.data_ptr(), packed,
                                self.bias.data_ptr() if self.bias is not None else None,
                                y.data_ptr(), stream.cuda_stream)
-            _keep_repeat(self, x, y, ctx, p, self.weight, self.bias, packed)
+            if residual is None:
+                _keep_repeat(self, x, y, ctx, p, self.weight, self.bias, packed)
         return y
 
     def extra_repr(self):
         return (super().extra_repr() + ", precision=%r" % self.precision +
                 (", act=%r" % self.act if self.act != "none" else "") +
+                (", residual_inplace=True" if self.residual_inplace else "") +
                 (", pack_weights=True" if self.pack_weights else ""))
 
 
@@ -766,10 +898,11 @@ def _conv_config_reason(module):
     return None
 
 
-def _collected_problem(module, x, precision, act="none"):
+def _collected_problem(module, x, precision, act="none", residual=None):
     """(spec, gflop, None) for the problem the nn.Conv2d `module` runs on
-    input x (its ReLU fused when act="relu"), or (None, 0, reason) where
-    convtune cannot run it."""
+    input x (its ReLU fused when act="relu"; residual: the residual it is
+    called with, residual=1 where the kernel takes it, _residual_fits), or
+    (None, 0, reason) where convtune cannot run it."""
     reason = _conv_config_reason(module)
     if reason is not None:
         return None, 0, reason
@@ -789,7 +922,9 @@ def _collected_problem(module, x, precision, act="none"):
                                                module.dilation, 1, precision)
         _check_params(stride, padding, dilation)
         n, k, P, Q = _output_shape(x, weight, stride, padding, dilation)
-        p = _problem(x, weight, bias, stride, padding, dilation, precision, act, layout)
+        fused = residual is not None and _residual_fits(residual, x, weight, stride, padding,
+                                                        dilation)
+        p = _problem(x, weight, bias, stride, padding, dilation, precision, act, layout, fused)
     except ValueError as e:  # UnsupportedError too
         return None, 0, str(e)
     c, r, s_ = weight.shape[1:]
@@ -797,7 +932,7 @@ def _collected_problem(module, x, precision, act="none"):
 
 
 def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=True,
-            channels_last=False, **example_kwargs):
+            fuse_residual=True, channels_last=False, **example_kwargs):
     """The conv2d problems one forward pass of `model` runs.
 
     Runs model(*example_inputs, **example_kwargs) once under torch.no_grad()
@@ -808,14 +943,15 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=Tr
     CUDA only).
     precision: "tf32", "fp32" or "auto" (tf32 when
     torch.backends.cudnn.allow_tf32 is set, read now).
-    fold_bn, fuse_relu, channels_last: the problems of the model as patch()
-    runs it with the same flags (channels_last: layout=nhwc), each BatchNorm
-    it would fold folded into its
-    convolution (a folded convolution has a bias: bias=1 in its spec) and
-    each ReLU it would fuse fused (act=relu in its spec); a copy is
+    fold_bn, fuse_relu, fuse_residual, channels_last: the problems of the
+    model as patch() runs it with the same flags (channels_last:
+    layout=nhwc), each BatchNorm it would fold folded into its
+    convolution (a folded convolution has a bias: bias=1 in its spec),
+    each addition it would fuse fused (residual=1) and each ReLU it would
+    fuse fused (act=relu in its spec); a copy is
     transformed, the model is left as it is.  ValueError when torch.fx
-    cannot trace the model (then pass fold_bn=False, fuse_relu=False, to
-    patch() too).
+    cannot trace the model (then pass fold_bn=False, fuse_relu=False,
+    fuse_residual=False, to patch() too).
 
     Returns a dict:
       "precision": the precision of the specs;
@@ -832,8 +968,9 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=Tr
     (write_problems writes it)."""
     prec = _resolve_precision(_check_precision(precision))
     relu = {}
-    if (fold_bn or fuse_relu) and not isinstance(model, nn.Conv2d):  # a lone conv: nothing
-        model, _, relu = _fuse(copy.deepcopy(model), fold_bn, fuse_relu)
+    if (fold_bn or fuse_relu or fuse_residual) and not isinstance(model, nn.Conv2d):
+        # (a lone convolution: nothing to fold or fuse)
+        model, _, relu, _ = _fuse(copy.deepcopy(model), fold_bn, fuse_relu, fuse_residual)
     if channels_last:
         model = _to_channels_last(copy.deepcopy(model))
     names = {m: (n or "(model)") for n, m in model.named_modules()}
@@ -843,8 +980,10 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=Tr
         name = names.get(module, type(module).__name__)
         x = args[0] if args else kwargs.get("input")
         if isinstance(x, torch.Tensor):
+            residual = args[1] if len(args) > 1 else kwargs.get("residual")
             spec, gflop, reason = _collected_problem(module, x, prec,
-                                                     "relu" if name in relu else "none")
+                                                     "relu" if name in relu else "none",
+                                                     residual)
         else:
             spec, gflop, reason = None, 0, "its input is not a tensor"
         if spec is None:
@@ -908,14 +1047,16 @@ def _find_cli(cli):
 
 
 def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=None,
-         weighted=False, fresh=False, fold_bn=True, fuse_relu=True, channels_last=False,
-         cli=None, problems_file=None, quiet=False, args=(), **example_kwargs):
+         weighted=False, fresh=False, fold_bn=True, fuse_relu=True, fuse_residual=True,
+         channels_last=False, cli=None, problems_file=None, quiet=False, args=(),
+         **example_kwargs):
     """Tunes the conv2d problems of one forward pass of `model` on a GPU.
 
     collect(model, *example_inputs, precision=..., fold_bn=..., fuse_relu=...,
-    channels_last=..., **example_kwargs) (the flags patch() will be given:
-    a folded convolution's problem has a bias, a fused one act=relu, a
-    channels_last model's layout=nhwc), then `convtune tune --problems FILE
+    fuse_residual=..., channels_last=..., **example_kwargs) (the flags
+    patch() will be given: a folded convolution's problem has a bias, a
+    fused one act=relu or residual=1, a channels_last model's layout=nhwc),
+    then `convtune tune --problems FILE
     --json` with:
       budget    seconds per problem (--budget; None: the tuner's full
                 search);
@@ -953,7 +1094,8 @@ def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=
         device = next((t.device.index for t in example_inputs
                        if isinstance(t, torch.Tensor) and t.is_cuda), None)
     collected = collect(model, *example_inputs, precision=precision, fold_bn=fold_bn,
-                        fuse_relu=fuse_relu, channels_last=channels_last, **example_kwargs)
+                        fuse_relu=fuse_relu, fuse_residual=fuse_residual,
+                        channels_last=channels_last, **example_kwargs)
     if not collected["problems"]:
         return {"collected": collected, "result": {"problems": []}}
     command = [_find_cli(cli), "tune", "--json", "--precision", collected["precision"]]
@@ -1023,7 +1165,7 @@ def _unsupported_module(module):
         return "its parameters are parametrized (e.g. weight_norm)"
     if module._forward_hooks or module._forward_pre_hooks:
         return "it has forward hooks, which a replacement would drop"
-    if type(module) is not nn.Conv2d and not isinstance(module, Conv2d):
+    if type(module) not in (nn.Conv2d, _ResidualConv2d) and not isinstance(module, Conv2d):
         return ("%s subclasses nn.Conv2d: its forward may not be a plain convolution"
                 % type(module).__name__)
     if module.training:
@@ -1074,18 +1216,54 @@ def _relu_source(node, modules):
     return node.args[0]
 
 
-def _fuse(model, fold_bn, fuse_relu):
+_ADD_FUNCTIONS = (operator.add, operator.iadd, torch.add)
+
+
+class _ResidualConv2d(nn.Conv2d):
+    """An nn.Conv2d that _fuse gave a residual: forward(input, residual)
+    is the convolution plus the residual, in torch (what collect() runs;
+    patch() replaces it by a Conv2d, whose kernel adds it)."""
+
+    def forward(self, input, residual=None):
+        y = super().forward(input)
+        return y if residual is None else y + residual
+
+
+
+def _add_operands(node):
+    """The two operands of a plain addition node (a + b, a += b, torch.add
+    and Tensor.add / add_ without alpha or out), or None."""
+    if node.op == "call_function" and node.target in _ADD_FUNCTIONS:
+        pass
+    elif node.op == "call_method" and node.target in ("add", "add_"):
+        pass
+    else:
+        return None
+    return tuple(node.args) if len(node.args) == 2 and not node.kwargs else None
+
+
+def _fuse(model, fold_bn, fuse_relu, fuse_residual=False):
     """Traces `model` with torch.fx (every nn.Conv2d kept a module) and
     rewrites the graph around each plain nn.Conv2d that convtune can run
     and that is called at one place with its parameters read nowhere else:
       fold_bn: an eval-mode BatchNorm2d without hooks whose only input is
                that convolution's output, used by it alone, is folded into
                the convolution;
+      fuse_residual: then an addition (_add_operands) of the
+               convolution's output (or its folded BatchNorm's), used by it
+               alone, and another node's value (the residual: a ResNet
+               block's identity) becomes the convolution's call with that
+               residual (Conv2d.forward's residual), placed where the
+               addition was; it may write its output into the residual
+               (Conv2d.residual_inplace) where that is a convolution's
+               output (a tensor of the graph's own, not a view) that only
+               convolutions other than this one read, all before it;
       fuse_relu: then a ReLU (_relu_source) whose only input is the
-               convolution's output (or its folded BatchNorm's), used by
-               it alone, is taken out of the graph: the convolution is to
-               apply it (act=relu).
-    Returns (the GraphModule, {conv name: bn name}, {conv name: relu name}).
+               convolution's output (or its folded BatchNorm's, or the sum
+               with its residual), used by it alone, is taken out of the
+               graph: the convolution is to apply it (act=relu).
+    Returns (the GraphModule, {conv name: bn name}, {conv name: relu name},
+    {conv name: {"residual": the residual node's name, "inplace": bool}}).
     Raises ValueError when the model cannot be traced."""
     import torch.fx as fx
     from torch.nn.utils.fusion import fuse_conv_bn_eval
@@ -1101,9 +1279,10 @@ def _fuse(model, fold_bn, fuse_relu):
         graph = tracer.trace(model)
         gm = fx.GraphModule(tracer.root, graph, type(model).__name__)
     except Exception as e:  # tracing raises many kinds (TraceError, TypeError, ...)
-        raise ValueError("folding BatchNorms and fusing ReLUs needs a model that torch.fx "
-                         "can trace, and tracing failed (%s: %s); pass fold_bn=False, "
-                         "fuse_relu=False to leave the model's graph as it is"
+        raise ValueError("folding BatchNorms and fusing ReLUs and additions needs a model "
+                         "that torch.fx can trace, and tracing failed (%s: %s); pass "
+                         "fold_bn=False, fuse_relu=False, fuse_residual=False to leave the "
+                         "model's graph as it is"
                          % (type(e).__name__, e)) from e
     modules = dict(gm.named_modules())
     calls, attrs = {}, []
@@ -1113,14 +1292,41 @@ def _fuse(model, fold_bn, fuse_relu):
         elif node.op == "get_attr":
             attrs.append(node.target)
 
+    def conv_node(n):
+        return n.op == "call_module" and isinstance(modules.get(n.target), nn.Conv2d)
+
     def sole_conv(src):
         """src is the only use of a convolution that can be rewritten."""
         if not (isinstance(src, fx.Node) and src.op == "call_module"):
             return False
         conv = modules.get(src.target)
-        return (type(conv) is nn.Conv2d and _unsupported_module(conv) is None and
+        return (type(conv) in (nn.Conv2d, _ResidualConv2d) and
+                _unsupported_module(conv) is None and
                 len(src.users) == 1 and calls[src.target] == 1 and
                 not any(a.startswith(src.target + ".") for a in attrs))
+
+    def fuse_add(node, operands, residual):
+        """The addition `node` of a sole convolution's output and another
+        node's value, as that convolution's call with the residual."""
+        for src, other in (operands, operands[::-1]):
+            if (sole_conv(src) and isinstance(other, fx.Node) and other is not src
+                    and not src.kwargs and len(src.args) == 1):
+                break
+        else:
+            return
+        # In place: the residual is a convolution's fresh output, and every
+        # other reader of it is a convolution (none makes a view of it) that
+        # runs before the addition did.
+        order = {n: i for i, n in enumerate(gm.graph.nodes)}
+        inplace = (conv_node(other) and src not in other.users and
+                   all(conv_node(u) and order[u] < order[node]
+                       for u in other.users if u is not node))
+        node.prepend(src)  # after the residual, which may come after the convolution
+        src.kwargs = {"residual": other}
+        modules[src.target].__class__ = _ResidualConv2d
+        node.replace_all_uses_with(src)
+        gm.graph.erase_node(node)
+        residual[src.target] = {"residual": other.name, "inplace": inplace}
 
     folded, relu = {}, {}
     for node in list(gm.graph.nodes):
@@ -1142,10 +1348,15 @@ def _fuse(model, fold_bn, fuse_relu):
         node.replace_all_uses_with(src)
         gm.graph.erase_node(node)
         folded[src.target] = node.target
+    # One pass in graph order: a ReLU after a block's addition is fused
+    # before the next block's addition reads its output as the identity.
+    residual = {}
     for node in list(gm.graph.nodes):
-        if not fuse_relu:
-            break
-        src = _relu_source(node, modules)
+        operands = _add_operands(node) if fuse_residual else None
+        if operands is not None:
+            fuse_add(node, operands, residual)
+            continue
+        src = _relu_source(node, modules) if fuse_relu else None
         if not sole_conv(src):
             continue
         node.replace_all_uses_with(src)
@@ -1154,11 +1365,11 @@ def _fuse(model, fold_bn, fuse_relu):
     gm.graph.lint()
     gm.delete_all_unused_submodules()
     gm.recompile()
-    return gm, folded, relu
+    return gm, folded, relu, residual
 
 
-def patch(model, *, fold_bn=True, fuse_relu=True, channels_last=False, precision="auto",
-          inplace=False, pack_weights=False):
+def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=True, channels_last=False,
+          precision="auto", inplace=False, pack_weights=False):
     """The model for inference on convtune's convolutions.
 
     Every nn.Conv2d that convtune can run is replaced by a Conv2d with its
@@ -1181,9 +1392,20 @@ def patch(model, *, fold_bn=True, fuse_relu=True, channels_last=False, precision
     (after its folded BatchNorm) alone is taken out of the graph and the
     convolution applies it as it stores each output (act="relu"): Conv ->
     BN -> ReLU becomes one convtune call.
-    Without either the modules are replaced where they stand.  Tune with
-    the same fold_bn and fuse_relu (tune() and collect() take them): a
-    folded convolution's problem has a bias, a fused one act=relu.
+    fuse_residual: each addition of such a convolution's output (after its
+    folded BatchNorm) alone and another value (a ResNet block's identity)
+    becomes the convolution's call with that residual, which its kernel
+    adds before the ReLU, fused too where one follows the addition: Conv ->
+    BN -> + identity -> ReLU becomes one convtune call (residual=1 in its
+    spec).  Where the identity is another convolution's output that nothing
+    reads afterwards, the output is written into its memory (no copy;
+    Conv2d.residual_inplace); else it is copied into the output first.  A
+    residual that does not fit the kernel at run time (a broadcast, another
+    dtype) is added by torch after the convolution, as before.
+    Without any of the three the modules are replaced where they stand.
+    Tune with the same fold_bn, fuse_relu and fuse_residual (tune() and
+    collect() take them): a folded convolution's problem has a bias, a
+    fused one act=relu or residual=1.
 
     channels_last: the patched model's parameters in channels_last and a
     forward pre-hook giving its 4-D inputs that format, so that every
@@ -1194,28 +1416,31 @@ def patch(model, *, fold_bn=True, fuse_relu=True, channels_last=False, precision
     pack_weights: the Conv2d modules pack their weights once (see Conv2d):
     for a model whose weights do not change.
 
-    inplace: patch `model` itself, without fold_bn and fuse_relu only (they
-    make a new GraphModule; ValueError); else a deep copy is patched and the
-    model passed in is left as it was.
+    inplace: patch `model` itself, without fold_bn, fuse_relu and
+    fuse_residual only (they make a new GraphModule; ValueError); else a
+    deep copy is patched and the model passed in is left as it was.
 
     Returns (patched model, report): report["replaced"] lists {"name",
     "folded_bn" (the BatchNorm's name, or None), "fused_relu" (the ReLU
-    module's name, "relu" for a function or method, or None)},
+    module's name, "relu" for a function or method, or None),
+    "fused_residual" (None, or {"residual": the graph node of the value
+    added, "inplace": whether the output is written into it})},
     report["left"] {"name", "reason"}, in module order."""
     _check_precision(precision)
     # A lone convolution has no BatchNorm or ReLU after it.
-    rewrite = (fold_bn or fuse_relu) and not isinstance(model, nn.Conv2d)
+    rewrite = (fold_bn or fuse_relu or fuse_residual) and not isinstance(model, nn.Conv2d)
     if inplace and rewrite:
         raise ValueError("inplace=True patches the modules where they stand and cannot fold "
-                         "BatchNorms or fuse ReLUs (that makes a new GraphModule): pass "
-                         "fold_bn=False, fuse_relu=False, or inplace=False")
+                         "BatchNorms or fuse ReLUs and additions (that makes a new "
+                         "GraphModule): pass fold_bn=False, fuse_relu=False, "
+                         "fuse_residual=False, or inplace=False")
     if not inplace:
         model = copy.deepcopy(model)
-    folded, relu = {}, {}
+    folded, relu, residual = {}, {}, {}
     report = {"replaced": [], "left": []}
     if rewrite:
         before = [n for n, m in model.named_modules() if isinstance(m, nn.Conv2d)]
-        model, folded, relu = _fuse(model, fold_bn, fuse_relu)
+        model, folded, relu, residual = _fuse(model, fold_bn, fuse_relu, fuse_residual)
         kept = {n for n, m in model.named_modules()}
         report["left"] += [{"name": n, "reason": "its model's forward never calls it: "
                                                  "not in the traced model"}
@@ -1230,13 +1455,15 @@ def patch(model, *, fold_bn=True, fuse_relu=True, channels_last=False, precision
         new = Conv2d.from_module(module, precision=precision,
                                  act="relu" if name in relu else "none",
                                  pack_weights=pack_weights)
+        new.residual_inplace = bool(residual.get(name, {}).get("inplace"))
         if name == "":  # the model is the convolution
             model = new
         else:
             parent, _, leaf = name.rpartition(".")
             setattr(model.get_submodule(parent) if parent else model, leaf, new)
         report["replaced"].append({"name": name, "folded_bn": folded.get(name),
-                                   "fused_relu": relu.get(name)})
+                                   "fused_relu": relu.get(name),
+                                   "fused_residual": residual.get(name)})
     if channels_last:
         model = _to_channels_last(model)
     return model, report

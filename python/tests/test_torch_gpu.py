@@ -455,3 +455,141 @@ def test_forward_tensors_follows_the_problems_layout():
     check_close(y, x, w, b, 1, 1, 1, "fp32")
     with pytest.raises(ValueError, match="must be channels_last"):
         ct.context(DEV).forward_tensors(p, x, wc, b, y)
+
+
+def check_residual(y, x, w, b, r, stride, padding, precision, act):
+    """y against act(conv + b + r) in float64, under the contract's bound
+    with the residual one more term."""
+    ref = reference(x, w, b, stride, padding, 1) + r.double()
+    if act == "relu":
+        ref = torch.relu(ref)
+    assert y.shape == ref.shape and torch.isfinite(y).all()
+    u = 2.0 ** -11 if precision == "tf32" else 2.0 ** -22
+    lim = bound(x, w, b, stride, padding, 1, precision) + (2 * u + 2.0 ** -22) * r.double().abs()
+    worst = float(((y.double() - ref).abs() / lim).max())
+    assert worst <= 1.0, "error %.3g x the bound" % worst
+
+
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_residual_matches_float64(precision, layout):
+    """conv2d(..., residual=r): act(conv + b + r) in a new tensor, r left as
+    it was, for a 1x1 and a 3x3, r in the output's layout, in the other one
+    and a strided view."""
+    fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+    for xs, ws, stride, padding in (((2, 32, 14, 12), (48, 32, 1, 1), 1, 0),
+                                    ((2, 16, 15, 13), (24, 16, 3, 3), 2, 1)):
+        x, w, b = make(xs, ws, True)
+        x = (x - 0.5).contiguous(memory_format=fmt)
+        shape = reference(x, w, b, stride, padding, 1).shape
+        g = torch.Generator(device="cpu").manual_seed(3)
+        base = (torch.rand((shape[0], shape[1], shape[2], 2 * shape[3]), generator=g) * 2 - 1)
+        for r in (base[..., ::2].contiguous().to(DEV), base[..., ::2].to(DEV),
+                  base[..., ::2].contiguous().to(DEV).to(memory_format=torch.channels_last)):
+            kept = r.clone()
+            for act in ("none", "relu"):
+                y = ct.conv2d(x, w, b, stride, padding, precision=precision, act=act, residual=r)
+                torch.cuda.synchronize()
+                assert y.data_ptr() != r.data_ptr() and torch.equal(r, kept)
+                assert y.is_contiguous(memory_format=fmt)
+                check_residual(y, x, w, b, r, stride, padding, precision, act)
+    spec = ct.explain(x, w, b, stride, padding, precision=precision, act="relu",
+                      residual=True)["spec"]
+    assert spec.endswith(",act=relu,residual=1" if layout == "nchw"
+                         else ",act=relu,layout=nhwc,residual=1")
+    with pytest.raises(ValueError, match="output's shape"):
+        ct.conv2d(x, w, b, stride, padding, residual=r[:, :1])
+    with pytest.raises(ct.UnsupportedError, match="residual is torch.float64"):
+        ct.conv2d(x, w, b, stride, padding, residual=r.double())
+
+
+def test_residual_gradients_match():
+    x, w, b = make((2, 8, 12, 10), (16, 8, 3, 3), True)
+    r = torch.rand(2, 16, 12, 10, device=DEV) * 2 - 1
+    ts = [(x - 0.5).requires_grad_(True), w.requires_grad_(True), b.requires_grad_(True),
+          r.requires_grad_(True)]
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        ct.conv2d(ts[0], ts[1], ts[2], 1, 1, precision="fp32", act="relu",
+                  residual=ts[3]).square().sum().backward()
+        got = [t.grad.clone() for t in ts]
+        for t in ts:
+            t.grad = None
+        torch.relu(F.conv2d(ts[0], ts[1], ts[2], 1, 1) + ts[3]).square().sum().backward()
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
+    for g, t in zip(got, ts):
+        assert torch.allclose(g, t.grad, atol=1e-4, rtol=1e-4)
+
+
+def test_residual_op_checks_and_compiles():
+    x, w, b = make((2, 3, 20, 20), (8, 3, 3, 3), True)
+    r = torch.rand(2, 8, 20, 20, device=DEV)
+    result = torch.library.opcheck(torch.ops.convtune.conv2d.default,
+                                   (x, w, b, [1, 1], [1, 1], [1, 1], "fp32", "relu", r))
+    assert all(v == "SUCCESS" for v in result.values()), result
+    m = ct.Conv2d(3, 8, 3, padding=1, precision="fp32", act="relu").to(DEV)
+    with torch.no_grad():
+        eager = m(x, r)
+        compiled = torch.compile(m, fullgraph=True)(x, r)
+    torch.cuda.synchronize()
+    assert torch.allclose(eager, compiled, atol=1e-5, rtol=1e-5)
+    check_residual(eager, x, m.weight, m.bias, r, 1, 1, "fp32", "relu")
+
+
+class _Bottlenecks(nn.Module):
+    """Two ResNet bottlenecks (the first with a downsampling convolution)."""
+
+    def __init__(self):
+        super().__init__()
+
+        def cbn(c, k, r, stride=1):
+            return nn.Sequential(nn.Conv2d(c, k, r, stride, r // 2, bias=False),
+                                 nn.BatchNorm2d(k))
+        self.a = nn.ModuleList([cbn(16, 8, 1), cbn(8, 8, 3, 2), cbn(8, 32, 1)])
+        self.down = cbn(16, 32, 1, 2)
+        self.b = nn.ModuleList([cbn(32, 8, 1), cbn(8, 8, 3), cbn(8, 32, 1)])
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        out = self.relu(self.a[1](self.relu(self.a[0](x))))
+        out = self.a[2](out)
+        out += self.down(x)
+        x = self.relu(out)
+        out = self.relu(self.b[1](self.relu(self.b[0](x))))
+        out = self.b[2](out)
+        out += x
+        return self.relu(out)
+
+
+@pytest.mark.parametrize("pack", [False, True])
+def test_patch_fuses_residuals_and_matches_the_original(pack):
+    """patch() on two bottlenecks: both additions and their ReLUs fused into
+    the last convolution of each block, writing into the identity's memory,
+    and the output matches the original model in float64, NCHW and NHWC."""
+    torch.manual_seed(0)
+    net = _Bottlenecks().to(DEV)
+    for m in net.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2)
+            m.weight.data.uniform_(0.5, 2)
+            m.bias.data.uniform_(-1, 1)
+    net.eval()
+    x = torch.rand(2, 16, 17, 15, device=DEV)
+    patched, report = ct.patch(net, precision="fp32", pack_weights=pack)
+    fused = {r["name"]: r["fused_residual"] for r in report["replaced"]}
+    assert fused["a.2.0"] == {"residual": "down_0", "inplace": True}
+    assert fused["b.2.0"] == {"residual": "a_2_0", "inplace": True}
+    assert {r["name"]: r["fused_relu"] for r in report["replaced"]}["b.2.0"] == "relu"
+    nhwc, _ = ct.patch(net, precision="fp32", channels_last=True, pack_weights=pack)
+    with torch.no_grad():
+        ref = copy.deepcopy(net).double()(x.double())
+        for model in (patched, nhwc):
+            for _ in range(2):  # the second: the modules' repeated calls
+                y = model(x)
+                assert torch.isfinite(y).all()
+                rel = ((y.double() - ref).norm() / ref.norm()).item()
+                assert rel < 1e-5, rel
+                assert torch.allclose(y.double(), ref, rtol=1e-4, atol=1e-4)

@@ -104,11 +104,12 @@ def test_collect_hooks_removed_when_forward_raises():
 
     net = Broken()
     with pytest.raises(RuntimeError, match="boom"):
-        ct.collect(net, torch.randn(1, 2, 4, 4), fold_bn=False, fuse_relu=False)
+        ct.collect(net, torch.randn(1, 2, 4, 4), fold_bn=False, fuse_relu=False,
+                   fuse_residual=False)
     assert not net.c._forward_hooks
     # Folding and fusing trace the model first, and say so when that fails.
-    for flags in ({}, {"fold_bn": False}, {"fuse_relu": False}):
-        with pytest.raises(ValueError, match="fold_bn=False, fuse_relu=False"):
+    for flags in ({}, {"fold_bn": False}, {"fuse_relu": False}, {"fuse_residual": False}):
+        with pytest.raises(ValueError, match="fold_bn=False, fuse_relu=False, fuse_residual=False"):
             ct.collect(net, torch.randn(1, 2, 4, 4), **flags)
 
 
@@ -253,13 +254,14 @@ def test_patch_training_mode_and_no_fold(lib):
     assert all("training mode" in r["reason"] or "groups" in r["reason"] for r in report["left"])
     # Without folding, in place: the modules are swapped where they stand.
     net.eval()
-    same, report = ct.patch(net, fold_bn=False, fuse_relu=False, inplace=True)
+    same, report = ct.patch(net, fold_bn=False, fuse_relu=False, fuse_residual=False,
+                            inplace=True)
     assert same is net and type(net.conv1) is ct.Conv2d and isinstance(net.bn1, nn.BatchNorm2d)
     assert [r["folded_bn"] for r in report["replaced"]] == [None, None, None]
     # A lone convolution becomes a Conv2d; an unsupported one stays.
     lone, report = ct.patch(nn.Conv2d(3, 4, 3).eval())
     assert type(lone) is ct.Conv2d and report["replaced"] == [
-        {"name": "", "folded_bn": None, "fused_relu": None}]
+        {"name": "", "folded_bn": None, "fused_relu": None, "fused_residual": None}]
     odd, report = ct.patch(nn.Conv2d(4, 4, 4, padding="same").eval())
     assert type(odd) is nn.Conv2d and "asymmetric" in report["left"][0]["reason"]
     with pytest.raises(ValueError, match="precision"):
@@ -279,9 +281,9 @@ def test_patch_untraceable_model(lib):
             return x
 
     net = Branchy().eval()
-    with pytest.raises(ValueError, match="fold_bn=False, fuse_relu=False"):
+    with pytest.raises(ValueError, match="fold_bn=False, fuse_relu=False, fuse_residual=False"):
         ct.patch(net)
-    patched, report = ct.patch(net, fold_bn=False, fuse_relu=False)
+    patched, report = ct.patch(net, fold_bn=False, fuse_relu=False, fuse_residual=False)
     assert type(patched.c) is ct.Conv2d and report["left"] == []
 
 
@@ -324,16 +326,18 @@ def test_patch_leaves_what_it_cannot_replace_faithfully(lib):
     # A weight read elsewhere: not folded (the conv is still replaced).
     tied = _randomize_bn(_Tied()).eval()
     patched, report = ct.patch(tied)
-    assert report["replaced"] == [{"name": "conv", "folded_bn": None, "fused_relu": None}]
+    assert report["replaced"] == [{"name": "conv", "folded_bn": None, "fused_relu": None,
+                                   "fused_residual": None}]
     assert isinstance(patched.bn, nn.BatchNorm2d)
     # Subclasses, hooks, parametrizations and unused convs stay PyTorch's,
     # with and without folding; the subclass's BatchNorm is not folded.
     for fold in (True, False):
         net = _randomize_bn(_Mixed()).eval()
-        patched, report = ct.patch(net, fold_bn=fold, fuse_relu=fold)
+        patched, report = ct.patch(net, fold_bn=fold, fuse_relu=fold, fuse_residual=fold)
         # Unused, it is dropped by the trace; else a plain conv, replaced.
         assert report["replaced"] == ([] if fold else [{"name": "unused", "folded_bn": None,
-                                                        "fused_relu": None}])
+                                                        "fused_relu": None,
+                                                        "fused_residual": None}])
         reasons = {r["name"]: r["reason"] for r in report["left"]}
         assert "subclasses nn.Conv2d" in reasons["std"]
         assert "forward hooks" in reasons["hooked"]
@@ -353,7 +357,8 @@ def test_collect_folds_as_patch_does(lib):
     net = _randomize_bn(ConvBN()).eval()
     x = torch.randn(1, 3, 12, 12)
     folded = ct.collect(net, x, precision="tf32")
-    plain = ct.collect(net, x, precision="tf32", fold_bn=False, fuse_relu=False)
+    plain = ct.collect(net, x, precision="tf32", fold_bn=False, fuse_relu=False,
+                       fuse_residual=False)
     # conv1 has no bias, but bn1 folds into it: bias=1 when folded; its
     # ReLU is fused: act=relu.
     assert folded["problems"][0]["spec"] == \
@@ -376,7 +381,8 @@ def test_collect_keyword_and_channels_last_inputs(lib):
             z = self.b(y.contiguous(memory_format=torch.channels_last))
             return self.b(z[:, :, ::2])
 
-    got = ct.collect(Kw(), torch.randn(2, 3, 9, 9), fold_bn=False, fuse_relu=False)
+    got = ct.collect(Kw(), torch.randn(2, 3, 9, 9), fold_bn=False, fuse_relu=False,
+                     fuse_residual=False)
     assert [(p["name"], p["spec"].endswith(",layout=nhwc")) for p in got["problems"]] == \
         [("a", False), ("b", True)]
     assert [(s["name"], "neither contiguous nor channels_last" in s["reason"])
@@ -436,11 +442,103 @@ class _Relus(nn.Module):
 
 
 def _cpu_conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
-                precision="auto", act="none"):
-    """What convtune.torch.conv2d computes, on the CPU (F.conv2d, then the
-    ReLU for act="relu")."""
+                precision="auto", act="none", residual=None):
+    """What convtune.torch.conv2d computes, on the CPU (F.conv2d, plus the
+    residual, then the ReLU for act="relu")."""
     y = torch.nn.functional.conv2d(x, weight, bias, stride, padding, dilation, groups)
+    if residual is not None:
+        y = y + residual
     return torch.relu(y) if act == "relu" else y
+
+
+class _Blocks(nn.Module):
+    """Residual additions in each form patch() fuses: a block with a
+    downsampling convolution (out += identity, then an nn.ReLU: in place
+    into the downsample's output), a block whose identity is the block
+    before's output (torch.add, then Tensor.relu: in place, b1 having read
+    it before), one whose identity is the model's input (a + b with the
+    convolution second: copied), one whose identity a view reads later
+    (Tensor.add: copied) and a broadcast addition of a parameter (fused,
+    but at run time torch adds it: residual=1 nowhere); and one it must
+    leave: a convolution whose output is used twice."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(8, 8, 3, padding=1)
+        self.a1 = nn.Conv2d(8, 8, 3, stride=2, padding=1)
+        self.a2 = nn.Conv2d(8, 16, 1, bias=False)
+        self.a_bn = nn.BatchNorm2d(16)
+        self.down = nn.Conv2d(8, 16, 1, stride=2)
+        self.down_bn = nn.BatchNorm2d(16)
+        self.b1 = nn.Conv2d(16, 16, 3, padding=1)
+        self.b2 = nn.Conv2d(16, 16, 1)
+        self.relu = nn.ReLU(inplace=True)
+        self.d = nn.Conv2d(16, 16, 1)
+        self.e = nn.Conv2d(16, 16, 1)
+        self.f = nn.Conv2d(16, 16, 1)
+        self.g = nn.Conv2d(16, 16, 1)
+        self.scale = nn.Parameter(torch.randn(16, 1, 1))
+
+    def forward(self, x):
+        head = x + self.c(x)
+        out = self.a_bn(self.a2(torch.relu(self.a1(head))))
+        identity = self.down_bn(self.down(head))
+        out += identity
+        out = self.relu(out)
+        out = torch.add(self.b2(self.relu(self.b1(out))), out).relu()
+        v = self.d(out)
+        flat = v.flatten(1)
+        out = self.e(out).add(v)
+        twice = self.f(out)
+        out = twice + twice
+        return self.g(out) + self.scale, flat
+
+
+def test_patch_fuses_residuals_and_computes_the_same(monkeypatch, lib):
+    net = _randomize_bn(_Blocks()).eval()
+    patched, report = ct.patch(net)
+    fused = {r["name"]: r["fused_residual"] for r in report["replaced"]}
+    assert fused == {"c": {"residual": "x", "inplace": False},
+                     "a1": None,
+                     "down": None,
+                     "a2": {"residual": "down", "inplace": True},
+                     "b1": None,
+                     "b2": {"residual": "a2", "inplace": True},
+                     "d": None,
+                     "e": {"residual": "d", "inplace": False},
+                     "f": None,
+                     "g": {"residual": "scale", "inplace": False}}, fused
+    relu = {r["name"]: r["fused_relu"] for r in report["replaced"]}
+    assert relu["a2"] == "relu" and relu["b2"] == "relu" and relu["e"] is None
+    assert [patched.get_submodule(n).residual_inplace for n in ("a2", "b2", "c", "e")] == \
+        [True, True, False, False]
+    assert "residual_inplace=True" in repr(patched.a2)
+    adds = [n for n in patched.graph.nodes if ct._add_operands(n) is not None]
+    assert len(adds) == 1  # twice + twice
+    monkeypatch.setattr(ct, "conv2d", _cpu_conv2d)
+    x = torch.randn(2, 8, 12, 10)
+    with torch.no_grad():
+        want = net(x)
+        got = patched(x)
+    assert all(torch.allclose(g, w, rtol=1e-4, atol=1e-5) for g, w in zip(got, want))
+    # Without fuse_residual the additions stay.
+    kept, report = ct.patch(net, fuse_residual=False)
+    assert all(r["fused_residual"] is None for r in report["replaced"])
+    with torch.no_grad():
+        assert all(torch.allclose(g, w, rtol=1e-4, atol=1e-5) for g, w in zip(kept(x), want))
+
+
+def test_collect_fuses_residuals_as_patch_does(lib):
+    net = _randomize_bn(_Blocks()).eval()
+    got = ct.collect(net, torch.randn(2, 8, 12, 10), precision="fp32")
+    res = {m: p["spec"] for p in got["problems"] for m in p["modules"]}
+    assert res["a2"].endswith(",act=relu,residual=1")
+    assert res["b2"].endswith(",act=relu,residual=1")
+    assert res["e"].endswith(",residual=1") and "act=" not in res["e"]
+    assert not res["g"].endswith("residual=1")  # a broadcast: torch adds it
+    assert not res["down"].endswith("residual=1") and not res["f"].endswith("residual=1")
+    plain = ct.collect(net, torch.randn(2, 8, 12, 10), precision="fp32", fuse_residual=False)
+    assert not any("residual=" in p["spec"] for p in plain["problems"])
 
 
 def test_patch_fuses_relus_and_computes_the_same(monkeypatch, lib):
