@@ -359,10 +359,11 @@ ct_status ct_gen_source(const ct_problem *p, const ct_gen_variant *v,
 
 /* The float64 reference kernel for a problem (templates/ref_f64.cu): kernel
 ** "ct_ref_f64" with arguments (const float *x, const float *w,
-** const float *b, double *y, double *abs_sum, double *sq_sum), one thread per
-** output element: y = exact-as-f64 conv, abs_sum = sum |x*w| (+|b|),
-** sq_sum = sum (x*w)^2 (+b^2), the figures the precision contract scales
-** with.  Launch: 256 threads per block, ceil(N*K*P*Q / 256) blocks.
+** const float *b, const float *res, double *y, double *abs_sum,
+** double *sq_sum), one thread per output element: y = exact-as-f64 conv
+** (+ b, + res with a residual), abs_sum = sum |x*w| (+|b|, +|res|),
+** sq_sum = sum (x*w)^2 (+b^2, +res^2), the figures the precision contract
+** scales with (res is read only with p->residual).  Launch: 256 threads per block, ceil(N*K*P*Q / 256) blocks.
 ** Source layout as for ct_gen_source, without parameters.  *src is
 ** malloc'd.  Returns CT_OK, CT_ERR_INVALID_ARG, CT_ERR_NOT_FOUND (template
 ** missing) or CT_ERR_NOMEM. */

@@ -10,7 +10,8 @@
 ** one thread per output element, 256 per block (test_refuse: 2048, more
 ** than any GPU allows, so the driver refuses the launch).  test_badargs
 ** declares a kind of kernel arguments no launcher knows: the generator
-** never offers it and refuses its name and its source.
+** never offers it and refuses its name and its source.  test_skip leaves
+** one output unwritten; it takes residual problems (NCHW) too.
 */
 #include <stdio.h>
 
@@ -43,7 +44,7 @@ static void test_plan_mode(const ct_problem *p, int mode, unsigned threads,
   snprintf(defines, len, "#define CT_TEST_MODE %d\n", mode);
 }
 
-#define TEST_FAMILY(NAME, MODE, THREADS, ARGS)                                 \
+#define TEST_FAMILY(NAME, MODE, THREADS, ARGS, RESIDUAL)                       \
   static void NAME##_plan(const ct_problem *p, const ct_gen_limits *lim,       \
                           const int *values, ct_gen_variant *v,                \
                           char *defines, size_t len) {                         \
@@ -56,15 +57,18 @@ static void test_plan_mode(const ct_problem *p, int mode, unsigned threads,
       .template_name = "test_faults.cu",                                       \
       .precisions = (1u << CT_PREC_TF32) | (1u << CT_PREC_FP32),               \
       .args = ARGS,                                                            \
+      .residual = RESIDUAL,                                                    \
       .n_params = 0,                                                           \
       .valid = test_valid,                                                     \
       .plan = NAME##_plan,                                                     \
   };
 
-TEST_FAMILY(test_oob, 1, 256, CT_GEN_ARGS_POINTERS)
-TEST_FAMILY(test_hang, 2, 256, CT_GEN_ARGS_POINTERS)
-TEST_FAMILY(test_wrong, 3, 256, CT_GEN_ARGS_POINTERS)
-TEST_FAMILY(test_refuse, 4, 2048, CT_GEN_ARGS_POINTERS)
+TEST_FAMILY(test_oob, 1, 256, CT_GEN_ARGS_POINTERS, 0)
+TEST_FAMILY(test_hang, 2, 256, CT_GEN_ARGS_POINTERS, 0)
+TEST_FAMILY(test_wrong, 3, 256, CT_GEN_ARGS_POINTERS, 0)
+TEST_FAMILY(test_refuse, 4, 2048, CT_GEN_ARGS_POINTERS, 0)
 /* Declares an argument kind past the known ones (its kernel is
 ** test_wrong's): the generator must refuse it (ct_gen_family_launchable). */
-TEST_FAMILY(test_badargs, 3, 256, (ct_gen_args)99)
+TEST_FAMILY(test_badargs, 3, 256, (ct_gen_args)99, 0)
+/* A residual problem's conv (NCHW) that never stores one output. */
+TEST_FAMILY(test_skip, 5, 256, CT_GEN_ARGS_POINTERS, 1)

@@ -20,6 +20,9 @@
 //                       output against the stored reference
 //   ct_check_f64_fused  the same, computing the reference as it goes (for
 //                       problems whose reference does not fit beside them)
+//   ct_unwritten        ceil(N*K*P*Q / 256) blocks: counts the outputs a
+//                       residual problem's variant left as they were
+//                       (below)
 // The generator prepends the problem (CT_*); without it the file compiles for
 // the headline problem.
 
@@ -81,7 +84,7 @@ __device__ __forceinline__ Figures reference_at(const float *x, const float *w,
   (void)b;
 #endif
 #if CT_RESIDUAL
-  add_term((double)res[idx], acc, asum, ssum);
+  if (res) add_term((double)res[idx], acc, asum, ssum); // NULL: the convolution's terms alone
 #else
   (void)res;
 #endif
@@ -148,4 +151,22 @@ ct_check_f64_fused(const float *x, const float *w, const float *b, const float *
   ref::check_tile(y, elem_coef, close_tol, tiles, [=](ref::i64 i) {
     return ref::reference_at(x, w, b, res, i);
   });
+}
+
+// A residual problem's variant reads y, so its output cannot be poisoned
+// with NaN to show an element it never stores.  Instead the tuner fills y
+// with `probe` (2^-100), runs the variant and counts here the outputs still
+// equal to it, bit for bit: a stored output is conv + b + 2^-100, which
+// rounds to 2^-100 only where every term of the sum is zero (an output
+// whose taps all fall on the padding, without bias).  Those are left out:
+// with the stored reference, where abs_sum is the residual's term alone;
+// with abs_sum NULL, recomputed (the fused mode).
+extern "C" __global__ void __launch_bounds__(CT_REF_THREADS)
+ct_unwritten(const float *x, const float *w, const float *b, const float *res,
+             const double *abs_sum, const float *y, float probe, unsigned long long *count) {
+  const ref::i64 idx = (ref::i64)blockIdx.x * CT_REF_THREADS + threadIdx.x;
+  if (idx >= ref::kOutputs || __float_as_uint(y[idx]) != __float_as_uint(probe)) return;
+  const bool zero_terms = abs_sum ? abs_sum[idx] == fabs((double)res[idx])
+                                  : ref::reference_at(x, w, b, nullptr, idx).abs_sum == 0.0;
+  if (!zero_terms) atomicAdd(count, 1ull);
 }

@@ -9,6 +9,9 @@
 //   test_wrong   a conv that drops the last input channel: runs, is wrong
 //   test_refuse  launched with more threads per block than any GPU allows
 //                (plan: 2048): the driver refuses the launch
+//   test_skip    a residual problem's conv (y read, then written, through
+//                the activation) that never stores one output, in the
+//                middle of y: the tuner's second run must find it
 //
 // All four share the arguments of every family and one thread per output
 // element (256 per block; test_refuse's plan asks for 2048).  The generator
@@ -16,8 +19,9 @@
 // compiles on its own for the headline problem as test_wrong.
 
 #include "ct_problem.cuh"
+#include "ct_act.cuh"
 
-// 1 test_oob, 2 test_hang, 3 test_wrong, 4 test_refuse
+// 1 test_oob, 2 test_hang, 3 test_wrong, 4 test_refuse, 5 test_skip
 #ifndef CT_TEST_MODE
 #define CT_TEST_MODE 3
 #endif
@@ -50,7 +54,8 @@ __device__ void conv_one(const float *x, const float *w, const float *b,
 #if CT_BIAS
   acc += b[k];
 #endif
-  y[i] = acc;
+  if (CT_TEST_MODE == 5 && i == total / 2) return; // test_skip: this output is never stored
+  y[i] = CT_TEST_MODE == 5 ? ct_out(acc, y + i) : acc;
 }
 
 // ----------------------------------------------------------------------------

@@ -1703,7 +1703,7 @@ static void test_unknown_args_family_refused(void) {
   ASSERT_EQ_INT(unsetenv("CONVTUNE_TEST_FAMILIES"), 0);
   ASSERT_TRUE(found);
   ASSERT_EQ_INT(enum_rc, CT_OK);
-  ASSERT_EQ_INT(n_test, 4); /* the pointer-taking test families */
+  ASSERT_EQ_INT(n_test, 5); /* the pointer-taking test families */
   ASSERT_EQ_INT(n_tmap, 0);
   ASSERT_EQ_INT(name_rc, CT_ERR_UNSUPPORTED);
   ASSERT_EQ_INT(wrong_rc, CT_OK);

@@ -70,6 +70,15 @@ d = json.load(open(sys.argv[1]))
 r = d[\"problems\"][0] if \"problems\" in d else d
 sys.exit(not (r[\"passes\"] and r[\"packed\"][\"passes\"]))' '$tmp/rc.json'"
 "$ct" tune --problem "$rspec" --families gme --db "$tmp/r.db" > "$tmp/rg.out" 2>&1
-check "gme is refused for a residual problem" "[ \$? -ne 0 ] && grep -q gme '$tmp/rg.out'"
+check "gme is refused for a residual problem, saying why" "[ \$? -ne 0 ] && grep -q 'gme: no residual' '$tmp/rg.out'"
+# A residual variant cannot have its output poisoned (it reads y): the
+# second verified run (y = 2^-100) must find the one output test_skip never
+# stores.
+CONVTUNE_TEST_FAMILIES=1 "$ct" tune --problem "$rspec" --families test_skip,direct \
+  --trials 3 --final-trials 5 --db "$tmp/r.db" --fresh --json > "$tmp/rs.json" 2> /dev/null
+check "test_skip on a residual problem is wrong: 1 of 65536 outputs never written" "python3 -c '
+import json, sys
+t = [t for t in json.load(open(sys.argv[1]))[\"trials\"] if t[\"variant\"] == \"test_skip\"]
+sys.exit(not (t and t[0][\"status\"] == \"wrong\" and \"1 of 65536 outputs never written\" in t[0][\"message\"]))' '$tmp/rs.json'"
 echo "gpu faults: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

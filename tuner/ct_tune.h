@@ -57,6 +57,8 @@ typedef struct ct_tune_data {
   int fused;                       /* 1: the check recomputes the reference */
   CUmodule mod;                    /* the reference and check kernels */
   CUfunction check_fn;             /* ct_check_f64, or ct_check_f64_fused */
+  CUfunction unwritten_fn;         /* ct_unwritten (a residual problem) */
+  CUdeviceptr unwritten;           /* its count (a residual problem) */
   int64_t n_tiles;                 /* ceil(ny / CT_CHECK_TILE) */
   CUdeviceptr tiles;               /* the check's figures per tile (device) */
   ct_check_tile *tiles_host;       /* and on the host: n_tiles of them */
@@ -118,10 +120,12 @@ ct_status ct_tune_run_forward(void *ctx, const ct_tune_data *d, CUstream s,
 ct_status ct_tune_check_output(ct_tune_gpu *g, ct_tune_data *d, CUdeviceptr y,
                                ct_tune_check *check, char *err, size_t len);
 
-/* Poisons y with NaN (a residual problem: copies d->res into y, which the
-** variant reads; an output it never writes then errs by its conv + bias,
-** which the contract catches unless that is within the tolerance), runs
-** once, waits and applies the precision contract (ct_tune_check_output).  Returns CT_OK (then check->passes says
+/* Poisons y with NaN, runs once, waits and applies the precision contract
+** (ct_tune_check_output).  A residual problem's variant reads y: y gets
+** d->res for that run instead; where the output passes, a second run on y
+** filled with 2^-100 counts the outputs left as they were (ct_unwritten in
+** templates/ref_f64.cu), and any fails the check ("N of M outputs never
+** written").  Returns CT_OK (then check->passes says
 ** pass/fail) or the run's / CUDA's failure (message in err). */
 ct_status ct_tune_verify(ct_tune_gpu *g, ct_tune_data *d, ct_tune_run_fn run,
                          void *arg, ct_tune_check *check, char *err,

@@ -208,6 +208,12 @@ ct_status ct_tune_data_create_mode(ct_tune_gpu *g, const ct_problem *p,
   CU_TRY(ct_drv.cuModuleGetFunction(&d->check_fn, d->mod,
                                     d->fused ? "ct_check_f64_fused" : "ct_check_f64"),
          "finding the check kernel");
+  if (p->residual) {
+    CU_TRY(ct_drv.cuModuleGetFunction(&d->unwritten_fn, d->mod, "ct_unwritten"),
+           "finding ct_unwritten");
+    CU_TRY(ct_drv.cuMemAlloc(&d->unwritten, sizeof(unsigned long long)),
+           "allocating the unwritten count");
+  }
   if (!d->fused) {
     CUfunction fn;
     CU_TRY(ct_drv.cuModuleGetFunction(&fn, d->mod, "ct_ref_f64"), "finding ct_ref_f64");
@@ -241,6 +247,7 @@ void ct_tune_data_destroy(ct_tune_data *d) {
   if (d->b) ct_drv.cuMemFree(d->b);
   if (d->y) ct_drv.cuMemFree(d->y);
   if (d->res) ct_drv.cuMemFree(d->res);
+  if (d->unwritten) ct_drv.cuMemFree(d->unwritten);
   if (d->ref) ct_drv.cuMemFree(d->ref);
   if (d->abs_sum) ct_drv.cuMemFree(d->abs_sum);
   if (d->sq_sum) ct_drv.cuMemFree(d->sq_sum);
@@ -307,6 +314,34 @@ out:
   return rc;
 }
 
+/* ct_tune_verify's second run for a residual problem: y filled with
+** 2^-100, the variant run, the outputs still 2^-100 counted (ct_unwritten);
+** any fails *check. */
+static ct_status unwritten_check(ct_tune_gpu *g, ct_tune_data *d, ct_tune_run_fn run, void *arg,
+                                 ct_tune_check *check, char *err, size_t len) {
+  ct_status rc = CT_OK;
+  const float probe = 0x1p-100f;
+  unsigned bits;
+  memcpy(&bits, &probe, sizeof bits);
+  CU_TRY(ct_drv.cuMemsetD32Async(d->y, bits, d->ny, g->stream), "filling the output");
+  if ((rc = run(arg, d, g->stream, err, len)) != CT_OK) goto out;
+  CU_TRY(ct_drv.cuMemsetD32Async(d->unwritten, 0, 2, g->stream), "clearing the count");
+  CUdeviceptr abs_sum = d->fused ? 0 : d->abs_sum;
+  void *args[] = {&d->x, &d->w, &d->b, &d->res, &abs_sum, &d->y, (void *)&probe, &d->unwritten};
+  CU_TRY(ct_drv.cuLaunchKernel(d->unwritten_fn, (unsigned)((d->ny + 255) / 256), 1, 1, 256, 1, 1,
+                               0, g->stream, args, NULL),
+         "launching ct_unwritten");
+  unsigned long long n = 0;
+  CU_TRY(ct_drv.cuStreamSynchronize(g->stream), "running the variant and ct_unwritten");
+  CU_TRY(ct_drv.cuMemcpyDtoH(&n, d->unwritten, sizeof n), "reading the unwritten count");
+  if (n > 0) {
+    check->passes = 0;
+    snprintf(check->reason, sizeof check->reason, "%llu of %zu outputs never written", n, d->ny);
+  }
+out:
+  return rc;
+}
+
 ct_status ct_tune_verify(ct_tune_gpu *g, ct_tune_data *d, ct_tune_run_fn run,
                          void *arg, ct_tune_check *check, char *err,
                          size_t len) {
@@ -323,6 +358,8 @@ ct_status ct_tune_verify(ct_tune_gpu *g, ct_tune_data *d, ct_tune_run_fn run,
   if ((rc = run(arg, d, g->stream, err, len)) != CT_OK) goto out;
   CU_TRY(ct_drv.cuStreamSynchronize(g->stream), "running the variant");
   rc = ct_tune_check_output(g, d, d->y, check, err, len);
+  if (rc == CT_OK && check->passes && d->p.residual) rc = unwritten_check(g, d, run, arg, check,
+                                                                          err, len);
 out:
   return rc;
 }

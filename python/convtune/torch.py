@@ -901,8 +901,9 @@ def _conv_config_reason(module):
 def _collected_problem(module, x, precision, act="none", residual=None):
     """(spec, gflop, None) for the problem the nn.Conv2d `module` runs on
     input x (its ReLU fused when act="relu"; residual: the residual it is
-    called with, residual=1 where the kernel takes it, _residual_fits), or
-    (None, 0, reason) where convtune cannot run it."""
+    called with, residual=1 where the kernel takes it, _residual_fits, and
+    where it does not, act none: the module adds it and applies the ReLU
+    in torch), or (None, 0, reason) where convtune cannot run it."""
     reason = _conv_config_reason(module)
     if reason is not None:
         return None, 0, reason
@@ -911,6 +912,8 @@ def _collected_problem(module, x, precision, act="none", residual=None):
     weight, bias = module.weight, module.bias
     if x.dim() == 3:
         x = x.unsqueeze(0)
+        if isinstance(residual, torch.Tensor):
+            residual = residual.unsqueeze(0)
     if x.dim() != 4:
         return None, 0, "input of shape %s: not (N, C, H, W) or (C, H, W)" % (tuple(x.shape),)
     layout = _layout(x)
@@ -924,6 +927,8 @@ def _collected_problem(module, x, precision, act="none", residual=None):
         n, k, P, Q = _output_shape(x, weight, stride, padding, dilation)
         fused = residual is not None and _residual_fits(residual, x, weight, stride, padding,
                                                         dilation)
+        if residual is not None and not fused:
+            act = "none"
         p = _problem(x, weight, bias, stride, padding, dilation, precision, act, layout, fused)
     except ValueError as e:  # UnsupportedError too
         return None, 0, str(e)
@@ -1293,7 +1298,11 @@ def _fuse(model, fold_bn, fuse_relu, fuse_residual=False):
             attrs.append(node.target)
 
     def conv_node(n):
-        return n.op == "call_module" and isinstance(modules.get(n.target), nn.Conv2d)
+        """n's value is a fresh tensor of a plain convolution (no hooks):
+        nothing else holds it or a view of it."""
+        m = modules.get(n.target) if n.op == "call_module" else None
+        return (type(m) in (nn.Conv2d, _ResidualConv2d) or isinstance(m, Conv2d)) and \
+            not m._forward_hooks and not m._forward_pre_hooks
 
     def sole_conv(src):
         """src is the only use of a convolution that can be rewritten."""
@@ -1307,26 +1316,49 @@ def _fuse(model, fold_bn, fuse_relu, fuse_residual=False):
 
     def fuse_add(node, operands, residual):
         """The addition `node` of a sole convolution's output and another
-        node's value, as that convolution's call with the residual."""
+        node's value, as that convolution's call with the residual, moved to
+        where the addition was.  Not where the convolution applies a ReLU
+        already (relu(conv) + r is not relu(conv + r)), where an in-place
+        form (a += b, a.add_(b)) would update another tensor than the
+        convolution's output, nor where anything but plain convolutions runs
+        between the convolution and the addition (moving the convolution
+        past an in-place update of its input would change what it reads;
+        reading an attribute is harmless)."""
+        inplace_form = node.target in (operator.iadd, "add_")
         for src, other in (operands, operands[::-1]):
-            if (sole_conv(src) and isinstance(other, fx.Node) and other is not src
-                    and not src.kwargs and len(src.args) == 1):
+            if (sole_conv(src) and src.target not in relu and isinstance(other, fx.Node)
+                    and other is not src and not src.kwargs and len(src.args) == 1
+                    and not (inplace_form and src is not operands[0])):
                 break
         else:
             return
-        # In place: the residual is a convolution's fresh output, and every
-        # other reader of it is a convolution (none makes a view of it) that
-        # runs before the addition did.
-        order = {n: i for i, n in enumerate(gm.graph.nodes)}
-        inplace = (conv_node(other) and src not in other.users and
-                   all(conv_node(u) and order[u] < order[node]
-                       for u in other.users if u is not node))
+        between = []
+        n = src.next
+        while n is not node:
+            between.append(n)
+            n = n.next
+        if not all(conv_node(b) or b.op == "get_attr" for b in between):
+            return
         node.prepend(src)  # after the residual, which may come after the convolution
         src.kwargs = {"residual": other}
         modules[src.target].__class__ = _ResidualConv2d
         node.replace_all_uses_with(src)
         gm.graph.erase_node(node)
-        residual[src.target] = {"residual": other.name, "inplace": inplace}
+        residual[src.target] = {"residual": other.name, "inplace": False, "node": src}
+
+    def decide_inplace(residual):
+        """After every rewrite, in the final order: a convolution writes its
+        output into its residual where that is a plain convolution's fresh
+        output (conv_node) which it does not read as its input and which
+        every other reader, each a plain convolution too (none makes a view
+        of it), reads before it."""
+        order = {n: i for i, n in enumerate(gm.graph.nodes)}
+        for entry in residual.values():
+            src = entry.pop("node")
+            other = src.kwargs["residual"]
+            entry["inplace"] = (conv_node(other) and src.args[0] is not other and
+                                all(u is src or (conv_node(u) and order[u] < order[src])
+                                    for u in other.users))
 
     folded, relu = {}, {}
     for node in list(gm.graph.nodes):
@@ -1362,6 +1394,7 @@ def _fuse(model, fold_bn, fuse_relu, fuse_residual=False):
         node.replace_all_uses_with(src)
         gm.graph.erase_node(node)
         relu[src.target] = node.target if node.op == "call_module" else "relu"
+    decide_inplace(residual)
     gm.graph.lint()
     gm.delete_all_unused_submodules()
     gm.recompile()

@@ -584,6 +584,13 @@ def test_patch_fuses_residuals_and_matches_the_original(pack):
     assert fused["b.2.0"] == {"residual": "a_2_0", "inplace": True}
     assert {r["name"]: r["fused_relu"] for r in report["replaced"]}["b.2.0"] == "relu"
     nhwc, _ = ct.patch(net, precision="fp32", channels_last=True, pack_weights=pack)
+    # The two fused convolutions write into their residual's memory.
+    donated = []
+    for model in (patched, nhwc):
+        for name in ("a.2.0", "b.2.0"):
+            model.get_submodule(name).register_forward_hook(
+                lambda m, args, kwargs, out: donated.append(
+                    out.data_ptr() == kwargs["residual"].data_ptr()), with_kwargs=True)
     with torch.no_grad():
         ref = copy.deepcopy(net).double()(x.double())
         for model in (patched, nhwc):
@@ -593,3 +600,4 @@ def test_patch_fuses_residuals_and_matches_the_original(pack):
                 rel = ((y.double() - ref).norm() / ref.norm()).item()
                 assert rel < 1e-5, rel
                 assert torch.allclose(y.double(), ref, rtol=1e-4, atol=1e-4)
+    assert donated == [True] * 8, donated

@@ -515,7 +515,7 @@ def test_patch_fuses_residuals_and_computes_the_same(monkeypatch, lib):
     assert "residual_inplace=True" in repr(patched.a2)
     adds = [n for n in patched.graph.nodes if ct._add_operands(n) is not None]
     assert len(adds) == 1  # twice + twice
-    monkeypatch.setattr(ct, "conv2d", _cpu_conv2d)
+    _kernel_on_cpu(monkeypatch)
     x = torch.randn(2, 8, 12, 10)
     with torch.no_grad():
         want = net(x)
@@ -526,6 +526,80 @@ def test_patch_fuses_residuals_and_computes_the_same(monkeypatch, lib):
     assert all(r["fused_residual"] is None for r in report["replaced"])
     with torch.no_grad():
         assert all(torch.allclose(g, w, rtol=1e-4, atol=1e-5) for g, w in zip(kept(x), want))
+
+
+def _kernel_on_cpu(monkeypatch):
+    """Patched models run on the CPU as the kernels compute: conv2d as
+    _cpu_conv2d, and a Conv2d's call with a residual as act(conv + b + r),
+    written into r itself where residual_inplace (as the GPU path does),
+    so that a wrong in-place decision shows in the output."""
+    monkeypatch.setattr(ct, "conv2d", _cpu_conv2d)
+
+    def forward_residual(self, x, residual):
+        y = _cpu_conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        act=self.act, residual=residual)
+        if self.residual_inplace:
+            residual.copy_(y)
+            return residual
+        return y
+
+    monkeypatch.setattr(ct.Conv2d, "_forward_residual", forward_residual)
+
+
+class _Traps(nn.Module):
+    """Additions patch() must not fuse as they stand, or not in place: a
+    ReLU before the addition (relu(conv) + x), an in-place addition into
+    another tensor than the convolution's (a.add_(conv)), a convolution
+    whose input is updated in place before the addition, a residual read
+    by a convolution that a later fusion moves past another donation, and
+    a residual whose convolution a hook keeps."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2, self.c3 = (nn.Conv2d(4, 4, 3, padding=1) for _ in range(3))
+        self.a, self.b, self.c = (nn.Conv2d(4, 4, 1) for _ in range(3))
+        self.d, self.e = nn.Conv2d(4, 4, 1), nn.Conv2d(4, 4, 1)
+        self.h, self.k = nn.Conv2d(4, 4, 1), nn.Conv2d(4, 4, 1)
+        self.kept = []
+        self.h.register_forward_hook(lambda m, args, out: self.kept.append(out))
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        y = torch.nn.functional.relu(self.c1(x)) + x
+        t = self.c2(y)
+        t.add_(self.c3(y))
+        a = self.a(t)
+        b = self.b(a)
+        c = self.c(t)
+        z = b + (c + a)
+        h0 = self.d(z)
+        out = self.e(h0)
+        h0 = self.relu(h0)
+        z = out + h0
+        hk = self.h(z)
+        return self.k(z) + hk
+
+
+def test_patch_residual_traps(monkeypatch, lib):
+    net = _Traps().eval()
+    patched, report = ct.patch(net)
+    fused = {r["name"]: r["fused_residual"] for r in report["replaced"]}
+    relu = {r["name"]: r["fused_relu"] for r in report["replaced"]}
+    assert relu["c1"] == "relu" and fused["c1"] is None  # relu(conv) + x stays an addition
+    assert fused["c3"] is None  # t.add_(c3(y)) updates t, not c3's output
+    assert fused["e"] is None  # its input is updated in place before the addition
+    assert fused["k"] == {"residual": "h", "inplace": False}  # the hook keeps h's output
+    assert fused["b"] is not None and fused["c"] is not None
+    # c (moved to c + a) and b (moved to b + ...) both read a's output; the one
+    # that runs first may not overwrite it.
+    assert not (fused["c"]["inplace"] and fused["c"]["residual"] == "a")
+    _kernel_on_cpu(monkeypatch)
+    x = torch.randn(2, 4, 9, 7)
+    with torch.no_grad():
+        want = net(x)
+        net.kept.clear()
+        got = patched(x)
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-5), float((got - want).abs().max())
 
 
 def test_collect_fuses_residuals_as_patch_does(lib):
