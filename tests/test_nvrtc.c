@@ -322,6 +322,57 @@ static void test_options_and_version(void) {
   ASSERT_EQ_INT(ct_rt_nvrtc_version(tiny, sizeof tiny), CT_ERR_INVALID_ARG);
 }
 
+/* For each spec: the first enumerated variant of each family that fits
+** it, and the reference, each source carrying `define`; they compile, and
+** together they reach `families` families, each of which meets every spec
+** it was enumerated for (ct_gen_family_declines). */
+static void family_firsts(const char *const *specs, size_t n_specs, const char *define,
+                          size_t families) {
+  enum { MAX_FAMILIES = 32 };
+  ct_gen_limits lim;
+  ASSERT_EQ_INT(ct_gen_limits_for_arch(ARCH, &lim), CT_OK);
+  job *jobs = calloc(n_specs * (MAX_FAMILIES + 1), sizeof *jobs);
+  ASSERT_TRUE(jobs != NULL);
+  const ct_gen_family *reached[MAX_FAMILIES];
+  size_t n = 0, n_reached = 0;
+  int ok = 1;
+  for (size_t i = 0; i < n_specs && ok; i++) {
+    ct_problem p;
+    char tag[96];
+    ok = parse_spec(specs[i], &p, tag, sizeof tag) == 0;
+    ct_gen_variant *v = NULL;
+    size_t nv = 0;
+    ok = ok && ct_gen_enumerate(&p, &lim, &v, &nv) == CT_OK;
+    const ct_gen_family *seen[MAX_FAMILIES];
+    size_t n_seen = 0;
+    for (size_t j = 0; j < nv && ok; j++) {
+      ok = ct_gen_family_declines(v[j].family, &p) == NULL;
+      size_t f = 0;
+      while (f < n_seen && seen[f] != v[j].family) f++;
+      if (f < n_seen) continue;
+      ok = ok && n_seen < MAX_FAMILIES && add_variant_job(jobs, &n, &p, &v[j], tag) == 0 &&
+           strstr(jobs[n - 1].src, define) != NULL;
+      if (!ok) break;
+      seen[n_seen++] = v[j].family;
+      size_t r = 0;
+      while (r < n_reached && reached[r] != v[j].family) r++;
+      if (r == n_reached && ok) {
+        ok = n_reached < MAX_FAMILIES;
+        reached[n_reached++] = v[j].family;
+      }
+    }
+    free(v);
+    ok = ok && add_reference_job(jobs, &n, &p, tag) == 0 &&
+         strstr(jobs[n - 1].src, define) != NULL;
+  }
+  if (!ok) jobs_free(jobs, n);
+  ASSERT_TRUE(ok);
+  if (n_reached != families) jobs_free(jobs, n);
+  ASSERT_EQ_INT((int)n_reached, (int)families);
+  int failures = compile_report_free(jobs, n);
+  ASSERT_EQ_INT(failures, 0);
+}
+
 /* act=relu (the fused ReLU, ct_act.cuh) in every launchable family, at
 ** both precisions: for each problem, the first enumerated variant of each
 ** family that fits it, and the reference.  Every source carries the
@@ -343,48 +394,10 @@ static void test_relu_every_family(void) {
     "act=relu,n=8,c=512,h=7,w=7,k=256,r=1,s=1,prec=tf32",  /* pw's runs */
     "act=relu,n=8,c=512,h=7,w=7,k=256,r=1,s=1,prec=fp32",
   };
-  enum { MAX_FAMILIES = 32 };
-  const size_t n_specs = sizeof specs / sizeof specs[0];
-  ct_gen_limits lim;
-  ASSERT_EQ_INT(ct_gen_limits_for_arch(ARCH, &lim), CT_OK);
-  job *jobs = calloc(n_specs * (MAX_FAMILIES + 1), sizeof *jobs);
-  ASSERT_TRUE(jobs != NULL);
-  const ct_gen_family *reached[MAX_FAMILIES];
-  size_t n = 0, n_reached = 0;
-  int ok = 1;
-  for (size_t i = 0; i < n_specs && ok; i++) {
-    ct_problem p;
-    char tag[96];
-    ok = parse_spec(specs[i], &p, tag, sizeof tag) == 0 && p.act == CT_ACT_RELU;
-    ct_gen_variant *v = NULL;
-    size_t nv = 0;
-    ok = ok && ct_gen_enumerate(&p, &lim, &v, &nv) == CT_OK;
-    const ct_gen_family *seen[MAX_FAMILIES];
-    size_t n_seen = 0;
-    for (size_t j = 0; j < nv && ok; j++) {
-      size_t f = 0;
-      while (f < n_seen && seen[f] != v[j].family) f++;
-      if (f < n_seen) continue;
-      ok = n_seen < MAX_FAMILIES && add_variant_job(jobs, &n, &p, &v[j], tag) == 0 &&
-           strstr(jobs[n - 1].src, "\n#define CT_ACT 1\n") != NULL;
-      seen[n_seen++] = v[j].family;
-      size_t r = 0;
-      while (r < n_reached && reached[r] != v[j].family) r++;
-      if (r == n_reached) reached[n_reached++] = v[j].family;
-    }
-    free(v);
-    ok = ok && add_reference_job(jobs, &n, &p, tag) == 0 &&
-         strstr(jobs[n - 1].src, "\n#define CT_ACT 1\n") != NULL;
-  }
-  if (!ok) jobs_free(jobs, n);
-  ASSERT_TRUE(ok);
   size_t launchable = 0;
   for (size_t f = 0; ct_gen_families[f] != NULL; f++)
     launchable += ct_gen_family_launchable(ct_gen_families[f]) != 0;
-  if (n_reached != launchable) jobs_free(jobs, n);
-  ASSERT_EQ_INT((int)n_reached, (int)launchable);
-  int failures = compile_report_free(jobs, n);
-  ASSERT_EQ_INT(failures, 0);
+  family_firsts(specs, sizeof specs / sizeof specs[0], "\n#define CT_ACT 1\n", launchable);
 }
 
 /* layout=nhwc: only families that run it are offered (direct, wg and
@@ -467,47 +480,12 @@ static void test_residual(void) {
     "residual=1,n=8,c=512,h=7,w=7,k=256,r=1,s=1,prec=fp32",  /* pw's runs */
     "residual=1,layout=nhwc,act=relu,n=1,c=64,h=14,w=14,k=32,r=3,s=3,pad=1,prec=tf32",
   };
-  enum { MAX_FAMILIES = 32 };
-  const size_t n_specs = sizeof specs / sizeof specs[0];
-  ct_gen_limits lim;
-  ASSERT_EQ_INT(ct_gen_limits_for_arch(ARCH, &lim), CT_OK);
-  job *jobs = calloc(n_specs * (MAX_FAMILIES + 1), sizeof *jobs);
-  ASSERT_TRUE(jobs != NULL);
-  const ct_gen_family *reached[MAX_FAMILIES];
-  size_t n = 0, n_reached = 0;
-  int ok = 1;
-  for (size_t i = 0; i < n_specs && ok; i++) {
-    ct_problem p;
-    char tag[96];
-    ok = parse_spec(specs[i], &p, tag, sizeof tag) == 0 && p.residual == 1;
-    ct_gen_variant *v = NULL;
-    size_t nv = 0;
-    ok = ok && ct_gen_enumerate(&p, &lim, &v, &nv) == CT_OK;
-    for (size_t j = 0; j < nv && ok; j++) {
-      ok = v[j].family->residual;
-      if (j > 0 && v[j].family == v[j - 1].family) continue;
-      ok = ok && add_variant_job(jobs, &n, &p, &v[j], tag) == 0 &&
-           strstr(jobs[n - 1].src, "\n#define CT_RESIDUAL 1\n") != NULL;
-      size_t r = 0;
-      while (r < n_reached && reached[r] != v[j].family) r++;
-      if (r == n_reached && ok) {
-        ok = n_reached < MAX_FAMILIES;
-        reached[n_reached++] = v[j].family;
-      }
-    }
-    free(v);
-    ok = ok && add_reference_job(jobs, &n, &p, tag) == 0 &&
-         strstr(jobs[n - 1].src, "\n#define CT_RESIDUAL 1\n") != NULL;
-  }
-  if (!ok) jobs_free(jobs, n);
-  ASSERT_TRUE(ok);
   size_t taking = 0;
   for (size_t f = 0; ct_gen_families[f] != NULL; f++)
     taking += ct_gen_family_launchable(ct_gen_families[f]) && ct_gen_families[f]->residual;
-  if (n_reached != taking) jobs_free(jobs, n);
-  ASSERT_EQ_INT((int)n_reached, (int)taking);
-  int failures = compile_report_free(jobs, n);
-  ASSERT_EQ_INT(failures, 0);
+  family_firsts(specs, sizeof specs / sizeof specs[0], "\n#define CT_RESIDUAL 1\n", taking);
+  ct_gen_limits lim;
+  ASSERT_EQ_INT(ct_gen_limits_for_arch(ARCH, &lim), CT_OK);
   ct_problem p;
   ct_gen_variant v;
   const char *gme = "gme:BM=128,BN=128,BK=32,STAGES=4";

@@ -398,6 +398,18 @@ def test_batch_of_zero():
     assert ct.conv2d(x, w).shape == (0, 4, 14, 14)
 
 
+def randomize_bn(net):
+    """net with its BatchNorms' statistics and affine parameters drawn at
+    random, so that folding them changes the weights."""
+    for m in net.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2)
+            m.weight.data.uniform_(0.5, 2)
+            m.bias.data.uniform_(-1, 1)
+    return net
+
+
 def test_patch_folded_model_matches_the_original():
     """patch() on a Conv -> BN -> ReLU -> Conv -> BN model: every conv is
     convtune's, both BatchNorms folded, and the output matches the
@@ -406,13 +418,7 @@ def test_patch_folded_model_matches_the_original():
     torch.manual_seed(0)
     net = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16),
                         nn.ReLU(), nn.Conv2d(16, 8, 1), nn.BatchNorm2d(8)).to(DEV)
-    for m in net:
-        if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.uniform_(-1, 1)
-            m.running_var.uniform_(0.5, 2)
-            m.weight.data.uniform_(0.5, 2)
-            m.bias.data.uniform_(-1, 1)
-    net.eval()
+    randomize_bn(net).eval()
     x = torch.rand(2, 3, 19, 23, device=DEV)
     patched, report = ct.patch(net, precision="fp32")
     assert [r["folded_bn"] for r in report["replaced"]] == ["1", "4"] and not report["left"]
@@ -570,13 +576,7 @@ def test_patch_fuses_residuals_and_matches_the_original(pack):
     and the output matches the original model in float64, NCHW and NHWC."""
     torch.manual_seed(0)
     net = _Bottlenecks().to(DEV)
-    for m in net.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.uniform_(-1, 1)
-            m.running_var.uniform_(0.5, 2)
-            m.weight.data.uniform_(0.5, 2)
-            m.bias.data.uniform_(-1, 1)
-    net.eval()
+    randomize_bn(net).eval()
     x = torch.rand(2, 16, 17, 15, device=DEV)
     patched, report = ct.patch(net, precision="fp32", pack_weights=pack)
     fused = {r["name"]: r["fused_residual"] for r in report["replaced"]}
