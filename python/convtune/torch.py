@@ -402,8 +402,8 @@ def _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act="none
                 y.data_ptr(), stream)
     if module is not None:
         with _packed_lock:
-            if w is weight and residual is None:
-                _keep_repeat(module, x, y, ctx, p, weight, bias)
+            if w is weight:
+                _keep_repeat(module, x, y, ctx, p, weight, bias, residual=residual)
             else:
                 _forget_repeat(module)
     return y
@@ -592,7 +592,7 @@ def _settings(module):
     parametrizing a module changes it)."""
     return (type(module), module.training, getattr(module, "pack_weights", False),
             module.stride, module.padding, module.dilation, module.groups, module.precision,
-            module.act)
+            module.act, getattr(module, "residual_inplace", False))
 
 
 class _Repeat:
@@ -607,14 +607,18 @@ class _Repeat:
     row), so the host time is the network's.  Guarded by _packed_lock:
     `live` is cleared when the module's packings change (_forget_repeat).
     packed: the packed weights the call ran with, else None (ct_forward,
-    with the weight's address, in x's layout: no copy)."""
+    with the weight's address, in x's layout: no copy).  residual: the
+    call's residual, else None; a repeat needs one of the same shape,
+    strides and device, and writes into it where the call did (res_into:
+    the module's residual_inplace, the residual dense in x's layout) and
+    it shares no storage with x, weight or bias, else into a copy."""
 
     __slots__ = ("settings", "x_shape", "x_stride", "index", "device", "weight",
                  "w_state", "bias", "b_state", "tf32", "ctx", "y_shape", "y_format",
-                 "launch", "live")
+                 "launch", "live", "res", "res_into")
     _none = staticmethod(lambda: None)  # the weak reference of "no bias"
 
-    def __init__(self, module, x, y, ctx, p, packed=None):
+    def __init__(self, module, x, y, ctx, p, packed=None, residual=None):
         w, b = module._parameters["weight"], module._parameters["bias"]
         self.settings = _settings(module)
         self.x_shape, self.x_stride = x.shape, x.stride()
@@ -630,12 +634,22 @@ class _Repeat:
                          else torch.contiguous_format)
         self.launch = ctx.launcher(p, packed)
         self.live = True
+        self.res = None if residual is None else (residual.shape, residual.stride())
+        self.res_into = residual is not None and y is residual
 
-    def __call__(self, module, x):
+    def __call__(self, module, x, residual=None):
         """The call's output, or None where anything differs (the caller
         then takes the checked path)."""
         params = module._parameters
         w, b = params.get("weight"), params.get("bias")
+        if (residual is None) != (self.res is None):
+            return None
+        if residual is not None and (
+                not _plain(residual) or residual.dtype != torch.float32
+                or (residual.shape, residual.stride()) != self.res
+                or residual.get_device() != self.index
+                or (residual.requires_grad and torch.is_grad_enabled())):
+            return None
         if (w is None or not _plain(x) or x.shape != self.x_shape
                 or x.dtype != torch.float32 or x.stride() != self.x_stride
                 or x.get_device() != self.index
@@ -648,8 +662,16 @@ class _Repeat:
                 or _dispatch_wanted() or _grad_wanted(x, w, b)
                 or torch._C._cuda_isCurrentStreamCapturing()):
             return None
-        y = torch.empty(self.y_shape, dtype=torch.float32, device=self.device,
-                        memory_format=self.y_format)
+        if residual is None:
+            y = torch.empty(self.y_shape, dtype=torch.float32, device=self.device,
+                            memory_format=self.y_format)
+        elif self.res_into and not (_shares_storage(x, residual) or _shares_storage(w, residual)
+                                    or _shares_storage(b, residual)):
+            y = residual
+        else:
+            y = torch.empty(self.y_shape, dtype=torch.float32, device=self.device,
+                            memory_format=self.y_format)
+            y.copy_(residual)
         stream = torch._C._cuda_getCurrentRawStream(self.index)
         with _packed_lock:
             if not self.live:
@@ -669,7 +691,7 @@ def _forget_repeat(module):
         again.live = False
 
 
-def _keep_repeat(module, x, y, ctx, p, weight, bias, packed=None):
+def _keep_repeat(module, x, y, ctx, p, weight, bias, packed=None, residual=None):
     """After module's checked call (with _packed_lock held): that call, with
     the weight and bias it used, becomes its _Repeat where they are its own
     parameters (not a parametrization's computed tensors) and not inference
@@ -678,7 +700,7 @@ def _keep_repeat(module, x, y, ctx, p, weight, bias, packed=None):
     params = module._parameters
     if (params.get("weight") is weight and params.get("bias") is bias
             and not weight.is_inference() and not (bias is not None and bias.is_inference())):
-        _repeats[module] = _Repeat(module, x, y, ctx, p, packed)
+        _repeats[module] = _Repeat(module, x, y, ctx, p, packed, residual)
 
 
 class Conv2d(nn.Conv2d):
@@ -753,14 +775,14 @@ class Conv2d(nn.Conv2d):
         return new
 
     def forward(self, input, residual=None):
-        if residual is not None:
-            return self._forward_residual(input, residual)
         if not torch.compiler.is_compiling():
             again = _repeats.get(self)
             if again is not None:
-                y = again(self, input)
+                y = again(self, input, residual)
                 if y is not None:
                     return y
+        if residual is not None:
+            return self._forward_residual(input, residual)
         # _needs_op first: under torch.compile it is true, and tracing
         # is_current_stream_capturing would break the graph.
         if (input.is_cuda and input.dim() == 4
@@ -863,8 +885,7 @@ class Conv2d(nn.Conv2d):
             ctx.forward_packed(p, x.data_ptr(), packed,
                                self.bias.data_ptr() if self.bias is not None else None,
                                y.data_ptr(), stream.cuda_stream)
-            if residual is None:
-                _keep_repeat(self, x, y, ctx, p, self.weight, self.bias, packed)
+            _keep_repeat(self, x, y, ctx, p, self.weight, self.bias, packed, residual)
         return y
 
     def extra_repr(self):

@@ -601,3 +601,6 @@ def test_patch_fuses_residuals_and_matches_the_original(pack):
                 assert rel < 1e-5, rel
                 assert torch.allclose(y.double(), ref, rtol=1e-4, atol=1e-4)
     assert donated == [True] * 8, donated
+    # The second calls were the first ones repeated (_Repeat), residual included.
+    assert all(ct._repeats.get(model.get_submodule(name)) is not None
+               for model in (patched, nhwc) for name in ("a.2.0", "b.2.0"))
