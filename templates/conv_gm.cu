@@ -786,7 +786,13 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       // alone, and a j's bias pair serves both rows: about 4 instructions
       // a value where a branch per value took some 20, with the epilogue
       // in series with the next tile's mainloop (docs/PERFORMANCE.md v23).
+      // NHWC: a row's channels k0, k0 + 1 are neighbours in y; where K is
+      // even and y 8-byte aligned (k0 is even) they go as one 8-byte store,
+      // so a warp's stores fill whole 32-byte sectors (two scalar stores
+      // fill half of each, which HBM's ECC turns into a read-modify-write).
       const long long kst = CT_LAYOUT == 1 ? 1 : PQ;
+      const bool pair = CT_LAYOUT == 1 && (K & 1) == 0 &&
+                        (reinterpret_cast<unsigned long long>(y) & 7u) == 0;
       float *yr[2]; // the rows' pixels in channel n0 + 2t's plane
       bool rv[2];
 #pragma unroll
@@ -807,6 +813,12 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             float *const yp = yr[h] + 8 * j * kst;
+            if (CT_LAYOUT == 1 && pair) { // in0 implies in1: K and k0 are even
+              float2 *const yv = reinterpret_cast<float2 *>(yp);
+              if (rv[h] && in0)
+                __stcs(yv, ct_out2(make_float2(acc[4 * j + 2 * h] + b0, acc[4 * j + 2 * h + 1] + b1), yv));
+              continue;
+            }
             if (rv[h] && in0) __stcs(yp, ct_out(acc[4 * j + 2 * h] + b0, yp));
             if (rv[h] && in1) __stcs(yp + kst, ct_out(acc[4 * j + 2 * h + 1] + b1, yp + kst));
           }

@@ -35,7 +35,17 @@ __device__ __forceinline__ float ct_out(float v, const float *yp) {
 // (gm_pw's 16-byte runs): ct_act_early before the exchange (the activation
 // when no residual is still to be added), ct_out4 on the four values then
 // stored at yp (16-byte aligned): the residual and the activation.
+// ct_out2: ct_out for two neighbours stored as one 8-byte value (gm_conv's
+// NHWC pairs), the sums and biases added, not yet activated.
 __device__ __forceinline__ float ct_act_early(float v) { return CT_RESIDUAL ? v : ct_act(v); }
+__device__ __forceinline__ float2 ct_out2(float2 v, const float2 *yp) {
+  if constexpr (CT_RESIDUAL) {
+    const float2 r = __ldcs(yp);
+    v.x += r.x;
+    v.y += r.y;
+  }
+  return make_float2(ct_act(v.x), ct_act(v.y));
+}
 __device__ __forceinline__ float4 ct_out4(float4 v, const float4 *yp) {
   if constexpr (CT_RESIDUAL) {
     const float4 r = __ldcs(yp);

@@ -58,7 +58,9 @@ static ct_tune_gpu g;
 ** block and tile), 5 x 5 with C = 40, a fused ReLU.  Last, residual=1
 ** (y read, then written): a 3x3 with a ReLU (gm, gmk, tap, direct), a 1x1
 ** over 360-pixel planes (pw's 16-byte runs, pwq), one over 7 x 7 planes
-** (pw's runs, its scalar stores) and an NHWC 3x3 (gm's NHWC epilogue). */
+** (pw's runs, its scalar stores) and an NHWC 3x3 (gm's NHWC epilogue,
+** its 8-byte pairs: K even).  And an NHWC 3x3 with K = 37, odd: gm's
+** scalar NHWC stores. */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
@@ -104,6 +106,7 @@ static const char *shapes[] = {
     "n=3,c=130,h=12,w=30,k=70,r=1,s=1,residual=1",
     "n=3,c=132,h=7,w=7,k=70,r=1,s=1,act=relu,bias=0,residual=1",
     "n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc,residual=1",
+    "n=2,c=32,h=9,w=11,k=37,r=3,s=3,pad=1,layout=nhwc",
 };
 
 /* The GPU reference equals the CPU reference bit for bit (the same sums in
