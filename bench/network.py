@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """network.py — whole networks on one GPU: torchvision models whose
 convolutions run on convtune (convtune.torch.patch, eval-mode BatchNorms
-folded into them, the ReLUs after them fused; NCHW, and NHWC on the
-channels_last model) against PyTorch eager (NCHW and channels_last) and
+folded into them, the residual additions and ReLUs after them fused; NCHW,
+and NHWC on the channels_last model) against PyTorch eager (NCHW and channels_last) and
 torch.compile, at tf32 and at fp32, in one process on the same inputs.
 
 Each row is one forward pass of a model in eval mode under
@@ -215,10 +215,14 @@ def run_rows(name, batch, args, dev, flush, rates, log):
         extra = {"replaced": len(report["replaced"]), "pack_weights": not args.no_pack,
                  "folded_bn": sum(1 for r in report["replaced"] if r["folded_bn"]),
                  "fused_relu": sum(1 for r in report["replaced"] if r["fused_relu"]),
+                 "fused_residual": sum(1 for r in report["replaced"] if r["fused_residual"]),
+                 "residual_inplace": sum(1 for r in report["replaced"]
+                                         if r["fused_residual"] and r["fused_residual"]["inplace"]),
                  "left": report["left"], "tune": tune_info}
         log("  patched %s: %d convolutions replaced, %d BatchNorms folded, %d ReLUs fused, "
-            "%d left" % (name, extra["replaced"], extra["folded_bn"], extra["fused_relu"],
-                         len(report["left"])))
+            "%d additions fused (%d in place), %d left"
+            % (name, extra["replaced"], extra["folded_bn"], extra["fused_relu"],
+               extra["fused_residual"], extra["residual_inplace"], len(report["left"])))
         impls[impl] = (patched, inp)
     if "eager_channels_last" in args.impls:
         impls["eager_channels_last"] = (model_cl, x_cl)
