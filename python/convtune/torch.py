@@ -388,8 +388,8 @@ def _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act="none
                 module=None, residual=None, donate=False):
     """The op's implementation: checks, allocates y and runs ct_forward.
     With module (a Conv2d's own call, outside autograd), the call is kept
-    as its _Repeat unless the weight had to be copied into x's layout or
-    it took a residual (y = act(conv + b + residual); donate: written into
+    as its _Repeat unless the weight had to be copied into x's layout.
+    With a residual, y = act(conv + b + residual) (donate: written into
     residual itself where _donatable)."""
     y, layout, p = _call_setup(x, weight, bias, stride, padding, dilation, precision, act,
                                residual, donate)
