@@ -178,7 +178,7 @@ def check(y, ref):
 def conv_floor_ms(model, x, prec, rates):
     """The sum over model's convolutions (one forward pass on x, calls
     counted; BatchNorms folded as patch() does) of each one's floor at prec."""
-    listed = ct.collect(model, x, precision=prec)
+    listed = ct.collect(model, x, precision=prec, fuse_residual=True)
     lib = ct.library()
     return sum(e["calls"] * bench.floors(lib.parse(e["spec"]), rates)["class_ms"][prec]
                for e in listed["problems"])
@@ -203,7 +203,8 @@ def run_rows(name, batch, args, dev, flush, rates, log):
         for prec in args.precisions:
             set_precision(prec)
             t0 = time.time()
-            res = ct.tune(m, inp, budget=args.budget, precision=prec, db=args.db, quiet=True)
+            res = ct.tune(m, inp, budget=args.budget, precision=prec, db=args.db, quiet=True,
+                          fuse_residual=True)
             key = prec if impl == "convtune" else prec + "_channels_last"
             tune_info[key] = dict(tune_summary(res["result"]),
                                   wall_s=round(time.time() - t0, 1))
@@ -211,7 +212,7 @@ def run_rows(name, batch, args, dev, flush, rates, log):
                 k: v for k, v in tune_info[key].items() if k != "winners"}))
     impls = {"eager": (model, x)}
     for impl, m, inp in ours:
-        patched, report = ct.patch(m, pack_weights=not args.no_pack)
+        patched, report = ct.patch(m, pack_weights=not args.no_pack, fuse_residual=True)
         extra = {"replaced": len(report["replaced"]), "pack_weights": not args.no_pack,
                  "folded_bn": sum(1 for r in report["replaced"] if r["folded_bn"]),
                  "fused_relu": sum(1 for r in report["replaced"] if r["fused_relu"]),

@@ -578,12 +578,13 @@ def test_patch_fuses_residuals_and_matches_the_original(pack):
     net = _Bottlenecks().to(DEV)
     randomize_bn(net).eval()
     x = torch.rand(2, 16, 17, 15, device=DEV)
-    patched, report = ct.patch(net, precision="fp32", pack_weights=pack)
+    patched, report = ct.patch(net, precision="fp32", pack_weights=pack, fuse_residual=True)
     fused = {r["name"]: r["fused_residual"] for r in report["replaced"]}
     assert fused["a.2.0"] == {"residual": "down_0", "inplace": True}
     assert fused["b.2.0"] == {"residual": "a_2_0", "inplace": True}
     assert {r["name"]: r["fused_relu"] for r in report["replaced"]}["b.2.0"] == "relu"
-    nhwc, _ = ct.patch(net, precision="fp32", channels_last=True, pack_weights=pack)
+    nhwc, _ = ct.patch(net, precision="fp32", channels_last=True, pack_weights=pack,
+                       fuse_residual=True)
     # The two fused convolutions write into their residual's memory.
     donated = []
     for model in (patched, nhwc):

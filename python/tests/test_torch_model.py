@@ -496,7 +496,7 @@ class _Blocks(nn.Module):
 
 def test_patch_fuses_residuals_and_computes_the_same(monkeypatch, lib):
     net = _randomize_bn(_Blocks()).eval()
-    patched, report = ct.patch(net)
+    patched, report = ct.patch(net, fuse_residual=True)
     fused = {r["name"]: r["fused_residual"] for r in report["replaced"]}
     assert fused == {"c": {"residual": "x", "inplace": False},
                      "a1": None,
@@ -521,8 +521,8 @@ def test_patch_fuses_residuals_and_computes_the_same(monkeypatch, lib):
         want = net(x)
         got = patched(x)
     assert all(torch.allclose(g, w, rtol=1e-4, atol=1e-5) for g, w in zip(got, want))
-    # Without fuse_residual the additions stay.
-    kept, report = ct.patch(net, fuse_residual=False)
+    # Without fuse_residual (the default) the additions stay.
+    kept, report = ct.patch(net)
     assert all(r["fused_residual"] is None for r in report["replaced"])
     with torch.no_grad():
         assert all(torch.allclose(g, w, rtol=1e-4, atol=1e-5) for g, w in zip(kept(x), want))
@@ -582,7 +582,7 @@ class _Traps(nn.Module):
 
 def test_patch_residual_traps(monkeypatch, lib):
     net = _Traps().eval()
-    patched, report = ct.patch(net)
+    patched, report = ct.patch(net, fuse_residual=True)
     fused = {r["name"]: r["fused_residual"] for r in report["replaced"]}
     relu = {r["name"]: r["fused_relu"] for r in report["replaced"]}
     assert relu["c1"] == "relu" and fused["c1"] is None  # relu(conv) + x stays an addition
@@ -604,14 +604,14 @@ def test_patch_residual_traps(monkeypatch, lib):
 
 def test_collect_fuses_residuals_as_patch_does(lib):
     net = _randomize_bn(_Blocks()).eval()
-    got = ct.collect(net, torch.randn(2, 8, 12, 10), precision="fp32")
+    got = ct.collect(net, torch.randn(2, 8, 12, 10), precision="fp32", fuse_residual=True)
     res = {m: p["spec"] for p in got["problems"] for m in p["modules"]}
     assert res["a2"].endswith(",act=relu,residual=1")
     assert res["b2"].endswith(",act=relu,residual=1")
     assert res["e"].endswith(",residual=1") and "act=" not in res["e"]
     assert not res["g"].endswith("residual=1")  # a broadcast: torch adds it
     assert not res["down"].endswith("residual=1") and not res["f"].endswith("residual=1")
-    plain = ct.collect(net, torch.randn(2, 8, 12, 10), precision="fp32", fuse_residual=False)
+    plain = ct.collect(net, torch.randn(2, 8, 12, 10), precision="fp32")
     assert not any("residual=" in p["spec"] for p in plain["problems"])
 
 
