@@ -345,16 +345,34 @@ def _residual_fits(residual, x, weight, stride, padding, dilation):
     return True
 
 
+def _takes_residual(module, x, residual):
+    """Whether the convolution module's call on x (batched or not) can take
+    `residual` into its kernel (_residual_fits); where not, Conv2d adds it
+    after the convolution and collect() lists the problem without it."""
+    if x.dim() == 3:
+        x = x.unsqueeze(0)
+        residual = residual.unsqueeze(0) if isinstance(residual, torch.Tensor) else residual
+    if x.dim() != 4:
+        return False
+    stride, padding, dilation = _arguments(x, module.weight, module.stride, module.padding,
+                                           module.dilation, 1, "auto")
+    return _residual_fits(residual, x, module.weight, stride, padding, dilation)
+
+
 def _shares_storage(a, b):
     return a is not None and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
 
 
+def _apart(residual, x, weight, bias):
+    """residual shares no storage with the inputs (which the kernel reads
+    while it writes the output)."""
+    return not any(_shares_storage(t, residual) for t in (x, weight, bias))
+
+
 def _donatable(residual, layout, x, weight, bias):
     """residual can be the output itself, written in place: dense in x's
-    layout and sharing no storage with the inputs (which the kernel reads
-    while it writes)."""
-    return (_layout(residual) == layout and not _shares_storage(x, residual)
-            and not _shares_storage(weight, residual) and not _shares_storage(bias, residual))
+    layout and _apart from the inputs."""
+    return _layout(residual) == layout and _apart(residual, x, weight, bias)
 
 
 def _call_setup(x, weight, bias, stride, padding, dilation, precision, act, residual=None,
@@ -421,7 +439,7 @@ def _conv2d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
 _PLAIN = (torch.Tensor, nn.Parameter)
 
 
-def _needs_op(x, weight, bias, profiler=True):
+def _needs_op(x, weight, bias, profiler=True, residual=None):
     """Whether a call must go through the registered op rather than straight
     to its implementation: when torch.compile or torch.jit.trace traces it,
     when autograd must record it, when a tensor is a subclass or
@@ -430,16 +448,19 @@ def _needs_op(x, weight, bias, profiler=True):
     that convtune::conv2d shows in it.
     Otherwise the op's dispatch costs more than the rest of the call (about
     15-20 us a call on a CPU core), so eager inference calls the
-    implementation directly, with the same checks and the same result."""
-    return (_dispatch_wanted(profiler) or _grad_wanted(x, weight, bias)
-            or not _plain(x) or not _plain(weight) or (bias is not None and not _plain(bias)))
+    implementation directly, with the same checks and the same result.
+    residual: the call's residual, a tensor among the others (anything else
+    is the implementation's to refuse)."""
+    residual = residual if isinstance(residual, torch.Tensor) else None
+    return (_dispatch_wanted(profiler) or _grad_wanted(x, weight, bias, residual)
+            or any(t is not None and not _plain(t) for t in (x, weight, bias, residual)))
 
 
-def _grad_wanted(x, weight, bias):
+def _grad_wanted(x, weight, bias, residual=None):
     """Autograd would record the call: grad mode on and a tensor that
     requires grad."""
-    return torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad
-                                        or (bias is not None and bias.requires_grad))
+    return torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (x, weight, bias, residual))
 
 
 def _dispatch_wanted(profiler=True):
@@ -540,9 +561,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
         x = x.unsqueeze(0)
         if isinstance(residual, torch.Tensor):
             residual = residual.unsqueeze(0)
-    if x.is_cuda and not _needs_op(x, weight, bias) and not (
-            isinstance(residual, torch.Tensor) and (not _plain(residual) or (
-                torch.is_grad_enabled() and residual.requires_grad))):
+    if x.is_cuda and not _needs_op(x, weight, bias, residual=residual):
         y = _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act,
                         residual=residual)
     else:
@@ -647,8 +666,7 @@ class _Repeat:
         if residual is not None and (
                 not _plain(residual) or residual.dtype != torch.float32
                 or (residual.shape, residual.stride()) != self.res
-                or residual.get_device() != self.index
-                or (residual.requires_grad and torch.is_grad_enabled())):
+                or residual.get_device() != self.index):
             return None
         if (w is None or not _plain(x) or x.shape != self.x_shape
                 or x.dtype != torch.float32 or x.stride() != self.x_stride
@@ -659,19 +677,16 @@ class _Repeat:
                 or _settings(module) != self.settings
                 or (self.tf32 is not None and torch.backends.cudnn.allow_tf32 != self.tf32)
                 or _state["contexts"].get(self.index) is not self.ctx
-                or _dispatch_wanted() or _grad_wanted(x, w, b)
+                or _dispatch_wanted() or _grad_wanted(x, w, b, residual)
                 or torch._C._cuda_isCurrentStreamCapturing()):
             return None
-        if residual is None:
-            y = torch.empty(self.y_shape, dtype=torch.float32, device=self.device,
-                            memory_format=self.y_format)
-        elif self.res_into and not (_shares_storage(x, residual) or _shares_storage(w, residual)
-                                    or _shares_storage(b, residual)):
+        if residual is not None and self.res_into and _apart(residual, x, w, b):
             y = residual
         else:
             y = torch.empty(self.y_shape, dtype=torch.float32, device=self.device,
                             memory_format=self.y_format)
-            y.copy_(residual)
+            if residual is not None:
+                y.copy_(residual)
         stream = torch._C._cuda_getCurrentRawStream(self.index)
         with _packed_lock:
             if not self.live:
@@ -781,65 +796,36 @@ class Conv2d(nn.Conv2d):
                 y = again(self, input, residual)
                 if y is not None:
                     return y
-        if residual is not None:
-            return self._forward_residual(input, residual)
+        if residual is not None and not _takes_residual(self, input, residual):
+            y = conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                       self.groups, precision=self.precision) + residual
+            return torch.relu(y) if self.act == "relu" else y
         # _needs_op first: under torch.compile it is true, and tracing
         # is_current_stream_capturing would break the graph.
         if (input.is_cuda and input.dim() == 4
-                and not _needs_op(input, self.weight, self.bias, profiler=False)
+                and not _needs_op(input, self.weight, self.bias, profiler=False,
+                                  residual=residual)
                 and not torch.cuda.is_current_stream_capturing()):
             profiled = torch.autograd.profiler._is_profiler_enabled
+            donate = residual is not None and self.residual_inplace
             # An inference tensor has no version counter to watch: not packed.
             if (getattr(self, "pack_weights", False) and not self.training
                     and not self.weight.is_inference()):
                 if not profiled:
-                    return self._forward_packed(input)
+                    return self._forward_packed(input, residual, donate)
                 # The op cannot take packed weights: the profiler sees the
                 # packed call itself (not the op's, which packs for each
                 # call) under the op's name.
                 with torch.profiler.record_function("convtune::conv2d"):
-                    return self._forward_packed(input)
+                    return self._forward_packed(input, residual, donate)
             if not profiled:
                 stride, padding, dilation = _arguments(input, self.weight, self.stride,
                                                        self.padding, self.dilation,
                                                        self.groups, self.precision)
                 return _conv2d_run(input, self.weight, self.bias, stride, padding, dilation,
-                                   self.precision, self.act, module=self)
+                                   self.precision, self.act, module=self, residual=residual,
+                                   donate=donate)
         return conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                      self.groups, precision=self.precision, act=self.act)
-
-    def _forward_residual(self, x, residual):
-        """forward() with a residual (see the class's docstring)."""
-        stride, padding, dilation = _arguments(x, self.weight, self.stride, self.padding,
-                                               self.dilation, self.groups, self.precision)
-        unbatched = x.dim() == 3
-        xb = x.unsqueeze(0) if unbatched else x
-        rb = residual.unsqueeze(0) if unbatched and isinstance(residual, torch.Tensor) \
-            else residual
-        if xb.dim() != 4 or not _residual_fits(rb, xb, self.weight, stride, padding, dilation):
-            y = conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                       self.groups, precision=self.precision) + residual
-            return torch.relu(y) if self.act == "relu" else y
-        if (xb.is_cuda and not _needs_op(xb, self.weight, self.bias, profiler=False)
-                and _plain(rb) and not (torch.is_grad_enabled() and rb.requires_grad)
-                and not torch.cuda.is_current_stream_capturing()):
-            donate = bool(getattr(self, "residual_inplace", False))
-            if (getattr(self, "pack_weights", False) and not self.training
-                    and not self.weight.is_inference()):
-                if not torch.autograd.profiler._is_profiler_enabled:
-                    y = self._forward_packed(xb, rb, donate)
-                else:
-                    with torch.profiler.record_function("convtune::conv2d"):
-                        y = self._forward_packed(xb, rb, donate)
-            elif not torch.autograd.profiler._is_profiler_enabled:
-                y = _conv2d_run(xb, self.weight, self.bias, stride, padding, dilation,
-                                self.precision, self.act, module=self, residual=rb,
-                                donate=donate)
-            else:
-                y = _conv2d_op(xb, self.weight, self.bias, stride, padding, dilation,
-                               self.precision, self.act, rb)
-            return y.squeeze(0) if unbatched else y
-        return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
                       self.groups, precision=self.precision, act=self.act, residual=residual)
 
     def repack(self):
@@ -931,10 +917,9 @@ def _collected_problem(module, x, precision, act="none", residual=None):
     if x.dtype != torch.float32:
         return None, 0, "input is %s: convtune runs float32 convolutions only" % x.dtype
     weight, bias = module.weight, module.bias
+    fused = residual is not None and _takes_residual(module, x, residual)
     if x.dim() == 3:
         x = x.unsqueeze(0)
-        if isinstance(residual, torch.Tensor):
-            residual = residual.unsqueeze(0)
     if x.dim() != 4:
         return None, 0, "input of shape %s: not (N, C, H, W) or (C, H, W)" % (tuple(x.shape),)
     layout = _layout(x)
@@ -946,8 +931,6 @@ def _collected_problem(module, x, precision, act="none", residual=None):
                                                module.dilation, 1, precision)
         _check_params(stride, padding, dilation)
         n, k, P, Q = _output_shape(x, weight, stride, padding, dilation)
-        fused = residual is not None and _residual_fits(residual, x, weight, stride, padding,
-                                                        dilation)
         if residual is not None and not fused:
             act = "none"
         p = _problem(x, weight, bias, stride, padding, dilation, precision, act, layout, fused)
@@ -1255,17 +1238,12 @@ class _ResidualConv2d(nn.Conv2d):
         return y if residual is None else y + residual
 
 
-
 def _add_operands(node):
     """The two operands of a plain addition node (a + b, a += b, torch.add
     and Tensor.add / add_ without alpha or out), or None."""
-    if node.op == "call_function" and node.target in _ADD_FUNCTIONS:
-        pass
-    elif node.op == "call_method" and node.target in ("add", "add_"):
-        pass
-    else:
-        return None
-    return tuple(node.args) if len(node.args) == 2 and not node.kwargs else None
+    add = ((node.op == "call_function" and node.target in _ADD_FUNCTIONS) or
+           (node.op == "call_method" and node.target in ("add", "add_")))
+    return tuple(node.args) if add and len(node.args) == 2 and not node.kwargs else None
 
 
 def _fuse(model, fold_bn, fuse_relu, fuse_residual=False):
