@@ -42,7 +42,8 @@ from suite import finite_or_none  # noqa: E402  (JSON has no Infinity or NaN)
 
 # -------------------------------------------------------------------------
 # The precision contract — tuner/verify.h, computed as tuner/verify.c's
-# ct_tune_contract does.  L = C*R*S (+1 with bias), n outputs, u_acc = 2^-24:
+# ct_tune_contract does.  L = (C/groups)*R*S (+1 with bias, +1 with a
+# residual), n outputs, u_acc = 2^-24:
 #   tf32: u_op = 2^-11, c_op = 1.0, c_acc = 0.75
 #   fp32: u_op = 2^-22, c_op = 2.0, c_acc = 0.75
 # y passes when (1) every element is finite, (2) elementwise
@@ -64,7 +65,7 @@ CONTRACT = {  # precision: (u_op, c_op, c_acc)
 HEADLINE_TF32 = (3.5e-4, 7e-4)   # rel err, max abs err
 HEADLINE_FP32 = (1e-6, 1e-4)     # rel err, atol = rtol
 HEADLINE_SHAPE = dict(c=3, h=224, w=224, k=96, r=11, s=11, stride_h=4, stride_w=4,
-                      pad_h=2, pad_w=2, dil_h=1, dil_w=1, bias=1, act=0)
+                      pad_h=2, pad_w=2, dil_h=1, dil_w=1, bias=1, act=0, groups=1)
 
 
 def is_headline_shape(problem):
@@ -73,8 +74,11 @@ def is_headline_shape(problem):
 
 
 def reduction_length(problem):
-    """L of the contract: C*R*S terms per output, +1 with bias."""
-    return problem.c * problem.r * problem.s + (1 if problem.bias else 0)
+    """L of the contract (tuner/verify.c's): (C/groups)*R*S terms per
+    output (an output channel reads the C/groups input channels of its
+    group), +1 with bias, +1 with a residual."""
+    return ((problem.c // problem.groups) * problem.r * problem.s + (1 if problem.bias else 0)
+            + (1 if problem.residual else 0))
 
 
 def contract_check(y, ref, abs_sum, sq_sum, L, precision, headline=False):
@@ -151,17 +155,21 @@ def contract_verdict(err2, ref2, a2, max_abs_err, max_ratio, max_close, n_nonfin
 # Inputs, the float64 reference, PyTorch's conv
 
 def conv_args(problem):
-    """F.conv2d's stride, padding, dilation for the problem, per axis."""
+    """F.conv2d's stride, padding, dilation (per axis) and groups for the
+    problem: w is (K, C/groups, R, S), PyTorch's grouped convolution."""
     return {"stride": (problem.stride_h, problem.stride_w),
             "padding": (problem.pad_h, problem.pad_w),
-            "dilation": (problem.dil_h, problem.dil_w)}
+            "dilation": (problem.dil_h, problem.dil_w),
+            "groups": problem.groups}
 
 
 def make_inputs(problem, seed, device):
-    """x ~ torch.rand like KernelBench's get_inputs(); w and b initialised as
-    nn.Conv2d.reset_parameters does (kaiming_uniform_(a=sqrt(5)), i.e.
-    U(+-1/sqrt(fan_in)), and U(+-1/sqrt(fan_in)) for the bias).  Drawn on
-    the CPU under torch.manual_seed(seed), then moved to `device`."""
+    """x ~ torch.rand like KernelBench's get_inputs(); w (K, C/groups, R, S)
+    and b initialised as nn.Conv2d(C, K, (R, S), groups=groups)'s
+    reset_parameters does (kaiming_uniform_(a=sqrt(5)), i.e.
+    U(+-1/sqrt(fan_in)), and U(+-1/sqrt(fan_in)) for the bias, fan_in =
+    (C/groups)*R*S).  Drawn on the CPU under torch.manual_seed(seed), then
+    moved to `device`."""
     xs, ws, bs, _ = problem.shapes()
     torch.manual_seed(seed)
     x = torch.rand(*xs)
@@ -169,7 +177,7 @@ def make_inputs(problem, seed, device):
     nn.init.kaiming_uniform_(w, a=math.sqrt(5))
     b = None
     if bs is not None:
-        bound = 1.0 / math.sqrt(problem.c * problem.r * problem.s)
+        bound = 1.0 / math.sqrt((problem.c // problem.groups) * problem.r * problem.s)
         b = torch.empty(*bs).uniform_(-bound, bound)
     to = lambda t: None if t is None else t.to(device).contiguous()  # noqa: E731
     return to(x), to(w), to(b)
@@ -177,7 +185,9 @@ def make_inputs(problem, seed, device):
 
 def reference_fp64(problem, x, w, b):
     """(ref, abs_sum, sq_sum), float64 on x's device: the convolution,
-    conv(|x|, |w|) + |b| and conv(x^2, w^2) + b^2 (verify.h's figures)."""
+    conv(|x|, |w|) + |b| and conv(x^2, w^2) + b^2 (verify.h's figures),
+    each with the problem's groups (the sums run over an output channel's
+    group's C/groups input channels)."""
     args = conv_args(problem)
     x64, w64 = x.double(), w.double()
     b64 = None if b is None else b.double()
@@ -289,16 +299,18 @@ def measure_rates():
 
 
 def floors(problem, rates):
-    """The problem's floors in ms from the measured rates.  memory: x, y, w,
-    b crossing HBM once; tf32 / fp32: 2*N*K*P*Q*C*R*S FLOPs at the TF32 /
-    fp32 matrix rate; tf32x3: a 3xTF32 split; and the floor of each
-    precision class: max(memory, best compute) (fp32 class: fp32 or tf32x3,
-    whichever is lower)."""
+    """The problem's floors in ms from the measured rates.  memory: x, y, w
+    (K*(C/groups)*R*S elements, problem.shapes()'s), b crossing HBM once;
+    tf32 / fp32: 2*N*K*P*Q*(C/groups)*R*S FLOPs at the TF32 / fp32 matrix
+    rate; tf32x3: a 3xTF32 split; and the floor of each precision class:
+    max(memory, best compute) (fp32 class: fp32 or tf32x3, whichever is
+    lower)."""
     xs, ws, bs, ys = problem.shapes()
     numel = lambda s: 0 if s is None else math.prod(s)  # noqa: E731
     bytes_ = 4 * (numel(xs) + numel(ys) + numel(ws) + numel(bs))
     P, Q = problem.output_hw()
-    flops = 2.0 * problem.n * problem.k * P * Q * problem.c * problem.r * problem.s
+    flops = (2.0 * problem.n * problem.k * P * Q * (problem.c // problem.groups) * problem.r
+             * problem.s)
     f = {"bytes": bytes_, "flops": flops,
          "memory_ms": bytes_ / rates["copy_bytes_per_s"] * 1e3,
          "tf32_ms": flops / rates["tf32_flop_per_s"] * 1e3,

@@ -177,8 +177,9 @@ def check(y, ref):
 
 def conv_floor_ms(model, x, prec, rates):
     """The sum over model's convolutions (one forward pass on x, calls
-    counted; BatchNorms folded as patch() does) of each one's floor at prec."""
-    listed = ct.collect(model, x, precision=prec, fuse_residual=True)
+    counted, grouped ones too; BatchNorms folded as patch() does) of each
+    one's floor at prec."""
+    listed = ct.collect(model, x, precision=prec, fuse_residual=True, grouped=True)
     lib = ct.library()
     return sum(e["calls"] * bench.floors(lib.parse(e["spec"]), rates)["class_ms"][prec]
                for e in listed["problems"])

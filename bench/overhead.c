@@ -105,7 +105,7 @@ static tensors tensors_alloc(const ct_problem *p) {
   int64_t P, Q;
   ct_problem_output(p, &P, &Q);
   tensors t = {0, 0, 0, 0};
-  size_t nx = (size_t)(p->n * p->c * p->h * p->w), nw = (size_t)(p->k * p->c * p->r * p->s);
+  size_t nx = (size_t)(p->n * p->c * p->h * p->w), nw = (size_t)(p->k * (p->c / p->groups) * p->r * p->s);
   size_t ny = (size_t)(p->n * p->k * P * Q);
   if (ct_drv.cuMemAlloc(&t.x, nx * 4) || ct_drv.cuMemAlloc(&t.w, nw * 4) ||
       ct_drv.cuMemAlloc(&t.b, (size_t)p->k * 4) || ct_drv.cuMemAlloc(&t.y, ny * 4))

@@ -7,11 +7,12 @@ convtune through libconvtune (after `convtune tune` with --tune), cuDNN
 through F.conv2d on NCHW tensors, cuDNN on tensors already in channels_last,
 and torch.compile(F.conv2d).  Every row is checked against a float64
 reference under its precision contract (tuner/verify.h, bench.py's
-formulas), timed with the KernelBench protocol (bench.py's time_call) and
-set against the shape's memory and compute floors (bench.py's rates and
-floors).  Prints a line per shape and a table at the end; writes
-<out>/suite-<gpu>.json after every shape (merging with the rows already
-there) and <out>/suite-<gpu>.png and .svg at the end.  Exits 1 when a
+formulas; a spec's groups=G goes to every row and to the reference),
+timed with the KernelBench protocol (bench.py's time_call) and set against
+the shape's memory and compute floors (bench.py's rates and floors).
+Prints a line per shape and a table at the end; writes <out>/suite-<gpu>.json
+after every shape (merging with the rows already there) and
+<out>/suite-<gpu>.png and .svg at the end.  Exits 1 when a
 convtune row of this run fails its contract or cannot run.
 
     python3 bench/suite.py [--suite FILE] [--only NAMES] [--precision tf32,fp32]
@@ -50,8 +51,8 @@ IMPLS = ("convtune", "cudnn", "cudnn_channels_last", "torch_compile")
 LEGEND = {
     "convtune": "ct_forward (libconvtune through ctypes) into a preallocated NCHW y, on "
                 "torch's current stream; the kernel the library picks (ct_forward_path)",
-    "cudnn": "F.conv2d on NCHW x, w; torch.backends.cudnn.allow_tf32 = True for tf32 rows, "
-             "False for fp32 rows",
+    "cudnn": "F.conv2d on NCHW x, w (with the spec's groups); torch.backends.cudnn.allow_tf32 "
+             "= True for tf32 rows, False for fp32 rows",
     "cudnn_channels_last": "F.conv2d on x and w already in channels_last (converted before "
                            "timing): only the conv is timed, not converting x to "
                            "channels_last nor y back to NCHW; allow_tf32 as for cudnn",
@@ -83,7 +84,7 @@ torch = F = bench = ct = None
 # The suite file and problem specs (no torch, no library)
 
 SPEC_KEYS = ("n", "c", "h", "w", "k", "r", "s", "stride", "pad", "dil", "bias", "prec", "act",
-             "layout", "residual")
+             "layout", "residual", "groups")
 ACTS = ("none", "relu")
 LAYOUTS = ("nchw", "nhwc")
 REQUIRED_KEYS = SPEC_KEYS[:7]
@@ -101,18 +102,20 @@ def parse_spec(spec):
     """The ct_problem fields of a problem spec (README.md, "Problem specs"),
     by ct_problem_parse's syntax: comma-separated key=value, keys n c h w k r
     s required, stride / pad / dil as A or AxB, bias 0 or 1, prec tf32 or
-    fp32, act none or relu, layout nchw or nhwc, residual 0 or 1; unknown,
-    duplicate or
-    missing keys are errors.  Also checks what
-    needs no library: sizes >= 1, stride >= 1, pad >= 0, dil >= 1 and a
-    non-empty output.  The 32-bit limits are the library's (ct_problem_parse
-    refuses a larger tensor; PyTorch runs it).  Returns a dict of Problem's
-    fields (precision 0 = tf32, 1 = fp32; act 0 = none, 1 = relu; layout
-    0 = nchw, 1 = nhwc); raises ValueError."""
+    fp32, act none or relu, layout nchw or nhwc, residual 0 or 1, groups an
+    integer (default 1); unknown, duplicate or missing keys are errors.
+    Also checks what needs no library: sizes >= 1, stride >= 1, pad >= 0,
+    dil >= 1, groups >= 1 dividing both c and k (w is then
+    (K, C/groups, R, S), PyTorch's grouped convolution; groups = c is a
+    depthwise one) and a non-empty output.  The 32-bit limits are the
+    library's (ct_problem_parse refuses a larger tensor; PyTorch runs it).
+    Returns a dict of Problem's fields (precision 0 = tf32, 1 = fp32; act
+    0 = none, 1 = relu; layout 0 = nchw, 1 = nhwc; groups 1 when the spec
+    leaves it out); raises ValueError."""
     if not isinstance(spec, str) or not spec:
         raise ValueError("empty problem spec")
     f = {"stride_h": 1, "stride_w": 1, "pad_h": 0, "pad_w": 0, "dil_h": 1, "dil_w": 1,
-         "bias": 1, "precision": 0, "act": 0, "layout": 0, "residual": 0}
+         "bias": 1, "precision": 0, "act": 0, "layout": 0, "residual": 0, "groups": 1}
     seen = set()
     for item in spec.split(","):
         if not item:
@@ -125,7 +128,7 @@ def parse_spec(spec):
         if key in seen:
             raise ValueError("duplicate key %r" % key)
         seen.add(key)
-        if key in REQUIRED_KEYS:
+        if key in REQUIRED_KEYS or key == "groups":
             f[key] = _spec_int(key, val)
         elif key in ("stride", "pad", "dil"):
             a, x, b = val.partition("x")
@@ -150,12 +153,16 @@ def parse_spec(spec):
     missing = [k for k in REQUIRED_KEYS if k not in seen]
     if missing:
         raise ValueError("missing required key %r" % missing[0])
-    for k in ("n", "c", "h", "w", "k", "r", "s", "stride_h", "stride_w", "dil_h", "dil_w"):
+    for k in ("n", "c", "h", "w", "k", "r", "s", "stride_h", "stride_w", "dil_h", "dil_w",
+              "groups"):
         if f[k] < 1:
             raise ValueError("%s = %d must be >= 1" % (k, f[k]))
     for k in ("pad_h", "pad_w"):
         if f[k] < 0:
             raise ValueError("%s = %d must be >= 0" % (k, f[k]))
+    if f["c"] % f["groups"] or f["k"] % f["groups"]:
+        raise ValueError("groups = %d must divide both c = %d and k = %d"
+                         % (f["groups"], f["c"], f["k"]))
     P, Q = output_hw(f)
     if P < 1 or Q < 1:
         raise ValueError("empty output: P = %d, Q = %d" % (P, Q))
@@ -190,7 +197,8 @@ def read_suite(path):
     spec that does not parse (parse_spec), names prec or fuses a ReLU or a
     residual.  A
     layout=nhwc spec runs convtune on channels_last tensors (compare it with
-    cudnn_channels_last)."""
+    cudnn_channels_last); a groups=G spec is a grouped convolution (every
+    row, cuDNN's and torch.compile's too, runs it with groups=G)."""
     entries, first_line = [], {}
     with open(path, encoding="utf-8") as f:
         for lineno, raw in enumerate(f, 1):
@@ -732,6 +740,33 @@ def free_memory():
     torch.cuda.empty_cache()
 
 
+def channel_blocks(K, groups, kb):
+    """Output-channel ranges [k0, k1) of at most kb channels (at least one)
+    covering 0..K-1 in order, none straddling a group boundary unless it
+    spans whole groups: with kb >= K/groups, blocks of whole groups
+    (kb rounded down to a multiple of K/groups); else blocks inside one
+    group each.  With groups = 1: range(0, K, kb)."""
+    kg = K // groups
+    kb = max(1, kb)
+    if kb >= kg:
+        kb -= kb % kg
+        return [(k0, min(K, k0 + kb)) for k0 in range(0, K, kb)]
+    return [(k0, min(g0 + kg, k0 + kb)) for g0 in range(0, K, kg)
+            for k0 in range(g0, g0 + kg, kb)]
+
+
+def block_channels(K, C, groups, k0, k1):
+    """(c0, c1, g): the input channels [c0, c1) that output channels
+    [k0, k1) (a channel_blocks range) read, and the groups of the conv of
+    x[:, c0:c1] with w[k0:k1] that computes them: the whole groups the
+    range spans, or 1 for a range inside one group."""
+    kg, cg = K // groups, C // groups
+    g0, g1 = k0 // kg, (k1 - 1) // kg + 1
+    g = 1 if g1 - g0 == 1 else g1 - g0
+    assert g == 1 or (k0 % kg == 0 and k1 % kg == 0), (k0, k1, kg)
+    return g0 * cg, g1 * cg, g
+
+
 class Reference:
     """The float64 reference of one problem, computed in blocks of outputs
     (a slice of images, and of output channels when one image's outputs are
@@ -742,6 +777,14 @@ class Reference:
     needed only as its total A^2 (the Frobenius bound), which by linearity
     is sum(conv(x^2, sum_k w_k^2)) + N*P*Q*sum(b^2): a one-channel conv.
 
+    Grouped problems (groups = G > 1, w (K, C/G, R, S)): an output-channel
+    block spans whole groups (a conv of the input channels of those groups
+    with their groups) or lies inside one group (a plain conv of that
+    group's C/G input channels); see channel_blocks.  A^2 sums per group:
+    sum(conv(x^2, W2, groups=G)) with W2[g] = sum of w_k^2 over the K/G
+    output channels k of group g, a G-channel grouped conv (done a few
+    groups at a time where its output would exceed chunk_elems).
+
     store=True keeps every block (16 bytes per output) so that each row's
     check only reads them; store=False keeps nothing and recomputes a
     block's ref and abs_sum each time a check needs it (two float64 convs
@@ -750,10 +793,12 @@ class Reference:
     def __init__(self, problem, x, w, b, store, chunk_elems=None):
         chunk_elems = chunk_elems or CHUNK_ELEMS
         N, C, H, W = problem.n, problem.c, problem.h, problem.w
-        K = problem.k
+        K, G = problem.k, problem.groups
         P, Q = problem.output_hw()
         self.n_out = N * K * P * Q
+        self.K, self.C, self.G = K, C, G
         self.args = bench.conv_args(problem)
+        self.args.pop("groups")  # each conv below names its own
         self.x = x
         per_image = K * P * Q
         if per_image <= chunk_elems:
@@ -761,13 +806,16 @@ class Reference:
             kb = K
         else:
             nb, kb = 1, max(1, chunk_elems // (P * Q))
-        self.blocks = [(n0, min(N, n0 + nb), k0, min(K, k0 + kb))
-                       for n0 in range(0, N, nb) for k0 in range(0, K, kb)]
+        self.blocks = [(n0, min(N, n0 + nb), k0, k1)
+                       for n0 in range(0, N, nb) for k0, k1 in channel_blocks(K, G, kb)]
         self.w64 = w.double()
         self.wa64 = self.w64.abs()
         self.b64 = None if b is None else b.double()
         self.ba64 = None if b is None else self.b64.abs()
-        w2sum = (self.w64 * self.w64).sum(0, keepdim=True)
+        # W2[g] = sum over group g's output channels of w_k^2: (G, C/G, R, S).
+        w2sum = (self.w64 * self.w64).view(G, K // G, *self.w64.shape[1:]).sum(1)
+        gb = max(1, min(G, chunk_elems // (nb * P * Q)))  # groups per A^2 conv
+        cg = C // G
         self.stored = [] if store else None
         a2 = 0.0
         for n0, n1 in sorted({(blk[0], blk[1]) for blk in self.blocks}):
@@ -778,7 +826,10 @@ class Reference:
                     if blk[:2] == (n0, n1):
                         self.stored.append(self._block(x64, xa, blk))
             xa.mul_(xa)  # x^2
-            a2 += float(F.conv2d(xa, w2sum, None, **self.args).sum())
+            for g0 in range(0, G, gb):
+                g1 = min(G, g0 + gb)
+                a2 += float(F.conv2d(xa[:, g0 * cg:g1 * cg], w2sum[g0:g1], None,
+                                     groups=g1 - g0, **self.args).sum())
             del x64, xa
         if b is not None:
             a2 += N * P * Q * float((self.b64 * self.b64).sum())
@@ -787,10 +838,13 @@ class Reference:
 
     def _block(self, x64, xa, blk):
         _, _, k0, k1 = blk
+        c0, c1, g = block_channels(self.K, self.C, self.G, k0, k1)
+        if (c0, c1) != (0, self.C):  # a grouped problem's block: its groups' channels
+            x64, xa = x64[:, c0:c1], xa[:, c0:c1]
         ref = F.conv2d(x64, self.w64[k0:k1], None if self.b64 is None else self.b64[k0:k1],
-                       **self.args).contiguous()
+                       groups=g, **self.args).contiguous()
         ab = F.conv2d(xa, self.wa64[k0:k1], None if self.ba64 is None else self.ba64[k0:k1],
-                      **self.args).contiguous()
+                      groups=g, **self.args).contiguous()
         r = ref.view(-1)
         return ref, ab, float(torch.dot(r, r))
 

@@ -34,7 +34,7 @@ static int same_fields(const ct_problem *a, const ct_problem *b) {
          a->stride_w == b->stride_w && a->pad_h == b->pad_h && a->pad_w == b->pad_w &&
          a->dil_h == b->dil_h && a->dil_w == b->dil_w && a->bias == b->bias &&
          a->precision == b->precision && a->act == b->act && a->layout == b->layout &&
-         a->residual == b->residual;
+         a->residual == b->residual && a->groups == b->groups;
 }
 
 /* Everything that must hold for a valid problem. */

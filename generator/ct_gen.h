@@ -196,6 +196,9 @@ typedef struct ct_gen_family {
                                  on entry (CT_RESIDUAL 1, ct_act.cuh's
                                  ct_out); 0: it declines residual problems,
                                  as nhwc 0 declines NHWC ones */
+  int groups;                 /* 1: its template runs grouped problems
+                                 (groups > 1, CT_GROUPS); 0: it declines
+                                 them */
   int n_params;
   ct_gen_param params[CT_GEN_MAX_PARAMS];
   /* The hard limits: 1 if this parameter point compiles and runs
@@ -285,9 +288,9 @@ extern const ct_gen_family *const ct_gen_families[];
 const ct_gen_family *ct_gen_family_find(const char *name);
 
 /* Why family f offers no variant of any problem like *p, whatever its
-** sizes: "not at this precision", "no NHWC layout" or "no residual"; NULL
-** when it meets p's precision, layout and residual (its variants may still
-** not fit p's sizes). */
+** sizes: "not at this precision", "no NHWC layout", "no residual" or "no
+** groups"; NULL when it meets p's precision, layout, residual and groups
+** (its variants may still not fit p's sizes). */
 const char *ct_gen_family_declines(const ct_gen_family *f, const ct_problem *p);
 
 /* 1 when the runtime and the tuner can launch the kernels of family f:

@@ -1,7 +1,8 @@
 /*
 ** family_direct.c — the descriptor of family "direct" (templates/conv_direct.cu):
 ** a register-tiled direct convolution in IEEE fp32 that accepts every valid
-** problem.  It is the safe default family (ct_gen_default_variant).
+** problem, grouped ones included (TK must then divide K/groups; TK = 1
+** always does).  It is the safe default family (ct_gen_default_variant).
 **
 ** Parameters (each list starts with the template's default, so the first
 ** valid point, the default variant, is a sensible one):
@@ -34,11 +35,12 @@ static void direct_shape_of(const ct_problem *p, const int *v, direct_shape *sh)
   int64_t threads = v[DIRECT_THREADS], tp = v[DIRECT_TP], tk = v[DIRECT_TK];
   ct_problem_output(p, &sh->P, &sh->Q);
   sh->tiles = ct_direct_tiles(p->n, sh->P, sh->Q, p->k, threads, tp, tk);
-  sh->rows = ct_direct_rows(p->c, p->r, p->s, tk);
-  sh->smem = ct_direct_smem_bytes(p->c, p->r, p->s, tk);
+  sh->rows = ct_direct_rows(p->c / p->groups, p->r, p->s, tk);
+  sh->smem = ct_direct_smem_bytes(p->c / p->groups, p->r, p->s, tk);
 }
 
-/* The hard limits: the block fits the device; the coordinates along a row
+/* The hard limits: with groups, TK divides K/groups; the block fits the
+** device; the coordinates along a row
 ** and a column and the block count fit in 32 bits.  Tensors of any size
 ** the problem's validation admits: the template forms 64-bit offsets when
 ** a tensor has 2^31 elements or more.  The problem itself is assumed valid. */
@@ -48,6 +50,8 @@ static int direct_valid(const ct_problem *p, const ct_gen_limits *lim,
   int64_t threads = v[DIRECT_THREADS], tp = v[DIRECT_TP], tk = v[DIRECT_TK];
   if (threads < 32 || threads % 32 != 0) return 0;
   if (tp < 1 || tk < 1) return 0;
+  /* Grouped: a block's TK channels lie in one group. */
+  if (p->groups > 1 && (p->k / p->groups) % tk != 0) return 0;
   direct_shape sh;
   direct_shape_of(p, v, &sh);
   /* Coordinates in 32 bits (see the template's static_asserts). */
@@ -100,6 +104,7 @@ const ct_gen_family ct_gen_family_direct = {
   .precisions = (1u << CT_PREC_TF32) | (1u << CT_PREC_FP32),
   .nhwc = 1,
   .residual = 1,
+  .groups = 1,
   .args = CT_GEN_ARGS_POINTERS,
   .big_tensors = 1,
   .n_params = 3,

@@ -192,10 +192,11 @@ const char *ct_gen_family_declines(const ct_gen_family *f, const ct_problem *p) 
   if (prec >= 32u || (f->precisions & (1u << prec)) == 0) return "not at this precision";
   if (p->layout != CT_LAYOUT_NCHW && !f->nhwc) return "no NHWC layout";
   if (p->residual && !f->residual) return "no residual";
+  if (p->groups > 1 && !f->groups) return "no groups";
   return NULL;
 }
 
-/* f meets p's precision and runs its layout and its residual. */
+/* f meets p's precision and runs its layout, its residual and its groups. */
 static int family_meets(const ct_gen_family *f, const ct_problem *p) {
   return ct_gen_family_declines(f, p) == NULL;
 }
@@ -482,13 +483,15 @@ static void put_problem(strbuf *b, const ct_problem *p) {
   sb_printf(b, "#define CT_BIAS %d\n", p->bias ? 1 : 0);
 }
 
-/* The activation's, the layout's and the residual's #defines (ct_act.cuh),
-** for shape-generic sources too; the defaults (none, NCHW, no residual) are
-** the templates' and add nothing to the source. */
+/* The activation's, the layout's, the residual's and the groups' #defines
+** (ct_act.cuh, ct_problem.cuh), for shape-generic sources too; the defaults
+** (none, NCHW, no residual, one group) are the templates' and add nothing
+** to the source. */
 static void put_act(strbuf *b, const ct_problem *p) {
   if (p->act != CT_ACT_NONE) sb_printf(b, "#define CT_ACT %d\n", (int)p->act);
   if (p->layout != CT_LAYOUT_NCHW) sb_printf(b, "#define CT_LAYOUT %d\n", (int)p->layout);
   if (p->residual) sb_printf(b, "#define CT_RESIDUAL 1\n");
+  if (p->groups > 1) sb_printf(b, "#define CT_GROUPS %" PRId64 "\n", p->groups);
 }
 
 /* "n=256 c=3 ... bias=1": the problem in the header comment.  The precision

@@ -12,10 +12,11 @@
 ** bias is 0 or 1 (default 1), prec is tf32 or fp32 (default tf32), act is
 ** none or relu (default none), layout is nchw or nhwc (default nchw),
 ** residual is 0 or 1 (default 0: y is only written; 1: y holds a residual
-** on entry, y = act(conv + b + y)).  The
+** on entry, y = act(conv + b + y)), groups is an integer >= 1 dividing c
+** and k (default 1; c for a depthwise convolution).  The
 ** canonical form (ct_problem_format) lists every key in the order above,
-** then ",act=relu" for a ReLU, ",layout=nhwc" for channels-last tensors and
-** ",residual=1" for a residual
+** then ",act=relu" for a ReLU, ",layout=nhwc" for channels-last tensors,
+** ",residual=1" for a residual and ",groups=G" for G > 1 groups
 ** (the defaults are left out, so a problem without them keeps the text,
 ** and so the database key, it had before those keys existed), and prints a
 ** pair as "A" when both axes agree.
@@ -56,6 +57,7 @@ void ct_problem_default(ct_problem *p) {
   p->dil_h = p->dil_w = 1;
   p->bias = 1;
   p->precision = CT_PREC_TF32;
+  p->groups = 1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -128,7 +130,7 @@ int ct_gen_index64(const ct_problem *p) {
   int64_t P, Q;
   ct_problem_output(p, &P, &Q);
   const int64_t xf[] = {p->n, p->c, p->h, p->w};
-  const int64_t wf[] = {p->k, p->c, p->r, p->s};
+  const int64_t wf[] = {p->k, p->groups > 1 ? p->c / p->groups : p->c, p->r, p->s};
   const int64_t yf[] = {p->n, p->k, P, Q};
   int64_t nx = ct_gen_checked_product(xf, 4), nw = ct_gen_checked_product(wf, 4),
           ny = ct_gen_checked_product(yf, 4);
@@ -137,7 +139,8 @@ int ct_gen_index64(const ct_problem *p) {
 }
 
 /* Checks every field of *p: sizes >= 1, stride >= 1, pad >= 0, dil >= 1,
-** each <= INT32_MAX, bias and residual 0 or 1, a known precision,
+** each <= INT32_MAX, bias and residual 0 or 1, groups dividing c and k, a
+** known precision,
 ** activation and layout, a non-empty output,
 ** padded extents <= INT32_MAX (kernels index along a row or a column with
 ** 32-bit ints; every input index a kernel forms lies inside the padded
@@ -167,6 +170,7 @@ ct_status ct_problem_validate(const ct_problem *p, char *err, size_t errlen) {
       {"pad_w", p->pad_w, 0},
       {"dil_h", p->dil_h, 1},
       {"dil_w", p->dil_w, 1},
+      {"groups", p->groups, 1},
   };
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
     if (fields[i].value < fields[i].min) {
@@ -201,6 +205,12 @@ ct_status ct_problem_validate(const ct_problem *p, char *err, size_t errlen) {
   if (!ct_layout_name(p->layout)) {
     set_err(err, errlen, "layout = %d is unknown (nchw = %d, nhwc = %d)",
             (int)p->layout, CT_LAYOUT_NCHW, CT_LAYOUT_NHWC);
+    return CT_ERR_INVALID_PROBLEM;
+  }
+  if (p->c % p->groups != 0 || p->k % p->groups != 0) {
+    set_err(err, errlen,
+            "groups = %" PRId64 " must divide both c = %" PRId64 " and k = %" PRId64,
+            p->groups, p->c, p->k);
     return CT_ERR_INVALID_PROBLEM;
   }
 
@@ -239,10 +249,10 @@ ct_status ct_problem_validate(const ct_problem *p, char *err, size_t errlen) {
     return CT_ERR_INVALID_PROBLEM;
   }
   const int64_t xf[] = {p->n, p->c, p->h, p->w};
-  const int64_t wf[] = {p->k, p->c, p->r, p->s};
+  const int64_t wf[] = {p->k, p->c / p->groups, p->r, p->s};
   const int64_t yf[] = {p->n, p->k, P, Q};
   if (check_count("input x", "N*C*H*W", xf, 4, err, errlen) < 0 ||
-      check_count("weights w", "K*C*R*S", wf, 4, err, errlen) < 0 ||
+      check_count("weights w", "K*(C/groups)*R*S", wf, 4, err, errlen) < 0 ||
       check_count("output y", "N*K*P*Q", yf, 4, err, errlen) < 0)
     return CT_ERR_INVALID_PROBLEM;
   return CT_OK;
@@ -311,12 +321,12 @@ static ct_status parse_pair(const char *key, const char *text, size_t len,
 }
 
 enum { K_N, K_C, K_H, K_W, K_K, K_R, K_S, K_STRIDE, K_PAD, K_DIL, K_BIAS,
-       K_PREC, K_ACT, K_LAYOUT, K_RESIDUAL, K_COUNT, K_REQUIRED = K_STRIDE };
+       K_PREC, K_ACT, K_LAYOUT, K_RESIDUAL, K_GROUPS, K_COUNT, K_REQUIRED = K_STRIDE };
 
 /* Keys in canonical order; the first K_REQUIRED are required. */
 static const char *const key_names[K_COUNT] = {
     "n",      "c",   "h",   "w",    "k",    "r",   "s",
-    "stride", "pad", "dil", "bias", "prec", "act", "layout", "residual"};
+    "stride", "pad", "dil", "bias", "prec", "act", "layout", "residual", "groups"};
 
 /* Parses the value v[0 .. vlen) of a two-way key into *index: 0 for
 ** `first`, 1 for `second`; CT_ERR_PARSE, with "key: 'v' must be first or
@@ -373,6 +383,8 @@ static ct_status parse_value(int key, const char *v, size_t vlen,
     rc = parse_choice(name, v, vlen, "0", "1", &i, err, errlen);
     if (rc == CT_OK) q->residual = i;
     return rc;
+  case K_GROUPS:
+    return parse_int(name, v, vlen, &q->groups, err, errlen);
   }
   return CT_ERR_PARSE; /* unreachable */
 }
@@ -398,6 +410,7 @@ ct_status ct_problem_parse(const char *spec, ct_problem *p, char *err,
   q.precision = CT_PREC_TF32;
   q.act = CT_ACT_NONE;
   q.layout = CT_LAYOUT_NCHW;
+  q.groups = 1;
 
   const char *item = spec;
   for (;;) {
@@ -456,13 +469,13 @@ static int format_pair(char *buf, size_t len, const char *key, int64_t a,
 ** suffice for any problem whose fields fit in int32; parsing the text of a
 ** valid problem gives back *p.  Returns CT_OK, or CT_ERR_INVALID_ARG for a
 ** NULL argument, an unknown precision, activation or layout, a residual
-** other than 0 or 1, or a buf too
+** other than 0 or 1, groups < 1, or a buf too
 ** small (then buf holds "" when buflen > 0). */
 ct_status ct_problem_format(const ct_problem *p, char *buf, size_t buflen) {
   if (!p || !buf || buflen == 0) return CT_ERR_INVALID_ARG;
   const char *prec = ct_precision_name(p->precision);
   if (!prec || !ct_activation_name(p->act) || !ct_layout_name(p->layout) ||
-      (p->residual != 0 && p->residual != 1)) {
+      (p->residual != 0 && p->residual != 1) || p->groups < 1) {
     buf[0] = '\0';
     return CT_ERR_INVALID_ARG;
   }
@@ -489,6 +502,8 @@ ct_status ct_problem_format(const ct_problem *p, char *buf, size_t buflen) {
                              ct_layout_name(p->layout));
   if (p->residual)
     used += (size_t)snprintf(tmp + used, sizeof tmp - used, ",residual=1");
+  if (p->groups != 1)
+    used += (size_t)snprintf(tmp + used, sizeof tmp - used, ",groups=%" PRId64, p->groups);
   if (used + 1 > buflen) {
     buf[0] = '\0';
     return CT_ERR_INVALID_ARG;

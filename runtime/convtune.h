@@ -1,11 +1,12 @@
 /*
 ** convtune.h — the public interface of libconvtune.
 **
-** libconvtune runs 2D convolution forward passes (NCHW, fp32, groups = 1) on
-** an NVIDIA GPU with kernels chosen offline by the `convtune tune` command
-** and stored in an SQLite tuning database.  A caller opens a context on a
-** device, then calls ct_forward() with device pointers and a stream of the
-** device's primary context (the one the CUDA runtime and PyTorch use).
+** libconvtune runs 2D convolution forward passes (fp32, NCHW or NHWC, any
+** groups) on an NVIDIA GPU with kernels chosen offline by the `convtune
+** tune` command and stored in an SQLite tuning database.  A caller opens a
+** context on a device, then calls ct_forward() with device pointers and a
+** stream of the device's primary context (the one the CUDA runtime and
+** PyTorch use).
 **
 ** Every function returns a ct_status; CT_OK is 0.  ct_status_string() gives
 ** a message for every code.  The library never prints and never exits.
@@ -71,6 +72,10 @@ typedef enum ct_layout {
 
 /* A conv2d forward: y[N,K,P,Q] = act(sum_{c,r,s} x[N,C,H,W] * w[K,C,R,S]
 ** (+ b[K]) (+ y[N,K,P,Q] on entry, with residual = 1)).
+** With groups = G > 1 the channels split into G groups: output channel k
+** reads the C/G input channels of its group g = k / (K/G), channels
+** g*C/G .. (g+1)*C/G - 1, and w is [K][C/G][R][S] (NHWC: [K][R][S][C/G]),
+** as PyTorch's grouped and depthwise (G = C) convolutions.
 ** All tensors are dense fp32 in the problem's layout.  P and Q are derived
 ** (see ct_problem_output). */
 typedef struct ct_problem {
@@ -88,6 +93,8 @@ typedef struct ct_problem {
                                  ResNet block's conv, + identity, ReLU):
                                  y = act(conv + b + y); 0: y is only
                                  written */
+  int64_t groups;             /* >= 1, dividing c and k; 1: an ordinary
+                                 convolution */
 } ct_problem;
 
 /* Longest canonical spec text, terminating NUL included. */

@@ -70,8 +70,9 @@ void ct_rt_tuned_free(ct_rt_tuned_list *l);
 
 /* How far apart two problems are for borrowing a winner; smaller is nearer.
 ** INFINITY when the precisions differ (a winner is only borrowed under the
-** precision it met).  Lexicographic, as one double: first the structure
-** the kernels specialise on, by weight (layout 64; kernel R,S 32; stride
+** precision it met) or the groups do (another grouping is another
+** computation, and only some families run groups).  Lexicographic, as one
+** double: first the structure the kernels specialise on, by weight (layout 64; kernel R,S 32; stride
 ** 16; dilation 8; C 4; padding 2; bias or activation 1) times 100, then the
 ** relative size,
 ** |ln(M/M')| + |ln(K/K')| + |ln(C/C')| with M = N*P*Q output pixels (each

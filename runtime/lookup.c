@@ -102,6 +102,8 @@ static double log_ratio(double a, double b) { return fabs(log(a / b)); }
 
 double ct_rt_problem_distance(const ct_problem *a, const ct_problem *b) {
   if (a->precision != b->precision) return INFINITY;
+  /* Another grouping is another computation: no winner carries over. */
+  if (a->groups != b->groups) return INFINITY;
   int structure = 0;
   if (a->layout != b->layout) structure += 64;
   if (a->r != b->r || a->s != b->s) structure += 32;

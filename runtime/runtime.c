@@ -696,13 +696,13 @@ ct_status ct_database_status(ct_context *ctx, char *msg, size_t len) {
 /* The fields of *p as int64s: what the table hashes and compares, field by
 ** field, so that neither depends on the struct's bytes between or after
 ** its fields. */
-enum { PROBLEM_FIELDS = 18 };
+enum { PROBLEM_FIELDS = 19 };
 static void problem_fields(const ct_problem *p, int64_t f[PROBLEM_FIELDS]) {
   const int64_t v[PROBLEM_FIELDS] = {
       p->n,        p->c,     p->h,     p->w,     p->k,
       p->r,        p->s,     p->stride_h, p->stride_w, p->pad_h,
       p->pad_w,    p->dil_h, p->dil_w, p->bias,  (int64_t)p->precision,
-      (int64_t)p->act, (int64_t)p->layout, p->residual};
+      (int64_t)p->act, (int64_t)p->layout, p->residual, p->groups};
   memcpy(f, v, sizeof v);
 }
 
@@ -859,7 +859,7 @@ static void entry_sizes(ct_rt_entry *e, const ct_problem *p) {
   int64_t P, Q;
   ct_problem_output(p, &P, &Q);
   e->x_bytes = (uint64_t)(p->n * p->c * p->h * p->w) * sizeof(float);
-  e->w_bytes = (uint64_t)(p->k * p->c * p->r * p->s) * sizeof(float);
+  e->w_bytes = (uint64_t)(p->k * (p->c / p->groups) * p->r * p->s) * sizeof(float);
   e->b_bytes = p->bias ? (uint64_t)p->k * sizeof(float) : 0;
   e->y_bytes = (uint64_t)(p->n * p->k * P * Q) * sizeof(float);
 }

@@ -1,7 +1,7 @@
 // conv_direct.cu — family "direct": a register-tiled direct convolution that
 // is correct for every valid problem (any N, C, H, W, K, R, S, stride,
-// padding, dilation, with or without bias, fused ReLU or not; NCHW / KCRS
-// fp32, or with CT_LAYOUT 1 NHWC / KRSC: the same loops, x read along a
+// padding, dilation, groups, with or without bias, fused ReLU or not; NCHW /
+// KCRS fp32, or with CT_LAYOUT 1 NHWC / KRSC: the same loops, x read along a
 // row at a stride of C, w gathered per tap, y stored channel-innermost;
 // correct, not fast, in that layout).  Products and
 // sums are IEEE fp32 fmaf, so it meets both the tf32 and the fp32 contracts.
@@ -15,7 +15,10 @@
 //   grid   : one block per (pixel block, channel tile), the channel tile
 //            fastest so that blocks reading the same input rows run together
 // The reduction runs over the C*R filter rows (c, r) of S taps each, padded
-// taps reading zero.  The block's weights are staged in shared memory kRows
+// taps reading zero.  With CT_GROUPS G > 1 it runs over the C/G channels of
+// the block's group: a channel tile lies in one group (TK divides K/G), so
+// the block reads x from its group's first channel on, and w holds C/G
+// channels per output channel; with G = 1 that offset is the constant 0.  The block's weights are staged in shared memory kRows
 // filter rows at a time (as many as DIRECT_WBUF_FLOATS holds), laid out
 // [row][s][TK] so that the TK weights of one tap are contiguous (float4
 // loads, broadcast across the warp).  Should a single filter row not fit
@@ -36,6 +39,7 @@
 // ----------------------------------------------------------------------------
 // Problem (defaults: KernelBench level 1 problem 50)
 
+#define CT_TAKES_GROUPS 1 // channels indexed by group (ct_act.cuh)
 #include "ct_problem.cuh"
 #include "ct_act.cuh"
 
@@ -72,9 +76,11 @@ constexpr bool kIndex64 = CT_PROBLEM_INDEX64;
 typedef IndexType<kIndex64>::type I;
 
 constexpr bool kNHWC = CT_LAYOUT == 1;        // x NHWC, w KRSC, y NPQK
+constexpr int NG = CT_GROUPS;                 // groups
+constexpr int CG = C / NG, KG = K / NG;       // input, output channels per group
 constexpr I kXCol = kNHWC ? C : 1;            // x: elements from a column to the next
-constexpr I kCR = (I)C * R;                   // filter rows per output channel
-constexpr I kCRS = (I)C * R * S;              // weights per output channel
+constexpr I kCR = (I)CG * R;                  // filter rows per output channel
+constexpr I kCRS = (I)CG * R * S;             // weights per output channel
 constexpr I kCHW = (I)C * H * W;              // input elements per image
 constexpr I kKPQ = (I)K * P * Q;              // output elements per image
 constexpr int kQG = (Q + TP - 1) / TP;        // column groups per output row
@@ -83,8 +89,8 @@ constexpr long long kPixBlocks = (kGroups + THREADS - 1) / THREADS;
 constexpr int kKTiles = (K + TK - 1) / TK;    // channel tiles
 constexpr long long kTiles = ct_direct_tiles(N, P, Q, K, THREADS, TP, TK); // blocks of work
 static_assert(kTiles == kPixBlocks * kKTiles, "blocks: pixel blocks x channel tiles");
-constexpr int kRows = (int)ct_direct_rows(C, R, S, TK); // staged rows
-constexpr int kSmemBytes = (int)ct_direct_smem_bytes(C, R, S, TK);
+constexpr int kRows = (int)ct_direct_rows(CG, R, S, TK); // staged rows
+constexpr int kSmemBytes = (int)ct_direct_smem_bytes(CG, R, S, TK);
 // Input columns a thread touches in one filter row, first to last.
 constexpr long long kSpan = (long long)(TP - 1) * SW + (long long)(S - 1) * DW + 1;
 // Load that span into registers once per filter row (s loop fully unrolled).
@@ -93,8 +99,10 @@ constexpr bool kSegment = S <= 32 && kSpan <= 48;
 CT_PROBLEM_CHECKS_SHAPE
 static_assert(kIndex64 || ((long long)N * K * P * Q <= 0x7fffffffLL &&
                            (long long)N * C * H * W <= 0x7fffffffLL &&
-                           (long long)K * C * R * S <= 0x7fffffffLL),
+                           (long long)K * CG * R * S <= 0x7fffffffLL),
               "32-bit offsets need every tensor below 2^31 elements");
+static_assert(NG >= 1 && C % NG == 0 && K % NG == 0, "groups must divide C and K");
+static_assert(NG == 1 || KG % TK == 0, "groups: a channel tile must lie in one group (TK | K/G)");
 // Largest |index| formed along a row / column before the bounds checks.
 static_assert((long long)(Q - 1 + TP - 1) * SW + (long long)(S - 1) * DW <= 0x7fffffffLL &&
               (long long)(P - 1) * SH + (long long)(R - 1) * DH <= 0x7fffffffLL,
@@ -183,11 +191,12 @@ __device__ __forceinline__ I x_row(I c, int h) {
   return kNHWC ? (I)h * W * C + c : (c * H + h) * W;
 }
 
-// Offset in w of tap s of filter row cr = c * R + r of output channel k.
+// Offset in w of tap s of filter row cr = c * R + r of output channel k (c
+// counted within the group).
 __device__ __forceinline__ I w_tap(int k, I cr, int s) {
   if constexpr (kNHWC) {
     const I c = cr / R;
-    return (I)k * kCRS + ((cr - c * R) * S + s) * C + c;
+    return (I)k * kCRS + ((cr - c * R) * S + s) * CG + c;
   } else {
     return (I)k * kCRS + cr * S + s;
   }
@@ -259,7 +268,9 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
   const int n = px.n, p = px.p, q0 = px.q0;
   const int h0 = p * SH - PH;  // input row of filter row r = 0
   const int col0 = q0 * SW - PW; // input column of tap s = 0, output q0
-  const float *__restrict__ xn = x + (I)n * kCHW;
+  // Image n from the first channel of the tile's group on (c below counts
+  // within the group).
+  const float *__restrict__ xn = x + (I)n * kCHW + x_row(NG > 1 ? (I)(k0 / KG) * CG : 0, 0);
 
   float acc[TK][TP];
 #pragma unroll

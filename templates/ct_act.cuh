@@ -19,6 +19,16 @@ static_assert(CT_ACT == 0 || CT_ACT == 1, "CT_ACT: 0 (none) or 1 (ReLU)");
 #define CT_RESIDUAL 0
 #endif
 static_assert(CT_RESIDUAL == 0 || CT_RESIDUAL == 1, "CT_RESIDUAL: 0 (y written) or 1 (y read, then written)");
+// Groups (CT_GROUPS > 1, the problem's groups): only a template that
+// defines CT_TAKES_GROUPS before this #include indexes its channels by
+// group; any other stops here, so that a grouped problem can never compile
+// into a kernel that would mix the groups' channels.
+#ifndef CT_GROUPS
+#define CT_GROUPS 1
+#endif
+#if CT_GROUPS != 1 && !defined(CT_TAKES_GROUPS)
+#error "this template runs ungrouped problems only (its family declines groups > 1)"
+#endif
 
 __device__ __forceinline__ float ct_act(float v) { return CT_ACT == 1 && v < 0.0f ? 0.0f : v; }
 __device__ __forceinline__ double ct_act_f64(double v) {

@@ -1,5 +1,6 @@
 // ct_problem.cuh — the problem sizes every template reads: CT_N .. CT_BIAS
-// as the generator defines them, CT_P and CT_Q derived as PyTorch does;
+// and CT_GROUPS (1 unless given) as the generator defines them, CT_P and
+// CT_Q derived as PyTorch does;
 // CT_PROBLEM_CONSTANTS and CT_PROBLEM_CHECKS for the templates' namespaces,
 // and the checks of the plan's launch quantities.
 // The defaults (the headline problem, KernelBench level 1 problem 50) let a
@@ -47,6 +48,9 @@
 #ifndef CT_BIAS
 #define CT_BIAS 1
 #endif
+#ifndef CT_GROUPS
+#define CT_GROUPS 1
+#endif
 #include "ct_layout.cuh"
 #ifndef CT_P
 #define CT_P ((CT_H + 2 * CT_PAD_H - CT_DIL_H * (CT_R - 1) - 1) / CT_STRIDE_H + 1)
@@ -85,11 +89,12 @@
                     (long long)K * C * R * S <= 0x7fffffffLL,                   \
                 "32-bit indexing needs every tensor below 2^31 elements");
 
-// True when a tensor of the problem has more than 2^31 - 1 elements.
+// True when a tensor of the problem has more than 2^31 - 1 elements (w has
+// K * C/groups * R * S).
 #define CT_PROBLEM_INDEX64                                                      \
   ((long long)CT_N * CT_K * CT_P * CT_Q > 0x7fffffffLL ||                       \
    (long long)CT_N * CT_C * CT_H * CT_W > 0x7fffffffLL ||                       \
-   (long long)CT_K * CT_C * CT_R * CT_S > 0x7fffffffLL)
+   (long long)CT_K * (CT_C / CT_GROUPS) * CT_R * CT_S > 0x7fffffffLL)
 
 // The plan's launch quantities (CT_PLAN_*, which the generator defines
 // ahead of the template) against a template's own; true where a template

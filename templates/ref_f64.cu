@@ -26,6 +26,7 @@
 // The generator prepends the problem (CT_*); without it the file compiles for
 // the headline problem.
 
+#define CT_TAKES_GROUPS 1 // the reference reads each output's group (ct_act.cuh)
 #include "ct_problem.cuh"
 #include "ct_act.cuh"
 #include "ct_check.cuh"
@@ -38,6 +39,7 @@ typedef long long i64;
 
 constexpr i64 N = CT_N, C = CT_C, H = CT_H, W = CT_W, K = CT_K, R = CT_R,
               S = CT_S, P = CT_P, Q = CT_Q;
+constexpr i64 CG = C / CT_GROUPS, KG = K / CT_GROUPS; // channels per group
 constexpr i64 kOutputs = N * K * P * Q;
 
 static_assert(CT_REF_THREADS == CT_CHECK_LANES, "a check tile's lanes are its block");
@@ -62,18 +64,21 @@ __device__ __forceinline__ Figures reference_at(const float *x, const float *w,
   const i64 p = nhwc ? (idx / (K * Q)) % P : (idx / Q) % P;
   const i64 n = idx / (Q * P * K);
 
+  // Output channel k reads the CG input channels of its group, from c0 on;
+  // w holds CG channels per output channel.
+  const i64 c0 = k / KG * CG;
   double acc = 0.0, asum = 0.0, ssum = 0.0;
-  for (i64 c = 0; c < C; ++c) {
+  for (i64 c = 0; c < CG; ++c) {
     for (i64 r = 0; r < R; ++r) {
       const i64 h = p * CT_STRIDE_H - CT_PAD_H + r * CT_DIL_H;
       if (h < 0 || h >= H) continue; // zero padding
       for (i64 s = 0; s < S; ++s) {
         const i64 col = q * CT_STRIDE_W - CT_PAD_W + s * CT_DIL_W;
         if (col < 0 || col >= W) continue; // zero padding
-        const double xv = (double)x[nhwc ? ((n * H + h) * W + col) * C + c
-                                         : ((n * C + c) * H + h) * W + col];
-        const double wv = (double)w[nhwc ? ((k * R + r) * S + s) * C + c
-                                         : ((k * C + c) * R + r) * S + s];
+        const double xv = (double)x[nhwc ? ((n * H + h) * W + col) * C + c0 + c
+                                         : ((n * C + c0 + c) * H + h) * W + col];
+        const double wv = (double)w[nhwc ? ((k * R + r) * S + s) * CG + c
+                                         : ((k * CG + c) * R + r) * S + s];
         add_term(__dmul_rn(xv, wv), acc, asum, ssum);
       }
     }

@@ -107,6 +107,10 @@ static const char *shapes[] = {
     "n=3,c=132,h=7,w=7,k=70,r=1,s=1,act=relu,bias=0,residual=1",
     "n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc,residual=1",
     "n=2,c=32,h=9,w=11,k=37,r=3,s=3,pad=1,layout=nhwc",
+    "n=2,c=64,h=15,w=13,k=96,r=3,s=3,pad=1,groups=2",
+    "n=4,c=32,h=29,w=31,k=32,r=3,s=3,stride=2,pad=1,act=relu,groups=32",
+    "n=2,c=24,h=14,w=14,k=72,r=5,s=5,pad=2,layout=nhwc,groups=24",
+    "n=2,c=64,h=9,w=13,k=64,r=3,s=3,pad=1,residual=1,act=relu,groups=8",
 };
 
 /* The GPU reference equals the CPU reference bit for bit (the same sums in
@@ -120,6 +124,8 @@ static void test_reference_matches_cpu(void) {
       "n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc",
       "n=2,c=3,h=64,w=48,k=100,r=16,s=16,stride=16,act=relu,layout=nhwc",
       "n=2,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,act=relu,residual=1",
+      "n=2,c=24,h=14,w=14,k=72,r=5,s=5,stride=2,pad=2,layout=nhwc,groups=24",
+      "n=2,c=64,h=9,w=13,k=64,r=3,s=3,pad=1,residual=1,groups=8",
   };
   for (size_t pi = 0; pi < sizeof picked / sizeof picked[0]; pi++) {
     ct_problem p;

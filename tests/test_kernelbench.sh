@@ -157,6 +157,16 @@ done
 "$ct" kernelbench --problem "n=2,c=5,h=9,w=11,k=7,r=3,s=2,stride=2,pad=1x0,dil=1,bias=1" --db "$tmp/none.db" --out "$tmp/any.py"
 check "--problem: written, compiles, passes the checker" "[ $? -eq 0 ] && python3 -m py_compile '$tmp/any.py' && static '$tmp/any.py' >/dev/null"
 check "--problem: nn.Conv2d's constructor with the problem's defaults" "grep -qF 'kernel_size=(3, 2), stride=(2, 2), padding=(1, 0)' '$tmp/any.py'"
+# A grouped problem (depthwise here): the constructor's groups default is the
+# problem's, the weight check reads C/groups channels, direct's kernels
+# compile.
+"$ct" kernelbench --problem "n=2,c=8,h=9,w=9,k=8,r=3,s=3,pad=1,groups=8,bias=0" --db "$tmp/none.db" --out "$tmp/dw.py"
+check "--problem with groups: written, compiles, passes the checker" "[ $? -eq 0 ] && python3 -m py_compile '$tmp/dw.py' && static '$tmp/dw.py' >/dev/null"
+check "--problem with groups: groups in the constructor and the checks" "grep -qF 'groups: int = 8, bias: bool = False' '$tmp/dw.py' && grep -qF '_GROUPS = 8' '$tmp/dw.py' && grep -qF '(_K, _C // _GROUPS) + _KERNEL' '$tmp/dw.py' && grep -q 'define CT_GROUPS 8' '$tmp/dw.py'"
+mkdir -p "$tmp/kdw"
+if [ -n "$nvcc" ] && kernels "$tmp/dw.py" "$tmp/kdw"; then
+  nvcc_check "--problem with groups: direct's kernels compile with nvcc" "$tmp/kdw/tf32.cu"
+fi
 check "--level1 51 refused" "! '$ct' kernelbench --level1 51 --db '$tmp/none.db' 2>/dev/null"
 check "--problem with --level1 refused" "! '$ct' kernelbench --problem '$spec87' --level1 87 2>/dev/null"
 "$ct" kernelbench --problem "$spec87,act=relu" --db "$tmp/none.db" > "$tmp/relu.out" 2>&1

@@ -499,6 +499,80 @@ static void test_residual(void) {
   ASSERT_TRUE(v.family->residual);
 }
 
+/* groups > 1: only direct is offered; each of its variants (those whose
+** channel tile lies in one group) and the reference carry the groups'
+** define and compile, in both layouts, depthwise and with a channel
+** multiplier; a family that declines cannot be named.  Every other
+** template stops at its #error when given CT_GROUPS, so that no source of
+** it can mix the groups' channels. */
+static void test_groups(void) {
+  static const char *const specs[] = {
+    "groups=2,n=2,c=64,h=28,w=28,k=96,r=3,s=3,pad=1,prec=tf32",
+    "groups=32,act=relu,n=2,c=32,h=56,w=56,k=32,r=3,s=3,stride=2,pad=1,bias=0,prec=fp32",
+    "groups=16,layout=nhwc,n=1,c=16,h=14,w=14,k=48,r=5,s=5,pad=2,prec=tf32",
+    "groups=4,layout=nhwc,residual=1,n=2,c=64,h=9,w=13,k=64,r=1,s=3,dil=1x2,prec=fp32",
+    "groups=3,n=1,c=3,h=8,w=6000,k=3,r=1,s=1500,prec=tf32", /* w from global memory */
+  };
+  ct_gen_limits lim;
+  ASSERT_EQ_INT(ct_gen_limits_for_arch(ARCH, &lim), CT_OK);
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    ct_problem p;
+    char tag[96];
+    ASSERT_EQ_INT(parse_spec(specs[i], &p, tag, sizeof tag), 0);
+    ct_gen_variant *v = NULL;
+    size_t nv = 0;
+    ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &nv), CT_OK);
+    job *jobs = calloc(nv + 1, sizeof *jobs);
+    size_t n = 0;
+    int ok = jobs != NULL && nv >= 1;
+    for (size_t j = 0; j < nv && ok; j++)
+      ok = strcmp(v[j].family->name, "direct") == 0 && add_variant_job(jobs, &n, &p, &v[j], tag) == 0 &&
+           strstr(jobs[n - 1].src, "\n#define CT_GROUPS ") != NULL;
+    free(v);
+    ok = ok && add_reference_job(jobs, &n, &p, tag) == 0 &&
+         strstr(jobs[n - 1].src, "\n#define CT_GROUPS ") != NULL;
+    int failures = jobs != NULL ? compile_report_free(jobs, n) : 0;
+    ASSERT_TRUE(ok);
+    ASSERT_EQ_INT(failures, 0);
+  }
+  /* gme runs the ungrouped problem, declines the grouped one */
+  ct_problem p;
+  ct_gen_variant v;
+  const char *gme = "gme:BM=128,BN=128,BK=32,STAGES=4";
+  ASSERT_EQ_INT(ct_problem_parse("n=2,c=64,h=28,w=28,k=96,r=3,s=3,pad=1", &p, NULL, 0), CT_OK);
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, gme, &v), CT_OK);
+  p.groups = 2;
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, gme, &v), CT_ERR_UNSUPPORTED);
+  ASSERT_EQ_STR(ct_gen_family_declines(ct_gen_family_find("gme"), &p), "no groups");
+  ASSERT_EQ_INT(ct_gen_variant_from_name(&p, &lim, "direct:THREADS=128,TP=4,TK=16", &v),
+                CT_OK);
+  /* K/G = 48 is no multiple of 32: no such tile */
+  ASSERT_TRUE(ct_gen_variant_from_name(&p, &lim, "direct:THREADS=128,TP=4,TK=32", &v) != CT_OK);
+  p.groups = 32; /* K/G = 3: TK = 1 alone */
+  ASSERT_EQ_INT(ct_gen_default_variant(&p, &lim, &v), CT_OK);
+  ASSERT_EQ_STR(v.name, "direct:THREADS=128,TP=4,TK=1");
+  static const char *const ungrouped[] = {"conv_gm.cu",  "conv_s2d.cu", "conv_tc.cu",
+                                          "conv_wg.cu",  "conv_wgr.cu", "conv_wgs.cu",
+                                          "test_faults.cu"};
+  for (size_t i = 0; i < sizeof ungrouped / sizeof ungrouped[0]; i++) {
+    char *t = NULL, *src;
+    ASSERT_EQ_INT(ct_gen_template_source(ungrouped[i], &t), CT_OK);
+    size_t len = strlen(t) + 64;
+    src = malloc(len);
+    if (src != NULL) snprintf(src, len, "#define CT_GROUPS 2\n%s", t);
+    free(t);
+    ASSERT_TRUE(src != NULL);
+    ct_rt_compiled out;
+    ct_status rc = ct_rt_compile(src, ungrouped[i], ARCH, &out);
+    free(src);
+    int stopped = rc == CT_ERR_NVRTC && out.log != NULL &&
+                  strstr(out.log, "runs ungrouped problems only") != NULL;
+    if (!stopped) fprintf(stderr, "  %s with CT_GROUPS 2: not stopped\n", ungrouped[i]);
+    ct_rt_compiled_clear(&out);
+    ASSERT_TRUE(stopped);
+  }
+}
+
 int main(void) {
   RUN_TEST(test_options_and_version);
   RUN_TEST(test_broken_source);
@@ -510,5 +584,6 @@ int main(void) {
   RUN_TEST(test_relu_every_family);
   RUN_TEST(test_nhwc);
   RUN_TEST(test_residual);
+  RUN_TEST(test_groups);
   TEST_EXIT();
 }

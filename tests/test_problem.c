@@ -101,6 +101,10 @@ static void test_round_trips(void) {
       "n=1,c=8,h=5,w=5,k=4,r=1,s=1,stride=1,pad=0,dil=1,bias=1,prec=tf32,residual=1"));
   ASSERT_TRUE(round_trips("n=1,c=8,h=5,w=5,k=4,r=1,s=1,stride=1,pad=0,dil=1,bias=0,prec=fp32,"
                           "act=relu,layout=nhwc,residual=1"));
+  ASSERT_TRUE(round_trips(
+      "n=2,c=8,h=5,w=5,k=12,r=3,s=3,stride=1,pad=1,dil=1,bias=1,prec=tf32,groups=4"));
+  ASSERT_TRUE(round_trips("n=1,c=32,h=9,w=7,k=32,r=3,s=3,stride=2,pad=1,dil=1,bias=0,prec=fp32,"
+                          "act=relu,layout=nhwc,residual=1,groups=32"));
 
   /* asymmetric fields land on the right axis */
   ct_problem p;
@@ -140,29 +144,32 @@ static void test_defaults_and_order(void) {
   ASSERT_EQ_INT(p.act, CT_ACT_NONE);
   ASSERT_EQ_INT(p.layout, CT_LAYOUT_NCHW);
   ASSERT_EQ_INT(p.residual, 0);
+  ASSERT_EQ_INT(p.groups, 1);
   ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_OK);
   ASSERT_EQ_STR(buf, "n=1,c=1,h=5,w=5,k=1,r=3,s=3,stride=1,pad=0,dil=1,"
                      "bias=1,prec=tf32");
-  /* act=none, layout=nchw and residual=0 are the defaults, which the
-  ** canonical form leaves out; act=relu, layout=nhwc and residual=1 come
-  ** last, in that order, wherever they were written. */
+  /* act=none, layout=nchw, residual=0 and groups=1 are the defaults, which
+  ** the canonical form leaves out; act=relu, layout=nhwc, residual=1 and
+  ** groups > 1 come last, in that order, wherever they were written. */
 #define BASE "n=1,c=1,h=5,w=5,k=1,r=3,s=3,stride=1,pad=0,dil=1,bias=1,prec=tf32"
   static const struct {
     const char *spec, *canonical;
     ct_activation act;
     ct_layout layout;
     int residual;
+    int64_t groups;
   } forms[] = {
-      {"layout=nchw,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE, CT_ACT_NONE, CT_LAYOUT_NCHW, 0},
-      {"n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=none", BASE, CT_ACT_NONE, CT_LAYOUT_NCHW, 0},
-      {"residual=0,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE, CT_ACT_NONE, CT_LAYOUT_NCHW, 0},
-      {"act=relu,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE ",act=relu", CT_ACT_RELU, CT_LAYOUT_NCHW, 0},
+      {"layout=nchw,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE, CT_ACT_NONE, CT_LAYOUT_NCHW, 0, 1},
+      {"n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=none", BASE, CT_ACT_NONE, CT_LAYOUT_NCHW, 0, 1},
+      {"residual=0,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE, CT_ACT_NONE, CT_LAYOUT_NCHW, 0, 1},
+      {"groups=1,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE, CT_ACT_NONE, CT_LAYOUT_NCHW, 0, 1},
+      {"act=relu,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE ",act=relu", CT_ACT_RELU, CT_LAYOUT_NCHW, 0, 1},
       {"layout=nhwc,act=relu,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE ",act=relu,layout=nhwc",
-       CT_ACT_RELU, CT_LAYOUT_NHWC, 0},
+       CT_ACT_RELU, CT_LAYOUT_NHWC, 0, 1},
       {"residual=1,layout=nhwc,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE ",layout=nhwc,residual=1",
-       CT_ACT_NONE, CT_LAYOUT_NHWC, 1},
+       CT_ACT_NONE, CT_LAYOUT_NHWC, 1, 1},
       {"n=1,c=1,h=5,w=5,k=1,residual=1,r=3,s=3,act=relu", BASE ",act=relu,residual=1",
-       CT_ACT_RELU, CT_LAYOUT_NCHW, 1},
+       CT_ACT_RELU, CT_LAYOUT_NCHW, 1, 1},
   };
 #undef BASE
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
@@ -170,9 +177,18 @@ static void test_defaults_and_order(void) {
     ASSERT_EQ_INT(p.act, forms[i].act);
     ASSERT_EQ_INT(p.layout, forms[i].layout);
     ASSERT_EQ_INT(p.residual, forms[i].residual);
+    ASSERT_EQ_INT(p.groups, forms[i].groups);
     ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_OK);
     ASSERT_EQ_STR(buf, forms[i].canonical);
   }
+  /* groups > 1 comes after the residual, wherever it was written */
+  ASSERT_EQ_INT(ct_problem_parse("groups=4,residual=1,n=1,c=8,h=5,w=5,k=4,r=3,s=3,act=relu",
+                                 &p, NULL, 0),
+                CT_OK);
+  ASSERT_EQ_INT(p.groups, 4);
+  ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_OK);
+  ASSERT_EQ_STR(buf, "n=1,c=8,h=5,w=5,k=4,r=3,s=3,stride=1,pad=0,dil=1,bias=1,prec=tf32,"
+                     "act=relu,residual=1,groups=4");
   ASSERT_EQ_INT(ct_problem_parse("prec=tf32,bias=1,dil=1x1,pad=2x2,stride=4,"
                                  "s=11,r=11,k=96,w=224,h=224,c=3,n=256",
                                  &p, NULL, 0),
@@ -184,7 +200,7 @@ static void test_defaults_and_order(void) {
 static void test_parse_errors(void) {
   const ct_status E = CT_ERR_PARSE;
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,foo=1", E, "unknown key 'foo'"));
-  ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,groups=1", E, "groups"));
+  ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,group=1", E, "unknown key 'group'"));
   ASSERT_TRUE(fails_with("n=1,n=2,c=1,h=5,w=5,k=1,r=3,s=3", E, "duplicate key 'n'"));
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,pad=1,pad=2", E,
                          "duplicate key 'pad'"));
@@ -230,6 +246,16 @@ static void test_parse_errors(void) {
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,residual=yes", E, "residual"));
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,residual=1,residual=1", E,
                          "duplicate key 'residual'"));
+  ASSERT_TRUE(fails_with("n=1,c=4,h=5,w=5,k=4,r=3,s=3,groups=two", E,
+                         "groups: 'two' is not an integer"));
+  ASSERT_TRUE(fails_with("n=1,c=4,h=5,w=5,k=4,r=3,s=3,groups=2,groups=2", E,
+                         "duplicate key 'groups'"));
+  ASSERT_TRUE(fails_with("n=1,c=4,h=5,w=5,k=4,r=3,s=3,groups=0", CT_ERR_INVALID_PROBLEM,
+                         "groups = 0 must be >= 1"));
+  ASSERT_TRUE(fails_with("n=1,c=6,h=5,w=5,k=4,r=3,s=3,groups=3", CT_ERR_INVALID_PROBLEM,
+                         "groups = 3 must divide both c = 6 and k = 4"));
+  ASSERT_TRUE(fails_with("n=1,c=4,h=5,w=5,k=6,r=3,s=3,groups=3", CT_ERR_INVALID_PROBLEM,
+                         "groups = 3 must divide both c = 4 and k = 6"));
   /* parses, then fails validation */
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,pad=-1", CT_ERR_INVALID_PROBLEM,
                          "pad_h = -1 must be >= 0"));
@@ -273,6 +299,7 @@ static void test_format_limits(void) {
   p.act = CT_ACT_RELU;
   p.layout = CT_LAYOUT_NHWC;
   p.residual = 1;
+  p.groups = INT32_MAX;
   ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_OK);
   ASSERT_TRUE(strlen(buf) < CT_PROBLEM_SPEC_MAX);
 }
@@ -370,6 +397,10 @@ static void test_validation(void) {
   FIELD_BAD(layout, (ct_layout)2, "layout = 2 is unknown");
   FIELD_BAD(residual, 2, "residual = 2 must be 0 or 1");
   FIELD_BAD(residual, -1, "residual");
+  FIELD_BAD(groups, 0, "groups = 0 must be >= 1");
+  FIELD_BAD(groups, -3, "groups = -3 must be >= 1");
+  FIELD_BAD(groups, 2, "groups = 2 must divide both c = 3 and k = 96");
+  FIELD_BAD(groups, (int64_t)INT32_MAX + 1, "groups = 2147483648 exceeds INT32_MAX");
 #undef FIELD_BAD
   p = d;
   p.w = 6; /* (6+4-10-1) = -1: floor(-1/4)+1 = 0 */
@@ -419,7 +450,11 @@ static void test_overflow(void) {
   ASSERT_EQ_INT(ct_problem_parse("n=1,c=65536,h=65537,w=1,k=65536,r=65537,s=1", &p,
                                  err, sizeof err),
                 CT_ERR_INVALID_PROBLEM);
-  ASSERT_TRUE(strstr(err, "weights w has K*C*R*S") != NULL);
+  ASSERT_TRUE(strstr(err, "weights w has K*(C/groups)*R*S") != NULL);
+  /* the same sizes in 65536 groups: w has C/groups = 1 channel */
+  ASSERT_EQ_INT(ct_problem_parse("n=1,c=65536,h=65537,w=1,k=65536,r=65537,s=1,groups=65536",
+                                 &p, err, sizeof err),
+                CT_OK);
   /* y larger than x through padding */
   ASSERT_EQ_INT(ct_problem_parse("n=1,c=1,h=1,w=1,k=1,r=1,s=1,pad=20000000x0",
                                  &p, err, sizeof err),
@@ -527,6 +562,9 @@ static void test_activation_and_layout_names(void) {
   ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_ERR_INVALID_ARG);
   p.layout = CT_LAYOUT_NCHW;
   p.residual = 2;
+  ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_ERR_INVALID_ARG);
+  p.residual = 0;
+  p.groups = 0;
   ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_ERR_INVALID_ARG);
   /* the struct's size, for bindings that mirror it */
   ASSERT_EQ_INT((long long)ct_problem_size(), (long long)sizeof(ct_problem));

@@ -289,6 +289,13 @@ static void test_distance(void) {
   ASSERT_NEAR(ct_rt_problem_distance(&a, &res), ct_rt_problem_distance(&a, &nb), 1e-12);
   ASSERT_TRUE(ct_rt_problem_distance(&a, &res) >= 100.0);
   ASSERT_TRUE(ct_rt_problem_distance(&a, &p0) > ct_rt_problem_distance(&a, &nb));
+  /* another grouping: no winner is borrowed across it */
+  ct_problem g2 = a;
+  g2.groups = a.c;
+  if (a.k % a.c != 0) g2.k = a.c;
+  ASSERT_TRUE(isinf(ct_rt_problem_distance(&a, &g2)));
+  ASSERT_TRUE(isinf(ct_rt_problem_distance(&g2, &a)));
+  ASSERT_NEAR(ct_rt_problem_distance(&g2, &g2), 0.0, 0);
 }
 
 /* ---------------------------------------------------------------------- */

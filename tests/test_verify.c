@@ -239,7 +239,7 @@ static void inputs_make(inputs *in, const char *spec, uint64_t seed) {
   in->p = problem(spec);
   const ct_problem *p = &in->p;
   in->nx = p->n * p->c * p->h * p->w;
-  in->nw = p->k * p->c * p->r * p->s;
+  in->nw = p->k * (p->c / p->groups) * p->r * p->s;
   in->ny = out_count(p);
   in->x = malloc(sizeof(float) * in->nx);
   in->w = malloc(sizeof(float) * in->nw);
@@ -254,7 +254,7 @@ static void inputs_make(inputs *in, const char *spec, uint64_t seed) {
     exit(1);
   }
   rng_state = seed;
-  float bound = (float)(1.0 / sqrt((double)(p->c * p->r * p->s)));
+  float bound = (float)(1.0 / sqrt((double)(p->c / p->groups * p->r * p->s)));
   for (int64_t i = 0; i < in->nx; i++) in->x[i] = rng_unit();
   for (int64_t i = 0; i < in->nw; i++) in->w[i] = (2 * rng_unit() - 1) * bound;
   for (int64_t i = 0; i < p->k; i++) in->b[i] = (2 * rng_unit() - 1) * bound;
@@ -531,6 +531,70 @@ static void test_ref_nhwc(void) {
   free(y);
   free(as);
   inputs_free(&in);
+}
+
+/* groups: a grouped problem's reference is, bit for bit, that of G
+** ungrouped problems of C/G input and K/G output channels, each on its
+** group's slice of x, w and b (NCHW and NHWC; depthwise and a channel
+** multiplier of 3 among them). */
+static int groups_match_slices(const char *spec, uint64_t seed) {
+  inputs in;
+  inputs_make(&in, spec, seed);
+  const ct_problem *p = &in.p;
+  const int nhwc = p->layout == CT_LAYOUT_NHWC;
+  const int64_t G = p->groups, N = p->n, C = p->c, HW = p->h * p->w, K = p->k;
+  const int64_t CG = C / G, KG = K / G, RS = p->r * p->s, PQ = in.ny / (N * K);
+  ct_problem q = *p;
+  q.c = CG;
+  q.k = KG;
+  q.groups = 1;
+  float *x = malloc(sizeof(float) * N * CG * HW);
+  double *y = malloc(sizeof(double) * N * KG * PQ), *as = malloc(sizeof(double) * N * KG * PQ);
+  int64_t differ = 0;
+  if (!x || !y || !as) {
+    fprintf(stderr, "out of memory\n");
+    exit(1);
+  }
+  for (int64_t g = 0; g < G; g++) {
+    /* x's channels g*CG .. of every image; w's and b's rows g*KG .. are
+    ** contiguous already. */
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t c = 0; c < CG; c++)
+        for (int64_t i = 0; i < HW; i++)
+          x[nhwc ? (n * HW + i) * CG + c : (n * CG + c) * HW + i] =
+              in.x[nhwc ? (n * HW + i) * C + g * CG + c : (n * C + g * CG + c) * HW + i];
+    if (ct_tune_reference_cpu(&q, x, in.w + g * KG * CG * RS, in.b + g * KG, y, as, NULL) !=
+        CT_OK) {
+      differ = in.ny;
+      break;
+    }
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t k = 0; k < KG; k++)
+        for (int64_t i = 0; i < PQ; i++) {
+          const int64_t a = nhwc ? (n * PQ + i) * KG + k : (n * KG + k) * PQ + i;
+          const int64_t b = nhwc ? (n * PQ + i) * K + g * KG + k : (n * K + g * KG + k) * PQ + i;
+          differ += y[a] != in.ref[b] || as[a] != in.abs_sum[b];
+        }
+  }
+  free(x);
+  free(y);
+  free(as);
+  inputs_free(&in);
+  if (differ) fprintf(stderr, "  %s: %lld outputs differ from the slices'\n", spec, (long long)differ);
+  return differ == 0;
+}
+
+static void test_ref_groups(void) {
+  ASSERT_TRUE(groups_match_slices("n=2,c=6,h=7,w=5,k=4,r=3,s=2,pad=1,groups=2", 3));
+  ASSERT_TRUE(groups_match_slices("n=2,c=8,h=6,w=6,k=8,r=3,s=3,stride=2,pad=1,groups=8,act=relu", 4));
+  ASSERT_TRUE(groups_match_slices("n=1,c=4,h=5,w=9,k=12,r=1,s=3,dil=1x2,groups=4,bias=0", 5));
+  ASSERT_TRUE(groups_match_slices("n=2,c=6,h=7,w=5,k=9,r=3,s=2,pad=1,groups=3,layout=nhwc", 6));
+  ASSERT_TRUE(groups_match_slices("n=1,c=16,h=6,w=6,k=16,r=3,s=3,pad=1,groups=16,layout=nhwc", 7));
+  /* one depthwise case by hand: each channel scaled by its own weight */
+  ct_problem p = problem("n=1,c=2,h=1,w=2,k=2,r=1,s=1,bias=0,groups=2");
+  const float x[4] = {1, 2, 3, 4}, w[2] = {10, 100};
+  const double y[4] = {10, 20, 300, 400};
+  ASSERT_TRUE(ref_matches(&p, x, w, NULL, y, NULL, 4));
 }
 
 /* With act=relu, the contract passes an output that applied the ReLU and
@@ -837,6 +901,7 @@ int main(void) {
   RUN_TEST(test_ref_relu);
   RUN_TEST(test_ref_residual);
   RUN_TEST(test_ref_nhwc);
+  RUN_TEST(test_ref_groups);
   RUN_TEST(test_ref_stride2);
   RUN_TEST(test_ref_pad1);
   RUN_TEST(test_ref_dilation2);

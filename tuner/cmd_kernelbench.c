@@ -536,7 +536,8 @@ static void kb_write(FILE *f, const kb_problem *kb, const char *db, int have_db,
   kb_tuple(f, p->pad_h, p->pad_w);
   fprintf(f, "\n_DILATION = ");
   kb_tuple(f, p->dil_h, p->dil_w);
-  fprintf(f, "\n_BIAS = %s\n", p->bias ? "True" : "False");
+  fprintf(f, "\n_GROUPS = %" PRId64 "\n", p->groups);
+  fprintf(f, "_BIAS = %s\n", p->bias ? "True" : "False");
   fprintf(f, "_SPEC = \"%s\"\n\n", spec);
 
   /* Sources: the launcher's head, each precision's kernels and launcher. */
@@ -646,7 +647,7 @@ static void kb_write(FILE *f, const kb_problem *kb, const char *db, int have_db,
           "        conv = self.%s\n"
           "        built = (conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride,\n"
           "                 conv.padding, conv.dilation, conv.groups, conv.bias is not None)\n"
-          "        if built != (_C, _K, _KERNEL, _STRIDE, _PADDING, _DILATION, 1, _BIAS):\n"
+          "        if built != (_C, _K, _KERNEL, _STRIDE, _PADDING, _DILATION, _GROUPS, _BIAS):\n"
           "            raise ValueError(\"these kernels compute %%s; this ModelNew asks for in=%%d out=%%d \"\n"
           "                             \"kernel=%%s stride=%%s padding=%%s dilation=%%s groups=%%d bias=%%s\"\n"
           "                             %% ((_SPEC,) + built))\n"
@@ -654,7 +655,7 @@ static void kb_write(FILE *f, const kb_problem *kb, const char *db, int have_db,
           "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
           "        conv = self.%s\n"
           "        _check(x, \"x\", (_N, _C, _H, _W))\n"
-          "        _check(conv.weight, \"the weight\", (_K, _C) + _KERNEL)\n"
+          "        _check(conv.weight, \"the weight\", (_K, _C // _GROUPS) + _KERNEL)\n"
           "        if conv.weight.device != x.device:\n"
           "            raise ValueError(\"x is on %%s, the weights on %%s\" %% (x.device, conv.weight.device))\n"
           "        b = conv.bias\n"
@@ -697,8 +698,8 @@ int ct_cli_kernelbench(const ct_cli *c) {
     snprintf(sig, sizeof sig,
              "in_channels: int, out_channels: int, kernel_size=(%" PRId64 ", %" PRId64
              "), stride=(%" PRId64 ", %" PRId64 "), padding=(%" PRId64 ", %" PRId64
-             "), dilation=(%" PRId64 ", %" PRId64 "), groups: int = 1, bias: bool = %s",
-             p.r, p.s, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w,
+             "), dilation=(%" PRId64 ", %" PRId64 "), groups: int = %" PRId64 ", bias: bool = %s",
+             p.r, p.s, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w, p.groups,
              p.bias ? "True" : "False");
     snprintf(conv, sizeof conv, "%s", KB_CONV_ALL);
     snprintf(test, sizeof test,

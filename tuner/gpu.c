@@ -136,7 +136,7 @@ ct_status ct_tune_data_create_mode(ct_tune_gpu *g, const ct_problem *p,
   int64_t P, Q;
   ct_problem_output(p, &P, &Q);
   d->nx = (size_t)(p->n * p->c * p->h * p->w);
-  d->nw = (size_t)(p->k * p->c * p->r * p->s);
+  d->nw = (size_t)(p->k * (p->c / p->groups) * p->r * p->s);
   d->nb = p->bias ? (size_t)p->k : 0;
   d->ny = (size_t)(p->n * p->k * P * Q);
   d->n_tiles = (int64_t)((d->ny + CT_CHECK_TILE - 1) / CT_CHECK_TILE);
@@ -180,7 +180,7 @@ ct_status ct_tune_data_create_mode(ct_tune_gpu *g, const ct_problem *p,
     goto out;
   }
   uint64_t s = seed;
-  float bound = (float)(1.0 / sqrt((double)(p->c * p->r * p->s)));
+  float bound = (float)(1.0 / sqrt((double)((p->c / p->groups) * p->r * p->s)));
   if ((rc = upload_uniform(&d->x, d->nx, 0.0f, 1.0f, &s, host, err, len)) != CT_OK) goto out;
   if ((rc = upload_uniform(&d->w, d->nw, -bound, bound, &s, host, err, len)) != CT_OK) goto out;
   if (d->nb &&

@@ -40,6 +40,7 @@ ct_status ct_tune_reference_cpu_residual(const ct_problem *p, const float *x,
 
   const int64_t N = p->n, C = p->c, H = p->h, W = p->w;
   const int64_t K = p->k, R = p->r, S = p->s;
+  const int64_t CG = C / p->groups, KG = K / p->groups; /* channels per group */
   int64_t P, Q;
   ct_problem_output(p, &P, &Q);
 
@@ -47,7 +48,7 @@ ct_status ct_tune_reference_cpu_residual(const ct_problem *p, const float *x,
   ** problem's layout, and the output index of (n, k, p, q). */
   const int nhwc = p->layout == CT_LAYOUT_NHWC;
   const int64_t xc_ = nhwc ? 1 : H * W, xh = nhwc ? W * C : W, xw = nhwc ? C : 1;
-  const int64_t wc_ = nhwc ? 1 : R * S, wr = nhwc ? S * C : S, ws = nhwc ? C : 1;
+  const int64_t wc_ = nhwc ? 1 : R * S, wr = nhwc ? S * CG : S, ws = nhwc ? CG : 1;
   for (int64_t n = 0; n < N; n++)
     for (int64_t k = 0; k < K; k++)
       for (int64_t op = 0; op < P; op++)
@@ -55,9 +56,10 @@ ct_status ct_tune_reference_cpu_residual(const ct_problem *p, const float *x,
           const int64_t o = nhwc ? ((n * P + op) * Q + oq) * K + k
                                  : ((n * K + k) * P + op) * Q + oq;
           double sum = 0.0, asum = 0.0, ssum = 0.0;
-          for (int64_t c = 0; c < C; c++) {
-            const float *xc = x + n * C * H * W + c * xc_;
-            const float *wc = w + k * C * R * S + c * wc_;
+          /* Output channel k reads the CG channels of its group. */
+          for (int64_t c = 0; c < CG; c++) {
+            const float *xc = x + n * C * H * W + (k / KG * CG + c) * xc_;
+            const float *wc = w + k * CG * R * S + c * wc_;
             for (int64_t r = 0; r < R; r++) {
               int64_t ih = op * p->stride_h - p->pad_h + r * p->dil_h;
               if (ih < 0 || ih >= H) continue;
@@ -83,7 +85,7 @@ ct_status ct_tune_reference_cpu_residual(const ct_problem *p, const float *x,
 /* The precision contract                                                  */
 
 /*
-** L = C*R*S (+1 with bias, +1 with a residual) terms per output, n
+** L = (C/groups)*R*S (+1 with bias, +1 with a residual) terms per output, n
 ** outputs, u_acc = 2^-24;
 ** u_op = 2^-11 (tf32) or 2^-22 (fp32).
 **
@@ -108,7 +110,7 @@ ct_status ct_tune_reference_cpu_residual(const ct_problem *p, const float *x,
 **                                 + c_acc*u_acc*sqrt(L)) * A,
 **             A = sqrt(sum_i sq_sum_i)
 **   Statistical, for random inputs like the tuner's (x uniform [0,1), w
-**   and b uniform +-1/sqrt(C*R*S)).  Rounding to nearest TF32 errs by a
+**   and b uniform +-1/sqrt((C/groups)*R*S)).  Rounding to nearest TF32 errs by a
 **   relative RMS of u_op/sqrt(3) * sqrt(E[1/m^2]) per operand (m in [1,2)
 **   its significand): 0.41*u_op for uniform m, 0.58*u_op per product, and
 **   independently across an output's terms, so ||err|| ~ 0.58*u_op*A.
@@ -172,7 +174,8 @@ static int is_headline_shape(const ct_problem *p) {
          p->r == h.r && p->s == h.s && p->stride_h == h.stride_h &&
          p->stride_w == h.stride_w && p->pad_h == h.pad_h &&
          p->pad_w == h.pad_w && p->dil_h == h.dil_h && p->dil_w == h.dil_w &&
-         p->bias == h.bias && p->act == h.act && p->residual == h.residual;
+         p->bias == h.bias && p->act == h.act && p->residual == h.residual &&
+         p->groups == h.groups;
 }
 
 /* Appends "; " (when not first) and a formatted clause to out->reason. */
@@ -215,10 +218,10 @@ static void contract_tile(const float *y, const double *ref,
   *t = lane[0];
 }
 
-/* L of the contract: C*R*S terms per output, +1 with bias, +1 with a
-** residual. */
+/* L of the contract: (C/groups)*R*S terms per output, +1 with bias, +1
+** with a residual. */
 static double reduction_length(const ct_problem *p) {
-  return (double)p->c * (double)p->r * (double)p->s + (p->bias ? 1 : 0) +
+  return (double)(p->c / p->groups) * (double)p->r * (double)p->s + (p->bias ? 1 : 0) +
          (p->residual ? 1 : 0);
 }
 

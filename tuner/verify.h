@@ -7,7 +7,7 @@
 ** abs_sum = sum |x*w| (+|b|) and sq_sum = sum (x*w)^2 (+b^2); a residual
 ** problem's residual is one more term of each.
 **
-** The contract.  L = C*R*S (+1 with bias, +1 with a residual), n = number
+** The contract.  L = (C/groups)*R*S (+1 with bias, +1 with a residual), n = number
 ** of outputs,
 ** u_acc = 2^-24 (fp32 accumulation), and
 **   tf32: u_op = 2^-11 (operands rounded to nearest TF32), c_op = 1.0,
@@ -36,7 +36,7 @@
 #include "ct_check.cuh" /* templates/: the scan, shared with the GPU check */
 
 /* The float64 reference of problem *p on host tensors x (N*C*H*W), w
-** (K*C*R*S) and b (K; may be NULL when p->bias is 0), fp32 in the
+** (K*(C/groups)*R*S) and b (K; may be NULL when p->bias is 0), fp32 in the
 ** problem's layout (NCHW / KCRS, or NHWC / KRSC).  Writes N*K*P*Q doubles
 ** in the output's layout (NKPQ or NPQK) into each of y (sum x*w (+b),
 ** through the ReLU when p->act is CT_ACT_RELU), abs_sum

@@ -74,8 +74,10 @@ PATHS = ["none", "tuned-cubin", "tuned-compiled", "default", "nearest"]
 
 class Problem(ctypes.Structure):
     """struct ct_problem: 13 int64 fields, int bias, enums precision, act
-    and layout, int residual (128 bytes with the padding at its end; the
-    library's ct_problem_size must agree)."""
+    and layout, int residual, then int64 groups after 4 bytes of padding
+    (136 bytes; the library's ct_problem_size must agree).  groups, the
+    last field, defaults to 1 (an ordinary convolution, as in a spec) when
+    a Problem is made without it; w is then (K, C / groups, R, S)."""
 
     _fields_ = [
         ("n", ctypes.c_int64),
@@ -96,7 +98,13 @@ class Problem(ctypes.Structure):
         ("act", ctypes.c_int),  # ct_activation, likewise
         ("layout", ctypes.c_int),  # ct_layout, likewise
         ("residual", ctypes.c_int),
+        ("groups", ctypes.c_int64),  # added in 0.4.0
     ]
+
+    def __init__(self, *args, **kwargs):
+        if len(args) < len(self._fields_) and "groups" not in kwargs:
+            kwargs["groups"] = 1
+        super().__init__(*args, **kwargs)
 
     def spec(self):
         """The canonical spec text (README.md, "Problem specs"), as
@@ -109,6 +117,7 @@ class Problem(ctypes.Structure):
         act += {CT_LAYOUT_NCHW: "", CT_LAYOUT_NHWC: ",layout=nhwc"}.get(
             self.layout, ",layout=%d" % self.layout)
         act += {0: "", 1: ",residual=1"}.get(self.residual, ",residual=%d" % self.residual)
+        act += ",groups=%d" % self.groups if self.groups != 1 else ""
         return ("n=%d,c=%d,h=%d,w=%d,k=%d,r=%d,s=%d,stride=%s,pad=%s,dil=%s,bias=%d,prec=%s%s"
                 % (self.n, self.c, self.h, self.w, self.k, self.r, self.s,
                    pair(self.stride_h, self.stride_w), pair(self.pad_h, self.pad_w),
@@ -135,9 +144,13 @@ class Problem(ctypes.Structure):
         return P, Q
 
     def shapes(self):
-        """The tensor shapes: x (N,C,H,W), w (K,C,R,S), b (K,) or None, y (N,K,P,Q)."""
+        """The tensor shapes: x (N,C,H,W), w (K,C/groups,R,S), b (K,) or
+        None, y (N,K,P,Q)."""
+        if self.groups < 1:
+            raise ValueError("groups = %d must be >= 1" % self.groups)
         P, Q = self.output_hw()
-        return ((self.n, self.c, self.h, self.w), (self.k, self.c, self.r, self.s),
+        return ((self.n, self.c, self.h, self.w),
+                (self.k, self.c // self.groups, self.r, self.s),
                 (self.k,) if self.bias else None, (self.n, self.k, P, Q))
 
 
@@ -277,9 +290,10 @@ class Library:
             "ct_problem_parse": (i, [cp, P, ctypes.c_char_p, sz]),
             "ct_problem_format": (i, [P, ctypes.c_char_p, sz]),
             "ct_precision_name": (cp, [i]),
-            # Added with struct ct_problem's act and layout (0.2.0), and its
-            # residual (0.3.0): a library without them has an older, shorter
-            # struct, so it is refused.
+            # Added with struct ct_problem's act and layout (0.2.0); its
+            # residual (0.3.0) and groups (0.4.0) lengthened it again, which
+            # ct_problem_size tells: a library without them has an older,
+            # shorter struct, so it is refused.
             "ct_activation_name": (cp, [i]),
             "ct_layout_name": (cp, [i]),
             "ct_problem_size": (sz, []),

@@ -3,10 +3,11 @@ extension is compiled against PyTorch).
 
     conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
            *, precision="auto", act="none", residual=None)
-        F.conv2d's arguments and result (act="relu": through a ReLU the
-        kernel applies; residual: a tensor of the output's shape the kernel
-        adds before the ReLU); runs libconvtune's ct_forward on the current
-        CUDA stream of x's device.
+        F.conv2d's arguments and result (groups: PyTorch's grouped
+        convolution, depthwise with groups = C; act="relu": through a ReLU
+        the kernel applies; residual: a tensor of the output's shape the
+        kernel adds before the ReLU); runs libconvtune's ct_forward on the
+        current CUDA stream of x's device.
     Conv2d(in_channels, out_channels, kernel_size, stride=1, padding=0,
            dilation=1, groups=1, bias=True, padding_mode="zeros",
            device=None, dtype=None, *, precision="auto")
@@ -14,7 +15,7 @@ extension is compiled against PyTorch).
         initialisation and its state_dict keys are nn.Conv2d's; its forward
         is conv2d.  Conv2d.from_module(m) converts an nn.Conv2d.
     torch.ops.convtune.conv2d(x, weight, bias, stride, padding, dilation,
-                              precision, act="none", residual=None)
+                              precision, act="none", residual=None, groups=1)
         the registered custom op behind both, with a fake (meta)
         implementation, so it traces into torch.compile graphs (fullgraph
         too) and, being free of allocation and synchronisation after its
@@ -28,7 +29,7 @@ extension is compiled against PyTorch).
         which kernel runs for that call and why (path, variant, reason,
         database state).
     collect(model, *example_inputs, precision="auto", fold_bn=True,
-            fuse_relu=True, fuse_residual=False, ...)
+            fuse_relu=True, fuse_residual=False, grouped=False, ...)
         the conv2d problems one forward pass of a model runs (forward hooks
         on its nn.Conv2d modules; BatchNorms folded, additions and ReLUs
         fused as patch() does),
@@ -39,7 +40,7 @@ extension is compiled against PyTorch).
         collect(), then `convtune tune --problems` on them, with its
         progress; returns its result.
     patch(model, fold_bn=True, fuse_relu=True, fuse_residual=False,
-          channels_last=False, precision="auto", inplace=False)
+          grouped=False, channels_last=False, precision="auto", inplace=False)
         the model for inference with its nn.Conv2d modules replaced by
         Conv2d (eval-mode BatchNorms folded into the convolution before
         them, a residual addition and ReLUs after them fused into its
@@ -56,8 +57,15 @@ format is copied into x's for each call (patch() and
 model.to(memory_format=torch.channels_last) give weights in the model's).
 A tensor that is both (C = 1, or H = W = 1) reads as NCHW.
 
+Groups: any groups F.conv2d takes (groups dividing C and K; weight of
+shape (K, C / groups, R, S); depthwise: groups = C, K a multiple of C),
+",groups=G" in the spec.  Only the library's direct family (FFMA, which
+meets tf32 and fp32 alike) runs grouped problems, so their tuned winners
+are direct variants; patch(), collect() and tune() leave grouped
+convolutions to PyTorch unless given grouped=True (the report says so).
+
 Unsupported cases raise UnsupportedError naming the reason; nothing falls
-back silently to another implementation: groups != 1, tensors not float32,
+back silently to another implementation: tensors not float32,
 on the CPU or on another device than x, neither contiguous nor
 channels_last (a strided view), padding_mode other than "zeros",
 padding="same" that would need asymmetric padding, sizes beyond the
@@ -236,11 +244,12 @@ def _weight_in(weight, layout):
                              else torch.contiguous_format)
 
 
-def _check_tensors(x, weight, bias, fake):
+def _check_tensors(x, weight, bias, groups, fake):
     """Raises UnsupportedError (or ValueError for malformed arguments) unless
     the tensors are what the library runs: float32, x and weight dense NCHW
     or channels_last (_layout), bias dense, on x's CUDA device (meta also
-    allowed when fake).  Returns x's layout."""
+    allowed when fake), weight (K, C / groups, R, S) for x's C channels
+    with groups dividing K.  Returns x's layout."""
     tensors = [("x", x), ("weight", weight)] + ([("bias", bias)] if bias is not None else [])
     for name, t in tensors:
         if t.dtype != torch.float32:
@@ -249,14 +258,19 @@ def _check_tensors(x, weight, bias, fake):
     if x.dim() != 4:
         raise ValueError("x must be 4-D (N, C, H, W), not of shape %s" % (tuple(x.shape),))
     if weight.dim() != 4:
-        raise ValueError("weight must be 4-D (K, C, R, S), not of shape %s"
+        raise ValueError("weight must be 4-D (K, C / groups, R, S), not of shape %s"
                          % (tuple(weight.shape),))
     if bias is not None and (bias.dim() != 1 or bias.shape[0] != weight.shape[0]):
         raise ValueError("bias must have shape (%s,), not %s"
                          % (weight.shape[0], tuple(bias.shape)))
-    if x.shape[1] != weight.shape[1]:
-        raise ValueError("x has %s channels but weight expects %s (groups=1)"
-                         % (x.shape[1], weight.shape[1]))
+    if weight.shape[0] % groups:
+        raise ValueError("groups=%s does not divide weight's %s output channels (K = "
+                         "weight.shape[0] must be a multiple of groups)"
+                         % (groups, weight.shape[0]))
+    if x.shape[1] != weight.shape[1] * groups:
+        raise ValueError("x has %s channels but weight expects %s (weight.shape[1] = %s "
+                         "channels per group x groups=%s)"
+                         % (x.shape[1], weight.shape[1] * groups, weight.shape[1], groups))
     for name, t in tensors:
         if (_layout(t) if t.dim() == 4 else ("nchw" if t.is_contiguous() else None)) is None:
             raise UnsupportedError(
@@ -291,13 +305,21 @@ def _check_params(stride, padding, dilation):
                          % (stride, dilation, padding))
 
 
-_problems = {}  # (shapes, parameters, precision, act, layout, residual) -> _lib.Problem
+def _check_groups(groups):
+    """groups as F.conv2d takes it: an int >= 1 (whether it divides the
+    channels is _check_tensors's to say)."""
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ValueError("groups must be an int >= 1, not %r" % (groups,))
+    return groups
 
 
-def _problem(x, weight, bias, stride, padding, dilation, precision, act="none",
+_problems = {}  # (shapes, parameters, groups, precision, act, layout, residual) -> Problem
+
+
+def _problem(x, weight, bias, stride, padding, dilation, groups, precision, act="none",
              layout="nchw", residual=False):
     key = (tuple(x.shape), tuple(weight.shape), bias is not None, tuple(stride),
-           tuple(padding), tuple(dilation), precision, act, layout, bool(residual))
+           tuple(padding), tuple(dilation), groups, precision, act, layout, bool(residual))
     p = _problems.get(key)
     if p is None:
         n, c, h, w = x.shape
@@ -305,7 +327,7 @@ def _problem(x, weight, bias, stride, padding, dilation, precision, act="none",
         p = _lib.Problem(n, c, h, w, k, r, s, stride[0], stride[1], padding[0], padding[1],
                          dilation[0], dilation[1], 1 if bias is not None else 0,
                          _lib.PRECISIONS[precision], _lib.ACTIVATIONS[act],
-                         _lib.LAYOUTS[layout], 1 if residual else 0)
+                         _lib.LAYOUTS[layout], 1 if residual else 0, groups)
         try:
             library().validate(p)
         except _lib.ConvtuneError as e:
@@ -355,7 +377,7 @@ def _takes_residual(module, x, residual):
     if x.dim() != 4:
         return False
     stride, padding, dilation = _arguments(x, module.weight, module.stride, module.padding,
-                                           module.dilation, 1, "auto")
+                                           module.dilation, module.groups, "auto")
     return _residual_fits(residual, x, module.weight, stride, padding, dilation)
 
 
@@ -375,8 +397,8 @@ def _donatable(residual, layout, x, weight, bias):
     return _layout(residual) == layout and _apart(residual, x, weight, bias)
 
 
-def _call_setup(x, weight, bias, stride, padding, dilation, precision, act, residual=None,
-                donate=False):
+def _call_setup(x, weight, bias, stride, padding, dilation, groups, precision, act,
+                residual=None, donate=False):
     """A call's checks, its output y (empty, in x's memory format; with a
     residual, holding it: residual itself where donate allows, see
     _donatable, else a copy), x's layout and the problem (None for an empty
@@ -384,7 +406,8 @@ def _call_setup(x, weight, bias, stride, padding, dilation, precision, act, resi
     _check_precision(precision)
     _check_act(act)
     _check_params(stride, padding, dilation)
-    layout = _check_tensors(x, weight, bias, fake=False)
+    _check_groups(groups)
+    layout = _check_tensors(x, weight, bias, groups, fake=False)
     shape = _output_shape(x, weight, stride, padding, dilation)
     if residual is not None:
         _check_residual(residual, shape, x)
@@ -398,19 +421,19 @@ def _call_setup(x, weight, bias, stride, padding, dilation, precision, act, resi
             y.copy_(residual)
     if y.numel() == 0:  # a batch of 0: nothing to run
         return y, layout, None
-    return y, layout, _problem(x, weight, bias, stride, padding, dilation,
+    return y, layout, _problem(x, weight, bias, stride, padding, dilation, groups,
                                _resolve_precision(precision), act, layout, residual is not None)
 
 
-def _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act="none",
+def _conv2d_run(x, weight, bias, stride, padding, dilation, groups, precision, act="none",
                 module=None, residual=None, donate=False):
     """The op's implementation: checks, allocates y and runs ct_forward.
     With module (a Conv2d's own call, outside autograd), the call is kept
     as its _Repeat unless the weight had to be copied into x's layout.
     With a residual, y = act(conv + b + residual) (donate: written into
     residual itself where _donatable)."""
-    y, layout, p = _call_setup(x, weight, bias, stride, padding, dilation, precision, act,
-                               residual, donate)
+    y, layout, p = _call_setup(x, weight, bias, stride, padding, dilation, groups, precision,
+                               act, residual, donate)
     if p is None:
         return y
     w = _weight_in(weight, layout)
@@ -431,8 +454,8 @@ def _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act="none
 def _conv2d_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                stride: List[int], padding: List[int], dilation: List[int],
                precision: str, act: str = "none",
-               residual: Optional[torch.Tensor] = None) -> torch.Tensor:
-    return _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act,
+               residual: Optional[torch.Tensor] = None, groups: int = 1) -> torch.Tensor:
+    return _conv2d_run(x, weight, bias, stride, padding, dilation, groups, precision, act,
                        residual=residual)
 
 
@@ -480,11 +503,12 @@ def _plain(t):
 
 @_conv2d_op.register_fake
 def _conv2d_fake(x, weight, bias, stride, padding, dilation, precision, act="none",
-                 residual=None):
+                 residual=None, groups=1):
     _check_precision(precision)
     _check_act(act)
     _check_params(stride, padding, dilation)
-    layout = _check_tensors(x, weight, bias, fake=True)
+    _check_groups(groups)
+    layout = _check_tensors(x, weight, bias, groups, fake=True)
     shape = _output_shape(x, weight, stride, padding, dilation)
     if residual is not None:
         _check_residual(residual, shape, x)
@@ -494,11 +518,11 @@ def _conv2d_fake(x, weight, bias, stride, padding, dilation, precision, act="non
 
 
 def _setup_context(ctx, inputs, output):
-    x, weight, bias, stride, padding, dilation, _, act, residual = inputs
+    x, weight, bias, stride, padding, dilation, _, act, residual, groups = inputs
     # With act=relu the gradient passes where the output is positive.
     ctx.save_for_backward(x, weight, output if act == "relu" else None)
     ctx.bias_sizes = [weight.shape[0]] if bias is not None else None
-    ctx.conv = (list(stride), list(padding), list(dilation))
+    ctx.conv = (list(stride), list(padding), list(dilation), groups)
     ctx.residual = residual is not None
 
 
@@ -506,15 +530,16 @@ def _backward(ctx, grad_y):
     x, weight, y = ctx.saved_tensors
     if y is not None:
         grad_y = grad_y * (y > 0)
-    stride, padding, dilation = ctx.conv
+    stride, padding, dilation, groups = ctx.conv
     need = ctx.needs_input_grad
     mask = [need[0], need[1], bool(need[2]) and ctx.bias_sizes is not None]
     gx, gw, gb = torch.ops.aten.convolution_backward(
-        grad_y, x, weight, ctx.bias_sizes, stride, padding, dilation, False, [0, 0], 1, mask)
+        grad_y, x, weight, ctx.bias_sizes, stride, padding, dilation, False, [0, 0], groups,
+        mask)
     # The residual is added as it is: its gradient is y's (through the ReLU).
     gr = grad_y if ctx.residual and need[8] else None
     return (gx if mask[0] else None, gw if mask[1] else None, gb if mask[2] else None,
-            None, None, None, None, None, gr)
+            None, None, None, None, None, gr, None)
 
 
 _conv2d_op.register_autograd(_backward, setup_context=_setup_context)
@@ -524,9 +549,9 @@ _conv2d_op.register_autograd(_backward, setup_context=_setup_context)
 # The functional form and the module
 
 def _arguments(x, weight, stride, padding, dilation, groups, precision):
-    """Checks and normalises F.conv2d-style arguments."""
-    if groups != 1:
-        raise UnsupportedError("groups=%s: convtune runs groups=1 convolutions only" % groups)
+    """Checks and normalises F.conv2d-style arguments (groups is checked,
+    and passed on as it is)."""
+    _check_groups(groups)
     _check_precision(precision)
     stride = _pair(stride, "stride")
     dilation = _pair(dilation, "dilation")
@@ -552,7 +577,9 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
     residual: a float32 tensor of the output's shape (any strides) added
     after the bias, before the ReLU, by the kernel as it stores each output
     (a ResNet block's conv, + identity, ReLU): act(F.conv2d(...) +
-    residual), in a new tensor; its gradient is the output's."""
+    residual), in a new tensor; its gradient is the output's.  groups:
+    F.conv2d's (weight of shape (K, C / groups, R, S), groups dividing C
+    and K; depthwise: groups = C), with the residual and the ReLU too."""
     stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, groups,
                                            precision)
     _check_act(act)
@@ -562,10 +589,11 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
         if isinstance(residual, torch.Tensor):
             residual = residual.unsqueeze(0)
     if x.is_cuda and not _needs_op(x, weight, bias, residual=residual):
-        y = _conv2d_run(x, weight, bias, stride, padding, dilation, precision, act,
+        y = _conv2d_run(x, weight, bias, stride, padding, dilation, groups, precision, act,
                         residual=residual)
     else:
-        y = _conv2d_op(x, weight, bias, stride, padding, dilation, precision, act, residual)
+        y = _conv2d_op(x, weight, bias, stride, padding, dilation, precision, act, residual,
+                       groups)
     return y.squeeze(0) if squeeze else y
 
 
@@ -573,18 +601,18 @@ def explain(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
             precision="auto", act="none", residual=False):
     """What conv2d runs for these arguments and why: a dict with path
     ("tuned-cubin", "tuned-compiled", "nearest", "default"), variant,
-    reason, database (its state), precision and spec.  residual=True: for
-    a call with a residual.  Loads the kernel if that has not happened yet
-    (no launch)."""
+    reason, database (its state), precision and spec (",groups=G" for
+    groups > 1).  residual=True: for a call with a residual.  Loads the
+    kernel if that has not happened yet (no launch)."""
     stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, groups,
                                            precision)
     if x.dim() == 3:
         x = x.unsqueeze(0)
     _check_params(stride, padding, dilation)
-    layout = _check_tensors(x, weight, bias, fake=False)
+    layout = _check_tensors(x, weight, bias, groups, fake=False)
     prec = _resolve_precision(precision)
-    p = _problem(x, weight, bias, stride, padding, dilation, prec, _check_act(act), layout,
-                 bool(residual))
+    p = _problem(x, weight, bias, stride, padding, dilation, groups, prec, _check_act(act),
+                 layout, bool(residual))
     ctx = context(x.device)
     ctx.prepare(p)
     path, variant = ctx.forward_path(p)
@@ -721,11 +749,11 @@ def _keep_repeat(module, x, y, ctx, p, weight, bias, packed=None, residual=None)
 class Conv2d(nn.Conv2d):
     """nn.Conv2d whose forward runs libconvtune (conv2d above).  Same
     constructor (plus precision, act and pack_weights), parameters,
-    initialisation and state_dict; groups != 1, padding_mode other than
-    "zeros" and dtypes other than float32 raise UnsupportedError here, at
-    construction.  act="relu": the module computes relu(conv(x)), the ReLU
-    fused into the kernel (patch(fuse_relu=True) sets it where a ReLU
-    followed).
+    initialisation and state_dict; groups as nn.Conv2d takes them (grouped
+    and depthwise convolutions); padding_mode other than "zeros" and dtypes
+    other than float32 raise UnsupportedError here, at construction.
+    act="relu": the module computes relu(conv(x)), the ReLU fused into the
+    kernel (patch(fuse_relu=True) sets it where a ReLU followed).
 
     pack_weights=True, for inference: in eval mode, outside autograd and
     graph capture, the weights are packed once (the library's
@@ -759,9 +787,6 @@ class Conv2d(nn.Conv2d):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
                  dtype=None, *, precision="auto", act="none", pack_weights=False):
-        if groups != 1:
-            raise UnsupportedError("groups=%s: convtune runs groups=1 convolutions only"
-                                   % groups)
         if padding_mode != "zeros":
             raise UnsupportedError("padding_mode=%r: convtune pads with zeros only"
                                    % padding_mode)
@@ -823,8 +848,8 @@ class Conv2d(nn.Conv2d):
                                                        self.padding, self.dilation,
                                                        self.groups, self.precision)
                 return _conv2d_run(input, self.weight, self.bias, stride, padding, dilation,
-                                   self.precision, self.act, module=self, residual=residual,
-                                   donate=donate)
+                                   self.groups, self.precision, self.act, module=self,
+                                   residual=residual, donate=donate)
         return conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                       self.groups, precision=self.precision, act=self.act, residual=residual)
 
@@ -842,7 +867,7 @@ class Conv2d(nn.Conv2d):
         stride, padding, dilation = _arguments(x, self.weight, self.stride, self.padding,
                                                self.dilation, self.groups, self.precision)
         y, layout, p = _call_setup(x, self.weight, self.bias, stride, padding, dilation,
-                                   self.precision, self.act, residual, donate)
+                                   self.groups, self.precision, self.act, residual, donate)
         if p is None:
             return y
         ctx = context(x.device)
@@ -888,10 +913,9 @@ _NAME_MAX = 63  # a problem's name in a list (tuner/problems.c)
 
 
 def _conv_config_reason(module):
-    """Why convtune cannot run the nn.Conv2d `module`'s configuration (groups,
-    padding mode, weight dtype, asymmetric "same" padding), or None."""
-    if module.groups != 1:
-        return "groups=%d: convtune runs groups=1 convolutions only" % module.groups
+    """Why convtune cannot run the nn.Conv2d `module`'s configuration
+    (padding mode, weight dtype, asymmetric "same" padding), or None; any
+    groups nn.Conv2d accepts run."""
     if module.padding_mode != "zeros":
         return "padding_mode=%r: convtune pads with zeros only" % module.padding_mode
     if module.weight.dtype != torch.float32:
@@ -928,20 +952,21 @@ def _collected_problem(module, x, precision, act="none", residual=None):
                          "convtune runs dense NCHW or NHWC tensors")
     try:
         stride, padding, dilation = _arguments(x, weight, module.stride, module.padding,
-                                               module.dilation, 1, precision)
+                                               module.dilation, module.groups, precision)
         _check_params(stride, padding, dilation)
         n, k, P, Q = _output_shape(x, weight, stride, padding, dilation)
         if residual is not None and not fused:
             act = "none"
-        p = _problem(x, weight, bias, stride, padding, dilation, precision, act, layout, fused)
+        p = _problem(x, weight, bias, stride, padding, dilation, module.groups, precision, act,
+                     layout, fused)
     except ValueError as e:  # UnsupportedError too
         return None, 0, str(e)
-    c, r, s_ = weight.shape[1:]
+    c, r, s_ = weight.shape[1:]  # c: the channels per group, each output's reduction
     return library().format(p), 2e-9 * n * k * P * Q * c * r * s_, None
 
 
 def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=True,
-            fuse_residual=False, channels_last=False, **example_kwargs):
+            fuse_residual=False, grouped=False, channels_last=False, **example_kwargs):
     """The conv2d problems one forward pass of `model` runs.
 
     Runs model(*example_inputs, **example_kwargs) once under torch.no_grad()
@@ -952,8 +977,9 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=Tr
     CUDA only).
     precision: "tf32", "fp32" or "auto" (tf32 when
     torch.backends.cudnn.allow_tf32 is set, read now).
-    fold_bn, fuse_relu, fuse_residual, channels_last: the problems of the
-    model as patch() runs it with the same flags (channels_last:
+    fold_bn, fuse_relu, fuse_residual, grouped, channels_last: the
+    problems of the model as patch() runs it with the same flags (grouped:
+    its grouped convolutions too, else they are skipped; channels_last:
     layout=nhwc), each BatchNorm it would fold folded into its
     convolution (a folded convolution has a bias: bias=1 in its spec),
     each addition it would fuse fused (residual=1) and each ReLU it would
@@ -970,16 +996,20 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=Tr
                    (calls x GFLOP, an estimate of its share of the time for
                    `tune --weighted`) and "modules" (every module name);
       "skipped":   the convolutions convtune cannot run, one entry per
-                   module: "name", "calls" and "reason" (groups != 1, a
-                   dtype other than float32, padding_mode, asymmetric
-                   "same" padding, sizes past the library's limits).
+                   module: "name", "calls" and "reason" (a dtype other
+                   than float32, padding_mode, asymmetric "same" padding,
+                   sizes past the library's limits, groups > 1 without
+                   grouped=True).  With grouped=True grouped and depthwise
+                   convolutions are problems like any other, with
+                   ",groups=G" in their spec.
     The problems part is what `convtune tune --problems` reads
     (write_problems writes it)."""
     prec = _resolve_precision(_check_precision(precision))
     relu = {}
     if (fold_bn or fuse_relu or fuse_residual) and not isinstance(model, nn.Conv2d):
         # (a lone convolution: nothing to fold or fuse)
-        model, _, relu, _ = _fuse(copy.deepcopy(model), fold_bn, fuse_relu, fuse_residual)
+        model, _, relu, _ = _fuse(copy.deepcopy(model), fold_bn, fuse_relu, fuse_residual,
+                                  grouped)
     if channels_last:
         model = _to_channels_last(copy.deepcopy(model))
     names = {m: (n or "(model)") for n, m in model.named_modules()}
@@ -988,7 +1018,10 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=Tr
     def hook(module, args, kwargs, output):
         name = names.get(module, type(module).__name__)
         x = args[0] if args else kwargs.get("input")
-        if isinstance(x, torch.Tensor):
+        reason = _grouped_reason(module, grouped)
+        if reason is not None:
+            spec, gflop = None, 0
+        elif isinstance(x, torch.Tensor):
             residual = args[1] if len(args) > 1 else kwargs.get("residual")
             spec, gflop, reason = _collected_problem(module, x, prec,
                                                      "relu" if name in relu else "none",
@@ -1057,12 +1090,12 @@ def _find_cli(cli):
 
 def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=None,
          weighted=False, fresh=False, fold_bn=True, fuse_relu=True, fuse_residual=False,
-         channels_last=False, cli=None, problems_file=None, quiet=False, args=(),
+         grouped=False, channels_last=False, cli=None, problems_file=None, quiet=False, args=(),
          **example_kwargs):
     """Tunes the conv2d problems of one forward pass of `model` on a GPU.
 
     collect(model, *example_inputs, precision=..., fold_bn=..., fuse_relu=...,
-    fuse_residual=..., channels_last=..., **example_kwargs) (the flags
+    fuse_residual=..., grouped=..., channels_last=..., **example_kwargs) (the flags
     patch() will be given: a folded convolution's problem has a bias, a
     fused one act=relu or residual=1, a channels_last model's layout=nhwc),
     then `convtune tune --problems FILE
@@ -1103,7 +1136,7 @@ def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=
         device = next((t.device.index for t in example_inputs
                        if isinstance(t, torch.Tensor) and t.is_cuda), None)
     collected = collect(model, *example_inputs, precision=precision, fold_bn=fold_bn,
-                        fuse_relu=fuse_relu, fuse_residual=fuse_residual,
+                        fuse_relu=fuse_relu, fuse_residual=fuse_residual, grouped=grouped,
                         channels_last=channels_last, **example_kwargs)
     if not collected["problems"]:
         return {"collected": collected, "result": {"problems": []}}
@@ -1168,8 +1201,19 @@ def _warn_unread(db):
 # -------------------------------------------------------------------------
 # Patching a model for inference
 
-def _unsupported_module(module):
-    """Why Conv2d cannot replace the nn.Conv2d `module`, or None."""
+def _grouped_reason(module, grouped):
+    """Why patch(), collect() and tune() leave the grouped nn.Conv2d
+    `module` to PyTorch (grouped=False), or None."""
+    if grouped or module.groups == 1 or isinstance(module, Conv2d):
+        return None
+    return ("groups=%d: left to PyTorch (convtune runs grouped convolutions on its FFMA "
+            "direct family alone, which may be slower than PyTorch's); pass grouped=True "
+            "to replace it" % module.groups)
+
+
+def _unsupported_module(module, grouped=True):
+    """Why Conv2d cannot replace the nn.Conv2d `module`, or None
+    (grouped: see _grouped_reason)."""
     if parametrize.is_parametrized(module):
         return "its parameters are parametrized (e.g. weight_norm)"
     if module._forward_hooks or module._forward_pre_hooks:
@@ -1179,7 +1223,7 @@ def _unsupported_module(module):
                 % type(module).__name__)
     if module.training:
         return "training mode: patch serves inference (call model.eval() first)"
-    return _conv_config_reason(module)
+    return _grouped_reason(module, grouped) or _conv_config_reason(module)
 
 
 def _inputs_channels_last(module, args, kwargs):
@@ -1246,10 +1290,11 @@ def _add_operands(node):
     return tuple(node.args) if add and len(node.args) == 2 and not node.kwargs else None
 
 
-def _fuse(model, fold_bn, fuse_relu, fuse_residual=False):
+def _fuse(model, fold_bn, fuse_relu, fuse_residual=False, grouped=True):
     """Traces `model` with torch.fx (every nn.Conv2d kept a module) and
     rewrites the graph around each plain nn.Conv2d that convtune can run
-    and that is called at one place with its parameters read nowhere else:
+    (a grouped one only with grouped) and that is called at one place with
+    its parameters read nowhere else:
       fold_bn: an eval-mode BatchNorm2d without hooks whose only input is
                that convolution's output, used by it alone, is folded into
                the convolution;
@@ -1309,7 +1354,7 @@ def _fuse(model, fold_bn, fuse_relu, fuse_residual=False):
             return False
         conv = modules.get(src.target)
         return (type(conv) in (nn.Conv2d, _ResidualConv2d) and
-                _unsupported_module(conv) is None and
+                _unsupported_module(conv, grouped) is None and
                 len(src.users) == 1 and calls[src.target] == 1 and
                 not any(a.startswith(src.target + ".") for a in attrs))
 
@@ -1400,17 +1445,24 @@ def _fuse(model, fold_bn, fuse_relu, fuse_residual=False):
     return gm, folded, relu, residual
 
 
-def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, channels_last=False,
-          precision="auto", inplace=False, pack_weights=False):
+def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, grouped=False,
+          channels_last=False, precision="auto", inplace=False, pack_weights=False):
     """The model for inference on convtune's convolutions.
 
     Every nn.Conv2d that convtune can run is replaced by a Conv2d with its
     configuration, parameters and `precision`; the others stay PyTorch's,
-    each with its reason in the report (training mode, groups != 1, a
-    dtype other than float32, padding_mode, asymmetric "same" padding, a
-    subclass of nn.Conv2d, forward hooks, parametrized weights).
+    each with its reason in the report (training mode, a dtype other than
+    float32, padding_mode, asymmetric "same" padding, a subclass of
+    nn.Conv2d, forward hooks, parametrized weights, groups > 1 without
+    grouped=True).
     Whether a problem's sizes fit is checked when it runs (Conv2d raises
     UnsupportedError then).
+
+    grouped (off by default in 0.4.0): grouped and depthwise convolutions
+    are replaced too (groups kept), BatchNorms, ReLUs and additions after
+    them folded and fused alike.  They run on convtune's FFMA direct family
+    alone, which may be slower than PyTorch's grouped kernels: off, they
+    stay PyTorch's, each with that reason in the report.
 
     fold_bn: each eval-mode BatchNorm2d fed by such a convolution alone is
     folded into it, once, now (weight * gamma / sqrt(var + eps), and the
@@ -1436,9 +1488,9 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, channels_
     residual that does not fit the kernel at run time (a broadcast, another
     dtype) is added by torch after the convolution, as before.
     Without any of the three the modules are replaced where they stand.
-    Tune with the same fold_bn, fuse_relu and fuse_residual (tune() and
-    collect() take them): a folded convolution's problem has a bias, a
-    fused one act=relu or residual=1.
+    Tune with the same fold_bn, fuse_relu, fuse_residual and grouped
+    (tune() and collect() take them): a folded convolution's problem has a
+    bias, a fused one act=relu or residual=1.
 
     channels_last: the patched model's parameters in channels_last and a
     forward pre-hook giving its 4-D inputs that format, so that every
@@ -1473,7 +1525,8 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, channels_
     report = {"replaced": [], "left": []}
     if rewrite:
         before = [n for n, m in model.named_modules() if isinstance(m, nn.Conv2d)]
-        model, folded, relu, residual = _fuse(model, fold_bn, fuse_relu, fuse_residual)
+        model, folded, relu, residual = _fuse(model, fold_bn, fuse_relu, fuse_residual,
+                                              grouped)
         kept = {n for n, m in model.named_modules()}
         report["left"] += [{"name": n, "reason": "its model's forward never calls it: "
                                                  "not in the traced model"}
@@ -1481,7 +1534,7 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, channels_
     for name, module in list(model.named_modules()):
         if not isinstance(module, nn.Conv2d) or isinstance(module, Conv2d):
             continue
-        reason = _unsupported_module(module)
+        reason = _unsupported_module(module, grouped)
         if reason is not None:
             report["left"].append({"name": name, "reason": reason})
             continue

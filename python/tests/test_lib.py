@@ -29,11 +29,12 @@ def run_child(code, **env):
 
 
 def test_struct_layout_matches_the_library(lib):
-    assert ctypes.sizeof(_lib.Problem) == 128 == lib._lib.ct_problem_size()
+    assert ctypes.sizeof(_lib.Problem) == 136 == lib._lib.ct_problem_size()
+    assert _lib.Problem.groups.offset == 128 and _lib.Problem.groups.size == 8
     spec = "n=11,c=12,h=130,w=140,k=15,r=6,s=7,stride=2x3,pad=4x5,dil=1x2,bias=0,prec=fp32"
     p = lib.parse(spec)
     assert p.key() == (11, 12, 130, 140, 15, 6, 7, 2, 3, 4, 5, 1, 2, 0, _lib.CT_PREC_FP32,
-                       _lib.CT_ACT_NONE, _lib.CT_LAYOUT_NCHW, 0)
+                       _lib.CT_ACT_NONE, _lib.CT_LAYOUT_NCHW, 0, 1)
     assert lib.format(p) == spec == p.spec()
     r = lib.parse(spec + ",act=relu")
     assert r.act == _lib.CT_ACT_RELU and lib.format(r) == r.spec() == spec + ",act=relu"
@@ -54,6 +55,58 @@ def test_struct_layout_matches_the_library(lib):
     assert lib.format(d) == ("n=256,c=3,h=224,w=224,k=96,r=11,s=11,stride=4,pad=2,dil=1,"
                              "bias=1,prec=tf32")
     assert d.shapes() == ((256, 3, 224, 224), (96, 3, 11, 11), (96,), (256, 96, 55, 55))
+    assert d.groups == 1
+
+
+def test_groups_round_trip(lib):
+    """groups=G: parsed, printed last (after residual=1) only for G > 1,
+    the same text from the library and from Problem.spec(); w is
+    (K, C/G, R, S)."""
+    base = "n=2,c=32,h=14,w=14,k=64,r=3,s=3,stride=2,pad=1,dil=1,bias=1,prec=fp32"
+    for tail, groups in [(",groups=4", 4), (",groups=32", 32),
+                         (",act=relu,layout=nhwc,residual=1,groups=2", 2)]:
+        p = lib.parse(base + tail)
+        assert p.groups == groups
+        assert lib.format(p) == p.spec() == base + tail
+        assert repr(p) == "Problem(%r)" % (base + tail)
+        assert p.shapes()[1] == (64, 32 // groups, 3, 3)
+        assert lib.parse(p.spec()).key() == p.key()
+    # Any order; groups=1 is the default and left out.
+    p = lib.parse("groups=8,residual=1," + base)
+    assert p.groups == 8 and p.spec() == base + ",residual=1,groups=8"
+    plain = lib.parse(base + ",groups=1")
+    assert plain.groups == 1 and lib.format(plain) == plain.spec() == base
+    assert plain.key() == lib.parse(base).key()
+    assert plain.copy(groups=16).spec() == base + ",groups=16"
+    assert lib.validate(plain.copy(groups=32)).groups == 32
+
+
+def test_problem_made_without_groups_has_one_group(lib):
+    fields = (1, 4, 8, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, _lib.CT_PREC_FP32, _lib.CT_ACT_NONE,
+              _lib.CT_LAYOUT_NCHW, 0)
+    p = _lib.Problem(*fields)
+    assert p.groups == 1 and lib.validate(p) is p
+    assert lib.format(p) == p.spec() == \
+        "n=1,c=4,h=8,w=8,k=6,r=3,s=3,stride=1,pad=1,dil=1,bias=1,prec=fp32"
+    assert _lib.Problem(*fields, 2).groups == 2
+    assert _lib.Problem(*fields, groups=2).spec().endswith(",prec=fp32,groups=2")
+    assert _lib.Problem().groups == 1
+
+
+@pytest.mark.parametrize("spec,needle", [
+    ("n=1,c=6,h=8,w=8,k=8,r=3,s=3,groups=4", "groups = 4 must divide both c = 6 and k = 8"),
+    ("n=1,c=8,h=8,w=8,k=6,r=3,s=3,groups=4", "groups = 4 must divide both c = 8 and k = 6"),
+    ("n=1,c=8,h=8,w=8,k=8,r=3,s=3,groups=0", "groups"),
+    ("n=1,c=8,h=8,w=8,k=8,r=3,s=3,groups=x", "groups"),
+])
+def test_groups_errors(lib, spec, needle):
+    with pytest.raises(convtune.ConvtuneError) as e:
+        lib.parse(spec)
+    assert e.value.status in (_lib.CT_ERR_INVALID_PROBLEM, _lib.CT_ERR_PARSE)
+    assert needle in str(e.value)
+    p = lib.parse("n=1,c=8,h=8,w=8,k=8,r=3,s=3")
+    with pytest.raises(convtune.ConvtuneError, match="must divide both c = 8 and k = 8"):
+        lib.validate(p.copy(groups=3))
 
 
 def test_status_and_path_names_match_the_header(lib):
@@ -327,6 +380,15 @@ def test_packed_weights_against_the_mock_driver(lib):
             else:
                 raise AssertionError("a launcher ran freed packed weights")
             kept = ctx.pack_weights(p, ctypes.addressof(w), 0)
+            # A grouped problem runs direct, which packs a plain copy of its
+            # (K, C/groups, R, S) weights.
+            g = lib.parse("n=2,c=8,h=20,w=20,k=8,r=3,s=3,pad=1,prec=fp32,groups=4")
+            assert g.shapes()[1] == (8, 2, 3, 3)
+            grouped = ctx.pack_weights(g, ctypes.addressof(w), 0)
+            assert grouped.bytes == 8 * 2 * 3 * 3 * 4, grouped.bytes
+            assert ctx.forward_path(g)[1].startswith("direct:"), ctx.forward_path(g)
+            ctx.forward_packed(g, x, grouped, b, y, 0)
+            grouped.free()
         kept.free()  # after its context closed: the handle alone
         print("packed ok")
         """, CONVTUNE_LIBCUDA=mock)

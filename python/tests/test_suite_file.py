@@ -1,7 +1,10 @@
 """bench/suite.py without a GPU and without torch: the suite file
 (bench/suites/public.txt) and its parser read_suite, the specs against the
-library's parser, --help and --report without torch, and the merging of
-rows into the suite JSON."""
+library's parser (groups among them), --help and --report without torch,
+and the merging of rows into the suite JSON.  Where torch is installed
+(CPU is enough; the tests skip without it), the float64 reference figures
+of bench.py and suite.py's blocked Reference for grouped problems against
+a plain float64 computation."""
 
 import importlib.util
 import json
@@ -127,6 +130,7 @@ def test_comments_and_blank_lines_are_ignored(tmp_path):
     ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,act=gelu\n", 1, "must be none or relu"),
     ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,layout=chwn\n", 1, "must be nchw or nhwc"),
     ("a,b n=1,c=1,h=8,w=8,k=1,r=3,s=3\n", 1, "bad name"),
+    ("a n=1,c=4,h=8,w=8,k=6,r=3,s=3,groups=4\n", 1, "groups = 4 must divide both c = 4 and k = 6"),
 ])
 def test_malformed_lines_raise_with_the_line_number(tmp_path, text, line, needle):
     path = write(tmp_path, text)
@@ -230,3 +234,261 @@ def test_chart_from_a_synthetic_json(tmp_path):
     doc = {"gpu": "NVIDIA H200", "rows": rows, "trials": 100}
     paths = suite.plot(doc, names, str(tmp_path / "c.png"), str(tmp_path / "c.svg"))
     assert paths and all(os.path.getsize(p) > 1000 for p in paths)
+
+
+# -------------------------------------------------------------------------
+# Grouped convolutions (groups=G): the spec parser, and the float64
+# reference figures of bench.py and suite.py's blocked Reference (CPU torch).
+
+BEYOND = os.path.join(REPO, "bench", "suites", "beyond.txt")
+
+
+def test_parse_spec_takes_groups():
+    f = suite.parse_spec("n=2,c=8,h=9,w=9,k=12,r=3,s=3,groups=4")
+    assert f["groups"] == 4
+    assert suite.parse_spec("n=2,c=8,h=9,w=9,k=12,r=3,s=3")["groups"] == 1
+    assert suite.parse_spec("groups=8,n=1,c=8,h=5,w=5,k=8,r=3,s=3,pad=1")["groups"] == 8
+    assert suite.parse_spec("n=1,c=4,h=5,w=5,k=8,r=3,s=3,groups=4")["groups"] == 4  # K = 2C
+    assert "groups" in suite.SPEC_KEYS
+
+
+@pytest.mark.parametrize("spec,needle", [
+    ("n=2,c=8,h=9,w=9,k=12,r=3,s=3,groups=3", "groups = 3 must divide both c = 8 and k = 12"),
+    ("n=2,c=8,h=9,w=9,k=12,r=3,s=3,groups=6", "groups = 6 must divide both c = 8 and k = 12"),
+    ("n=2,c=8,h=9,w=9,k=6,r=3,s=3,groups=4", "groups = 4 must divide both c = 8 and k = 6"),
+    ("n=2,c=8,h=9,w=9,k=12,r=3,s=3,groups=0", "groups = 0 must be >= 1"),
+    ("n=2,c=8,h=9,w=9,k=12,r=3,s=3,groups=-2", "groups = -2 must be >= 1"),
+    ("n=2,c=8,h=9,w=9,k=12,r=3,s=3,groups=x", "not an integer"),
+    ("n=2,c=8,h=9,w=9,k=12,r=3,s=3,groups=", "not an integer"),
+    ("n=2,c=8,h=9,w=9,k=12,r=3,s=3,groups=2,groups=2", "duplicate key 'groups'"),
+])
+def test_parse_spec_refuses_bad_groups(spec, needle):
+    with pytest.raises(ValueError) as e:
+        suite.parse_spec(spec)
+    assert needle in str(e.value)
+
+
+def test_groups_agree_with_the_library(lib):
+    fields = [name for name, _ in _lib.Problem._fields_]
+    for spec in ["n=2,c=8,h=9,w=9,k=12,r=3,s=3,groups=4", "n=1,c=6,h=7,w=7,k=6,r=3,s=3,groups=6",
+                 "n=1,c=4,h=5,w=5,k=8,r=3,s=3,pad=1,bias=0,groups=4,layout=nhwc,prec=fp32",
+                 "n=1,c=4,h=5,w=5,k=8,r=3,s=3,groups=1"]:
+        p = lib.parse(spec)
+        assert {f: getattr(p, f) for f in fields} == suite.parse_spec(spec), spec
+    for spec in ["n=2,c=8,h=9,w=9,k=12,r=3,s=3,groups=3", "n=2,c=8,h=9,w=9,k=6,r=3,s=3,groups=4",
+                 "n=2,c=8,h=9,w=9,k=12,r=3,s=3,groups=0", "n=2,c=8,h=9,w=9,k=12,r=3,s=3,groups=x"]:
+        with pytest.raises(ValueError):
+            suite.parse_spec(spec)
+        with pytest.raises(convtune.ConvtuneError):
+            lib.parse(spec)
+
+
+def test_beyond_suite_parses_in_the_library_with_its_grouped_shapes(lib):
+    fields = [name for name, _ in _lib.Problem._fields_]
+    entries = suite.read_suite(BEYOND)
+    assert len({n for n, _ in entries}) == len(entries)
+    grouped = {}
+    for name, spec in entries:
+        for prec in suite.PRECISIONS:
+            full = "%s,prec=%s" % (spec, prec)
+            p = lib.parse(full)
+            mine = suite.parse_spec(full)
+            assert {f: getattr(p, f) for f in fields} == mine, name
+            assert lib.format(p) == p.spec()
+        if mine["groups"] > 1:
+            grouped[name] = mine
+    assert "mbv2-dw3x3-144" in grouped and "resnext50-l1-3x3-g32" in grouped
+    assert all(f["groups"] == f["c"] == f["k"] for n, f in grouped.items() if "-dw" in n)
+
+
+# Small grouped problems (and one plain one), each also as layout=nhwc: a
+# depthwise conv (G = C), a channel multiplier (K = 2C, G = C), three groups
+# of 2 input and 3 output channels with dilation and no bias, and G = 1.
+GROUPED_SPECS = [
+    "n=3,c=6,h=9,w=8,k=6,r=3,s=3,pad=1,groups=6",
+    "n=2,c=4,h=7,w=9,k=8,r=3,s=2,stride=2x1,pad=1x0,groups=4",
+    "n=2,c=6,h=8,w=10,k=9,r=3,s=3,pad=2,dil=2,bias=0,groups=3",
+    "n=2,c=3,h=6,w=6,k=4,r=3,s=3,pad=1",
+]
+GROUPED_SPECS += [s + ",layout=nhwc" for s in GROUPED_SPECS]
+
+
+@pytest.fixture(scope="module")
+def rt():
+    """suite.py's GPU side imported (torch, bench.py, convtune_ctypes), run
+    on the CPU here."""
+    pytest.importorskip("torch")
+    suite._import_runtime()
+    return suite
+
+
+def problem_of(rt, spec):
+    return rt.ct.Problem(**rt.parse_spec(spec))
+
+
+def plain_conv(rt, problem, x, w, b):
+    """A float64 grouped conv without F.conv2d: unfold x into its patches,
+    then per group g the products of the C/G channels of g's patches with
+    the K/G filters of g (an einsum)."""
+    torch = rt.torch
+    G, K, C = problem.groups, problem.k, problem.c
+    cols = torch.nn.functional.unfold(
+        x, (problem.r, problem.s), dilation=(problem.dil_h, problem.dil_w),
+        padding=(problem.pad_h, problem.pad_w), stride=(problem.stride_h, problem.stride_w))
+    N = x.shape[0]
+    P, Q = problem.output_hw()
+    cols = cols.reshape(N, G, (C // G) * problem.r * problem.s, P * Q)
+    wg = w.reshape(G, K // G, (C // G) * problem.r * problem.s)
+    y = torch.einsum("ngcl,gkc->ngkl", cols, wg).reshape(N, K, P, Q)
+    return y if b is None else y + b.view(1, K, 1, 1)
+
+
+def per_group(rt, problem, x, w, b):
+    """The conv group by group: F.conv2d of group g's input channels with
+    its filters (groups=1), the outputs concatenated."""
+    torch, F = rt.torch, rt.F
+    G = problem.groups
+    cg, kg = problem.c // G, problem.k // G
+    args = dict(rt.bench.conv_args(problem), groups=1)
+    return torch.cat([F.conv2d(x[:, g * cg:(g + 1) * cg], w[g * kg:(g + 1) * kg],
+                               None if b is None else b[g * kg:(g + 1) * kg], **args)
+                      for g in range(G)], dim=1)
+
+
+def close(a, b):
+    """a equals b to float64 rounding (summation orders differ); raises
+    with the worst element otherwise."""
+    suite.torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-13)
+    return True
+
+
+@pytest.mark.parametrize("spec", GROUPED_SPECS)
+def test_inputs_are_nn_conv2d_s_and_the_figures_use_c_over_groups(rt, spec):
+    torch, bench = rt.torch, rt.bench
+    p = problem_of(rt, spec)
+    G = p.groups
+    x, w, b = bench.make_inputs(p, 7, "cpu")
+    assert tuple(w.shape) == (p.k, p.c // G, p.r, p.s)
+    # The same draws as nn.Conv2d(C, K, (R, S), groups=G) after x: its weight
+    # and its bias bound 1/sqrt((C/G)*R*S).
+    torch.manual_seed(7)
+    torch.rand(p.n, p.c, p.h, p.w)
+    conv = torch.nn.Conv2d(p.c, p.k, (p.r, p.s), groups=G, bias=bool(p.bias))
+    assert torch.equal(w, conv.weight.detach())
+    if p.bias:
+        assert torch.equal(b, conv.bias.detach())
+    else:
+        assert b is None
+    assert bench.conv_args(p)["groups"] == G
+    assert bench.reduction_length(p) == (p.c // G) * p.r * p.s + p.bias
+    assert bench.reduction_length(p.copy(residual=1)) == (p.c // G) * p.r * p.s + p.bias + 1
+    assert bench.is_headline_shape(p) is False
+    rates = {"copy_bytes_per_s": 1e12, "tf32_flop_per_s": 4e14, "fp32_flop_per_s": 5e13}
+    fl = bench.floors(p, rates)
+    P, Q = p.output_hw()
+    assert fl["flops"] == 2.0 * p.n * p.k * P * Q * (p.c // G) * p.r * p.s
+    assert fl["bytes"] == 4 * (p.n * p.c * p.h * p.w + p.k * (p.c // G) * p.r * p.s
+                               + (p.k if p.bias else 0) + p.n * p.k * P * Q)
+
+
+def test_headline_shape_is_not_grouped(rt):
+    p = problem_of(rt, "n=2,c=3,h=224,w=224,k=96,r=11,s=11,stride=4,pad=2")
+    assert rt.bench.is_headline_shape(p)
+    assert not rt.bench.is_headline_shape(p.copy(groups=3))
+
+
+@pytest.mark.parametrize("spec", GROUPED_SPECS)
+def test_reference_fp64_of_a_grouped_problem(rt, spec):
+    """bench.reference_fp64's ref, abs_sum and sq_sum equal the unfolded
+    conv's and the per-group convs' (of x, |x|, x^2 with w, |w|, w^2), on
+    NCHW and on channels_last x and w."""
+    torch, bench = rt.torch, rt.bench
+    p = problem_of(rt, spec)
+    x, w, b = bench.make_inputs(p, 3, "cpu")
+    x64, w64 = x.double(), w.double()
+    b64 = None if b is None else b.double()
+    want = [(x64, w64, b64), (x64.abs(), w64.abs(), None if b is None else b64.abs()),
+            (x64 * x64, w64 * w64, None if b is None else b64 * b64)]
+    for xx, ww in ((x, w), (x.contiguous(memory_format=torch.channels_last),
+                            w.contiguous(memory_format=torch.channels_last))):
+        got = bench.reference_fp64(p, xx, ww, b)
+        for fig, (a, c, d) in zip(got, want):
+            assert tuple(fig.shape) == (p.n, p.k) + p.output_hw()
+            assert close(fig, plain_conv(rt, p, a, c, d))
+            assert close(fig, per_group(rt, p, a, c, d))
+
+
+def chunk_sizes(p):
+    """chunk_elems for Reference that give every kind of block: one block;
+    one image per block; and, below one image's outputs, kb = 1, 2, K/G,
+    K/G + 1, 2K/G and K - 1 output channels (blocks inside one group, or of
+    whole groups, some with a remainder)."""
+    P, Q = p.output_hw()
+    kg = p.k // p.groups
+    kbs = sorted({kb for kb in (1, 2, kg, kg + 1, 2 * kg, p.k - 1) if 1 <= kb < p.k})
+    return [None, p.k * P * Q] + [kb * P * Q for kb in kbs]
+
+
+@pytest.mark.parametrize("spec", GROUPED_SPECS)
+def test_suite_reference_blocks_of_a_grouped_problem(rt, spec):
+    """suite.Reference, stored and recomputed, at each blocking: the blocks
+    tile the output once, each block's ref and abs_sum are the slices of
+    the plain conv's, ||ref||^2 likewise, and A^2 = sum(sq_sum); the block's
+    channels stay inside one group or span whole groups."""
+    torch = rt.torch
+    p = problem_of(rt, spec)
+    x, w, b = rt.bench.make_inputs(p, 11, "cpu")
+    x64, w64 = x.double(), w.double()
+    b64 = None if b is None else b.double()
+    ref = plain_conv(rt, p, x64, w64, b64)
+    ab = plain_conv(rt, p, x64.abs(), w64.abs(), None if b is None else b64.abs())
+    sq = plain_conv(rt, p, x64 * x64, w64 * w64, None if b is None else b64 * b64)
+    kg = p.k // p.groups
+    kinds = set()
+    for chunk in chunk_sizes(p):
+        for store in (True, False):
+            for xx, ww in ((x, w), (x.contiguous(memory_format=torch.channels_last),
+                                    w.contiguous(memory_format=torch.channels_last))):
+                R = rt.Reference(p, xx, ww, b, store=store, chunk_elems=chunk)
+                assert R.n_out == ref.numel()
+                assert R.a2 == pytest.approx(float(sq.sum()), rel=1e-12)
+                seen = torch.zeros(p.n, p.k, dtype=torch.int64)
+                for i, (n0, n1, k0, k1) in enumerate(R.blocks):
+                    seen[n0:n1, k0:k1] += 1
+                    inside = k0 // kg == (k1 - 1) // kg
+                    assert inside or (k0 % kg == 0 and k1 % kg == 0), (k0, k1)
+                    kinds.add("inside" if inside and k1 - k0 < kg else "whole")
+                    r, a, r2 = R.block(i)
+                    assert close(r, ref[n0:n1, k0:k1])
+                    assert close(a, ab[n0:n1, k0:k1])
+                    assert r2 == pytest.approx(float((ref[n0:n1, k0:k1] ** 2).sum()), rel=1e-12)
+                assert bool((seen == 1).all())
+                R.free()
+    assert "whole" in kinds and ("inside" in kinds or kg == 1)
+
+
+@pytest.mark.parametrize("spec", GROUPED_SPECS)
+def test_suite_check_equals_bench_check_on_a_grouped_problem(rt, spec):
+    """check_output block by block (channels inside a group) gives
+    bench.contract_check's verdict and figures, on NCHW and channels_last
+    outputs: a rounded y passes, y with one group's output channel off by
+    a little fails the elementwise bound in both."""
+    torch, bench = rt.torch, rt.bench
+    p = problem_of(rt, spec)
+    x, w, b = bench.make_inputs(p, 5, "cpu")
+    figs = bench.reference_fp64(p, x, w, b)
+    L = bench.reduction_length(p)
+    P, Q = p.output_hw()
+    R = rt.Reference(p, x, w, b, store=False, chunk_elems=max(1, p.k // p.groups - 1) * P * Q)
+    y = figs[0].float()
+    bad = y.clone()
+    bad[-1, -1, 0, 0] += 1e-3
+    for out, passes in ((y, True), (bad, False)):
+        for yy in (out, out.contiguous(memory_format=torch.channels_last)):
+            for prec in ("tf32", "fp32"):
+                want = bench.contract_check(yy, *figs, L, prec)
+                got = rt.check_output(yy, R, L, prec, False)
+                assert got["passes"] is want["passes"] is passes, (prec, got, want)
+                for key in ("max_abs_err", "rel_err", "elem_ratio", "frob_ratio", "bias"):
+                    assert got[key] == pytest.approx(want[key], rel=1e-9, abs=1e-300), key
+                assert got["n_nonfinite"] == want["n_nonfinite"] == 0

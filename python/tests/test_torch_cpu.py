@@ -32,8 +32,26 @@ def test_fake_shapes_match_f_conv2d(kw):
     assert ct.conv2d(x[0], w, None, **kw).shape == F.conv2d(x[0], w, None, **kw).shape
 
 
+@pytest.mark.parametrize("c,k,groups,kw", [
+    (8, 12, 2, dict(padding=1)),                 # grouped
+    (32, 32, 32, dict(padding=1)),               # depthwise
+    (32, 32, 32, dict(stride=2, padding=1)),     # depthwise, strided
+    (16, 32, 16, dict(padding="same", dilation=2)),  # depthwise, channel multiplier 2
+    (6, 6, 3, dict(stride=(2, 1), padding=(0, 2))),
+])
+def test_fake_shapes_match_f_conv2d_with_groups(c, k, groups, kw):
+    x, w, b = meta(2, c, 17, 15), meta(k, c // groups, 3, 3), meta(k)
+    want = F.conv2d(x, w, b, groups=groups, **kw).shape
+    assert ct.conv2d(x, w, b, groups=groups, **kw).shape == want
+    assert ct.conv2d(x, w, b, groups=groups, act="relu", residual=meta(*want), **kw).shape == want
+    xc = x.to(memory_format=torch.channels_last)
+    y = ct.conv2d(xc, w, b, groups=groups, **kw)
+    assert y.shape == want and y.is_contiguous(memory_format=torch.channels_last)
+    assert ct.conv2d(x[0], w, None, groups=groups, **kw).shape == \
+        F.conv2d(x[0], w, None, groups=groups, **kw).shape
+
+
 @pytest.mark.parametrize("make,needle", [
-    (lambda x, w: ct.conv2d(x, w, groups=3), "groups=3"),
     (lambda x, w: ct.conv2d(x.double(), w.double()), "float64"),
     (lambda x, w: ct.conv2d(x.half(), w), "float16"),
     (lambda x, w: ct.conv2d(x, w), "on cpu"),
@@ -71,6 +89,37 @@ def test_malformed_arguments():
         ct.conv2d(x, w, torch.randn(4))
 
 
+def test_malformed_groups():
+    x = meta(2, 8, 16, 16)
+    # groups must divide K (the weight's output channels) ...
+    with pytest.raises(ValueError, match=r"groups=4 does not divide weight's 6 output channels"):
+        ct.conv2d(x, meta(6, 2, 3, 3), groups=4)
+    # ... and the weight must hold C / groups channels per group.
+    with pytest.raises(ValueError, match=r"x has 8 channels but weight expects 12 "
+                                         r"\(weight.shape\[1\] = 3 channels per group x "
+                                         r"groups=4\)"):
+        ct.conv2d(x, meta(8, 3, 3, 3), groups=4)
+    with pytest.raises(ValueError, match=r"x has 8 channels but weight expects 5 "
+                                         r"\(weight.shape\[1\] = 5 channels per group x "
+                                         r"groups=1\)"):
+        ct.conv2d(x, meta(8, 5, 3, 3))
+    with pytest.raises(ValueError, match=r"x has 8 channels but weight expects 16"):
+        ct.conv2d(x, meta(8, 8, 3, 3), groups=2)  # F.conv2d's weight, groups=1's
+    # groups itself: an int >= 1.
+    for bad in (0, -2, 2.0, "2", None, True):
+        with pytest.raises(ValueError, match="groups must be an int >= 1"):
+            ct.conv2d(x, meta(8, 4, 3, 3), groups=bad)
+    # The same checks at the op (the fake implementation) and in explain.
+    with pytest.raises(ValueError, match="groups=3 does not divide"):
+        torch.ops.convtune.conv2d(x, meta(8, 8, 3, 3), None, [1, 1], [0, 0], [1, 1], "auto",
+                                  groups=3)
+    with pytest.raises(ValueError, match="groups must be an int >= 1, not 0"):
+        torch.ops.convtune.conv2d(x, meta(8, 8, 3, 3), None, [1, 1], [0, 0], [1, 1], "auto",
+                                  groups=0)
+    with pytest.raises(ValueError, match="x has 8 channels but weight expects 4"):
+        ct.explain(x, meta(8, 2, 3, 3), groups=2)
+
+
 def test_traces_in_torch_compile_fullgraph():
     def f(x, w, b):
         return torch.relu(ct.conv2d(x, w, b, stride=2, padding=1)) + 1
@@ -78,6 +127,13 @@ def test_traces_in_torch_compile_fullgraph():
     x, w, b = meta(2, 3, 20, 20), meta(8, 3, 3, 3), meta(8)
     y = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w, b)
     assert y.shape == (2, 8, 10, 10)
+
+    def depthwise(x, w, b):
+        return ct.conv2d(x, w, b, stride=2, padding=1, groups=16, act="relu") + 1
+
+    y = torch.compile(depthwise, fullgraph=True, backend="aot_eager")(
+        meta(2, 16, 20, 20), meta(16, 1, 3, 3), meta(16))
+    assert y.shape == (2, 16, 10, 10)
 
 
 def test_op_registration():
@@ -87,6 +143,12 @@ def test_op_registration():
             result = torch.library.opcheck(torch.ops.convtune.conv2d.default,
                                            (x, w, bias, [1, 1], [1, 1], [1, 1], "auto") + act)
             assert all(v == "SUCCESS" for v in result.values()), result
+    # Grouped (groups is the op's last argument), with a residual.
+    x, w, r = meta(2, 8, 20, 20), meta(12, 2, 3, 3), meta(2, 12, 20, 20)
+    result = torch.library.opcheck(torch.ops.convtune.conv2d.default,
+                                   (x, w, meta(12), [1, 1], [1, 1], [1, 1], "auto", "relu", r,
+                                    4))
+    assert all(v == "SUCCESS" for v in result.values()), result
 
 
 def test_backward_shapes_on_meta():
@@ -98,6 +160,37 @@ def test_backward_shapes_on_meta():
     x.grad = w.grad = b.grad = None
     ct.conv2d(x, w, b, stride=2, padding=1, act="relu").sum().backward()
     assert x.grad.shape == x.shape and w.grad.shape == w.shape and b.grad.shape == b.shape
+    # Grouped: the backward pass is convolution_backward with the same groups.
+    x = torch.empty(2, 8, 20, 20, device="meta", requires_grad=True)
+    w = torch.empty(16, 2, 3, 3, device="meta", requires_grad=True)
+    ct.conv2d(x, w, None, padding=1, groups=4).sum().backward()
+    assert x.grad.shape == x.shape and w.grad.shape == w.shape
+
+
+def test_grouped_backward_matches_f_conv2d():
+    """The op's backward (torch's convolution_backward with the op's groups)
+    on CPU tensors: the same gradients as F.conv2d's, in float64."""
+    x = torch.randn(2, 6, 9, 8, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(9, 2, 3, 3, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(9, dtype=torch.float64, requires_grad=True)
+    y = F.conv2d(x, w, b, 2, 1, 1, 3)
+    g = torch.randn_like(y)
+    want = torch.autograd.grad(y, (x, w, b), g)
+
+    class Ctx:  # what autograd gives _setup_context and _backward
+        needs_input_grad = (True, True, True) + (False,) * 7
+
+        def save_for_backward(self, *tensors):
+            self.saved_tensors = tensors
+
+    ctx = Ctx()
+    inputs = (x.detach(), w.detach(), b.detach(), [2, 2], [1, 1], [1, 1], "fp32", "none",
+              None, 3)
+    ct._setup_context(ctx, inputs, y.detach())
+    got = ct._backward(ctx, g)
+    assert len(got) == len(inputs)
+    for a, e in zip(got[:3], want):
+        assert torch.allclose(a, e, rtol=1e-10, atol=1e-10)
 
 
 def test_conv2d_module_is_a_drop_in():
@@ -120,8 +213,24 @@ def test_conv2d_module_is_a_drop_in():
     assert m(meta(2, 3, 8, 8)).shape == (2, 16, 8, 8)
 
 
+@pytest.mark.parametrize("c,k,groups", [(8, 12, 4), (16, 16, 16), (16, 32, 16)])
+def test_grouped_conv2d_module_is_a_drop_in(c, k, groups):
+    torch.manual_seed(7)
+    ref = nn.Conv2d(c, k, 3, stride=2, padding=1, groups=groups)
+    torch.manual_seed(7)
+    mine = ct.Conv2d(c, k, 3, stride=2, padding=1, groups=groups, act="relu")
+    assert mine.groups == groups and mine.weight.shape == (k, c // groups, 3, 3)
+    for key, v in ref.state_dict().items():
+        assert torch.equal(mine.state_dict()[key], v), key
+    conv = ct.Conv2d.from_module(ref, precision="fp32")
+    assert conv.groups == groups and torch.equal(conv.weight, ref.weight)
+    assert "groups=%d" % groups in repr(conv)
+    m = ct.Conv2d(c, k, 3, padding=1, groups=groups, device="meta")
+    assert m(meta(2, c, 8, 8)).shape == (2, k, 8, 8)
+    assert m(meta(2, c, 8, 8), meta(2, k, 8, 8)).shape == (2, k, 8, 8)  # a residual
+
+
 @pytest.mark.parametrize("kw,needle", [
-    (dict(groups=3), "groups=3"),
     (dict(padding_mode="reflect"), "padding_mode"),
     (dict(dtype=torch.float64), "float64"),
 ])

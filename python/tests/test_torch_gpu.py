@@ -1,7 +1,9 @@
 """convtune.torch on a CUDA GPU: conv2d and Conv2d against F.conv2d in
-float64 under the precision contract's elementwise bound, on the current
-stream, inside torch.compile (fullgraph) and a CUDA graph, with autograd,
-and the unsupported cases on CUDA tensors.  Skipped without torch or CUDA.
+float64 under the precision contract's elementwise bound (grouped and
+depthwise convolutions too), on the current stream, inside torch.compile
+(fullgraph) and a CUDA graph, with autograd, patched models against the
+originals, and the unsupported cases on CUDA tensors.  Skipped without
+torch or CUDA.
 
     CONVTUNE_LIB=build/runtime/libconvtune.so python3 -m pytest python/tests
 """
@@ -37,32 +39,34 @@ CASES = [
 ]
 
 
-def bound(x, w, b, stride, padding, dilation, precision):
+def bound(x, w, b, stride, padding, dilation, precision, groups=1):
     """The contract's elementwise bound (tuner/verify.h):
-    (2*u_op + (L+1)*u_acc) * sum|x*w| (+|b|)."""
+    (2*u_op + (L+1)*u_acc) * sum|x*w| (+|b|), L = (C/groups)*R*S (+1 with
+    bias): w.shape[1] is C/groups."""
     u_op = 2.0 ** -11 if precision == "tf32" else 2.0 ** -22
     u_acc = 2.0 ** -24
     L = w.shape[1] * w.shape[2] * w.shape[3] + (1 if b is not None else 0)
     abs_sum = F.conv2d(x.double().abs(), w.double().abs(),
-                       b.double().abs() if b is not None else None, stride, padding, dilation)
+                       b.double().abs() if b is not None else None, stride, padding, dilation,
+                       groups)
     return (2 * u_op + (L + 1) * u_acc) * abs_sum + 1e-37
 
 
-def reference(x, w, b, stride, padding, dilation):
+def reference(x, w, b, stride, padding, dilation, groups=1):
     return F.conv2d(x.double(), w.double(), b.double() if b is not None else None,
-                    stride, padding, dilation)
+                    stride, padding, dilation, groups)
 
 
-def check_close(y, x, w, b, stride, padding, dilation, precision, act="none"):
+def check_close(y, x, w, b, stride, padding, dilation, precision, act="none", groups=1):
     """y against the float64 reference (through the ReLU for act="relu",
     the bound the sum's: a ReLU moves no two values further apart)."""
-    ref = reference(x, w, b, stride, padding, dilation)
+    ref = reference(x, w, b, stride, padding, dilation, groups)
     if act == "relu":
         ref = torch.relu(ref)
     assert y.shape == ref.shape and y.dtype == torch.float32
     assert torch.isfinite(y).all()
     err = (y.double() - ref).abs()
-    lim = bound(x, w, b, stride, padding, dilation, precision)
+    lim = bound(x, w, b, stride, padding, dilation, precision, groups)
     worst = float((err / lim).max())
     assert worst <= 1.0, "error %.3g x the bound (max abs err %.3g)" % (worst, float(err.max()))
 
@@ -381,7 +385,6 @@ def test_opcheck_on_cuda():
 @pytest.mark.parametrize("make_call,needle", [
     (lambda x, w: ct.conv2d(x.half(), w.half()), "float16"),
     (lambda x, w: ct.conv2d(x[..., ::2], w), "strided view"),
-    (lambda x, w: ct.conv2d(x, w, groups=3), "groups=3"),
     (lambda x, w: ct.conv2d(x.cpu(), w), "on cpu"),
     (lambda x, w: ct.conv2d(x, w.cpu()), "weight is on cpu"),
     (lambda x, w: ct.conv2d(x.double(), w.double()), "float64"),
@@ -463,15 +466,16 @@ def test_forward_tensors_follows_the_problems_layout():
         ct.context(DEV).forward_tensors(p, x, wc, b, y)
 
 
-def check_residual(y, x, w, b, r, stride, padding, precision, act):
+def check_residual(y, x, w, b, r, stride, padding, precision, act, groups=1):
     """y against act(conv + b + r) in float64, under the contract's bound
     with the residual one more term."""
-    ref = reference(x, w, b, stride, padding, 1) + r.double()
+    ref = reference(x, w, b, stride, padding, 1, groups) + r.double()
     if act == "relu":
         ref = torch.relu(ref)
     assert y.shape == ref.shape and torch.isfinite(y).all()
     u = 2.0 ** -11 if precision == "tf32" else 2.0 ** -22
-    lim = bound(x, w, b, stride, padding, 1, precision) + (2 * u + 2.0 ** -22) * r.double().abs()
+    lim = bound(x, w, b, stride, padding, 1, precision, groups) + \
+        (2 * u + 2.0 ** -22) * r.double().abs()
     worst = float(((y.double() - ref).abs() / lim).max())
     assert worst <= 1.0, "error %.3g x the bound" % worst
 
@@ -605,3 +609,198 @@ def test_patch_fuses_residuals_and_matches_the_original(pack):
     # The second calls were the first ones repeated (_Repeat), residual included.
     assert all(ct._repeats.get(model.get_submodule(name)) is not None
                for model in (patched, nhwc) for name in ("a.2.0", "b.2.0"))
+
+
+# -------------------------------------------------------------------------
+# Grouped and depthwise convolutions (the library's direct family runs them)
+
+# (x shape, weight shape (K, C/groups, R, S), stride, padding, groups, bias)
+GROUPED_CASES = [
+    ((2, 8, 15, 13), (12, 4, 3, 3), 1, 1, 2, True),       # groups=2
+    ((2, 32, 16, 14), (32, 1, 3, 3), 1, 1, 32, True),     # depthwise
+    ((2, 32, 17, 15), (32, 1, 3, 3), 2, 1, 32, False),    # depthwise, stride 2
+    ((1, 16, 12, 13), (32, 1, 3, 3), 1, 1, 16, True),     # depthwise, K = 2C
+    ((2, 24, 9, 11), (48, 8, 1, 1), 1, 0, 3, True),       # grouped 1x1, K = 2C
+    ((1, 12, 14, 14), (12, 2, 5, 3), (2, 1), (2, 1), 6, True),
+]
+GROUPED_IDS = ["g2", "dw", "dw-s2", "dw-x2", "g3-1x1-x2", "g6-5x3"]
+
+
+def formats(layout):
+    return torch.channels_last if layout == "nhwc" else torch.contiguous_format
+
+
+def grouped_spec_tail(groups, act="none", layout="nchw", residual=False):
+    """The canonical spec's end: act, layout, residual, then groups."""
+    return ((",act=relu" if act == "relu" else "") + (",layout=nhwc" if layout == "nhwc" else "")
+            + (",residual=1" if residual else "") + ",groups=%d" % groups)
+
+
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+@pytest.mark.parametrize("case", GROUPED_CASES, ids=GROUPED_IDS)
+def test_grouped_matches_float64(case, layout, precision):
+    """conv2d(..., groups=G), with and without the ReLU, NCHW and
+    channels_last (the weight in either format), against F.conv2d in
+    float64 with the same groups, under the contract's bound with
+    L = (C/G)*R*S; the spec says groups=G and the kernel is direct's."""
+    xs, ws, stride, padding, groups, bias = case
+    x, w, b = make(xs, ws, bias)
+    x = (x - 0.5).contiguous(memory_format=formats(layout))  # outputs of both signs
+    weights = (w, w.contiguous(memory_format=torch.channels_last)) if layout == "nhwc" else (w,)
+    for weight in weights:
+        for act in ("none", "relu"):
+            y = ct.conv2d(x, weight, b, stride, padding, 1, groups, precision=precision, act=act)
+            torch.cuda.synchronize()
+            assert y.is_contiguous(memory_format=formats(layout))
+            check_close(y, x, w, b, stride, padding, 1, precision, act=act, groups=groups)
+    info = ct.explain(x, w, b, stride, padding, 1, groups, precision=precision, act="relu")
+    assert info["spec"].endswith(grouped_spec_tail(groups, "relu", layout)), info
+    assert info["variant"].startswith("direct:"), info
+    # Unbatched, as F.conv2d takes it.
+    y = ct.conv2d(x[0], w, b, stride, padding, 1, groups, precision=precision)
+    check_close(y.unsqueeze(0), x[:1], w, b, stride, padding, 1, precision, groups=groups)
+
+
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+@pytest.mark.parametrize("case", GROUPED_CASES[:4], ids=GROUPED_IDS[:4])
+def test_grouped_residual_matches_float64(case, layout, precision):
+    """conv2d(..., groups=G, residual=r): act(conv + b + r), r left as it
+    was, r in the output's layout or the other one."""
+    xs, ws, stride, padding, groups, bias = case
+    x, w, b = make(xs, ws, bias)
+    x = (x - 0.5).contiguous(memory_format=formats(layout))
+    shape = reference(x, w, b, stride, padding, 1, groups).shape
+    g = torch.Generator(device="cpu").manual_seed(3)
+    base = (torch.rand(shape, generator=g) * 2 - 1).to(DEV)
+    for r in (base, base.contiguous(memory_format=torch.channels_last)):
+        kept = r.clone()
+        for act in ("none", "relu"):
+            y = ct.conv2d(x, w, b, stride, padding, 1, groups, precision=precision, act=act,
+                          residual=r)
+            torch.cuda.synchronize()
+            assert y.data_ptr() != r.data_ptr() and torch.equal(r, kept)
+            assert y.is_contiguous(memory_format=formats(layout))
+            check_residual(y, x, w, b, r, stride, padding, precision, act, groups=groups)
+    spec = ct.explain(x, w, b, stride, padding, 1, groups, precision=precision, act="relu",
+                      residual=True)["spec"]
+    assert spec.endswith(grouped_spec_tail(groups, "relu", layout, residual=True)), spec
+
+
+@pytest.mark.parametrize("pack", [False, True])
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_grouped_module(pack, layout):
+    """ct.Conv2d(groups=G) and from_module of a grouped nn.Conv2d: the
+    float64 reference's values, packed weights (direct's plain copy) bit
+    for bit the unpacked call's, repeated calls too, a residual, and (the
+    depthwise layer) torch.compile."""
+    torch.manual_seed(11)
+    fmt = formats(layout)
+    for c, k, groups in ((32, 32, 32), (16, 32, 16), (24, 36, 4)):
+        ref = nn.Conv2d(c, k, 3, stride=2, padding=1, groups=groups).to(DEV).eval()
+        ref = ref.to(memory_format=fmt)
+        plain = ct.Conv2d.from_module(ref, precision="fp32")
+        mine = ct.Conv2d.from_module(ref, precision="fp32", pack_weights=pack)
+        assert mine.groups == groups and "groups=%d" % groups in repr(mine)
+        x = torch.rand(2, c, 15, 13, device=DEV).contiguous(memory_format=fmt)
+        w, b = ref.weight.detach(), ref.bias.detach()
+        with torch.no_grad():
+            want = plain(x)
+            check_close(want, x, w, b, 2, 1, 1, "fp32", groups=groups)
+            for _ in range(3):  # the first call, then its repeats
+                assert torch.equal(mine(x), want)
+            assert (ct._packed.get(mine) is not None) == pack
+            r = torch.rand_like(want) * 2 - 1
+            got = mine(x, r)
+            check_residual(got, x, w, b, r, 2, 1, "fp32", "none", groups=groups)
+            if c == k == groups and not pack:
+                compiled = torch.compile(plain, fullgraph=True)(x)
+                assert torch.allclose(compiled, want, atol=1e-5, rtol=1e-5)
+
+
+def test_grouped_gradients_match_f_conv2d():
+    """The backward pass of a grouped call is convolution_backward with its
+    groups: the gradients F.conv2d gives (without TF32)."""
+    x, w, b = make((2, 16, 14, 12), (32, 4, 3, 3), True)
+    r = torch.rand(2, 32, 7, 6, device=DEV) * 2 - 1
+    ts = [(x - 0.5).requires_grad_(True), w.requires_grad_(True), b.requires_grad_(True),
+          r.requires_grad_(True)]
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        ct.conv2d(ts[0], ts[1], ts[2], 2, 1, 1, 4, precision="fp32", act="relu",
+                  residual=ts[3]).square().sum().backward()
+        got = [t.grad.clone() for t in ts]
+        for t in ts:
+            t.grad = None
+        torch.relu(F.conv2d(ts[0], ts[1], ts[2], 2, 1, 1, 4) + ts[3]).square().sum().backward()
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
+    for g, t in zip(got, ts):
+        assert torch.allclose(g, t.grad, atol=1e-4, rtol=1e-4)
+
+
+def test_grouped_argument_errors_on_cuda():
+    x, w, _ = make((2, 8, 16, 16), (8, 2, 3, 3), False)
+    with pytest.raises(ValueError, match="groups=3 does not divide weight's 8 output channels"):
+        ct.conv2d(x, w, groups=3)
+    with pytest.raises(ValueError, match="x has 8 channels but weight expects 4"):
+        ct.conv2d(x, w, groups=2)
+    with pytest.raises(ValueError, match="groups must be an int >= 1"):
+        ct.conv2d(x, w, groups=0)
+
+
+class _DepthwiseSeparable(nn.Module):
+    """A MobileNet block: a depthwise 3x3 -> BN -> ReLU, then a 1x1 -> BN
+    -> ReLU; then a grouped 3x3 (groups=4) -> BN, plus the 1x1's output,
+    -> ReLU (a grouped convolution carrying a residual)."""
+
+    def __init__(self, c=32, k=64):
+        super().__init__()
+        self.dw = nn.Conv2d(c, c, 3, padding=1, groups=c, bias=False)
+        self.dw_bn = nn.BatchNorm2d(c)
+        self.pw = nn.Conv2d(c, k, 1, bias=False)
+        self.pw_bn = nn.BatchNorm2d(k)
+        self.g = nn.Conv2d(k, k, 3, padding=1, groups=4, bias=False)
+        self.g_bn = nn.BatchNorm2d(k)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        y = self.relu(self.dw_bn(self.dw(x)))
+        y = self.relu(self.pw_bn(self.pw(y)))
+        return self.relu(self.g_bn(self.g(y)) + y)
+
+
+@pytest.mark.parametrize("pack", [False, True])
+@pytest.mark.parametrize("fuse_residual", [False, True])
+def test_patch_depthwise_separable_matches_the_original(pack, fuse_residual):
+    """patch() on a depthwise-separable block: every convolution is
+    convtune's (groups kept), each BatchNorm folded and ReLU fused, the
+    grouped convolution's addition fused with fuse_residual, and the output
+    matches the original model's in float64, NCHW and channels_last."""
+    torch.manual_seed(0)
+    net = _DepthwiseSeparable().to(DEV)
+    randomize_bn(net).eval()
+    x = torch.rand(2, 32, 19, 17, device=DEV)
+    patched, report = ct.patch(net, precision="fp32", pack_weights=pack,
+                               fuse_residual=fuse_residual)
+    assert report["left"] == []
+    assert [(r["name"], r["folded_bn"], r["fused_relu"]) for r in report["replaced"]] == [
+        ("dw", "dw_bn", "relu"), ("pw", "pw_bn", "relu"),
+        ("g", "g_bn", "relu" if fuse_residual else None)]
+    fused = report["replaced"][2]["fused_residual"]
+    # g's residual is its own input: copied into its output, not overwritten.
+    assert fused == ({"residual": "pw", "inplace": False} if fuse_residual else None)
+    assert [patched.get_submodule(n).groups for n in ("dw", "pw", "g")] == [32, 1, 4]
+    nhwc, _ = ct.patch(net, precision="fp32", pack_weights=pack, fuse_residual=fuse_residual,
+                       channels_last=True)
+    with torch.no_grad():
+        ref = copy.deepcopy(net).double()(x.double())
+        for model in (patched, nhwc):
+            for _ in range(2):  # the second: the modules' repeated calls
+                y = model(x)
+                assert y.dtype == torch.float32 and torch.isfinite(y).all()
+                rel = ((y.double() - ref).norm() / ref.norm()).item()
+                assert rel < 1e-5, rel
+                assert torch.allclose(y.double(), ref, rtol=1e-4, atol=1e-4)

@@ -5,6 +5,7 @@ tune() through the CLI on the tuner's fake GPU, and what patch() replaces,
 folds and reports, with the folded weights checked in float64.  Skipped
 where torch is not installed."""
 
+import copy
 import json
 import os
 import subprocess
@@ -19,8 +20,8 @@ import convtune.torch as ct  # noqa: E402
 
 
 class Net(nn.Module):
-    """Three problems (b runs twice; pairs of strides, paddings and
-    dilations), a grouped conv, an asymmetric 'same' padding and a float64
+    """Four problems (b runs twice; a grouped conv; pairs of strides,
+    paddings and dilations), an asymmetric 'same' padding and a float64
     conv."""
 
     def __init__(self):
@@ -45,24 +46,34 @@ def specs(collected):
 
 def test_collect_problems_calls_and_skips():
     net = Net()
-    got = ct.collect(net, torch.randn(2, 3, 20, 22), precision="fp32")
+    got = ct.collect(net, torch.randn(2, 3, 20, 22), precision="fp32", grouped=True)
     assert got["precision"] == "fp32"
     assert specs(got) == [
         "n=2,c=3,h=20,w=22,k=16,r=3,s=3,stride=1,pad=1,dil=1,bias=1,prec=fp32",
         "n=2,c=16,h=20,w=22,k=16,r=3,s=3,stride=1,pad=1,dil=1,bias=0,prec=fp32",
+        "n=2,c=16,h=20,w=22,k=16,r=3,s=3,stride=1,pad=1,dil=1,bias=1,prec=fp32,groups=4",
         "n=2,c=16,h=20,w=22,k=8,r=1,s=3,stride=2x1,pad=0x2,dil=1x2,bias=1,prec=fp32",
     ]
-    a, b, pairs = got["problems"]
+    a, b, grouped, pairs = got["problems"]
     assert (a["name"], a["calls"], a["modules"]) == ("a", 1, ["a"])
     assert (b["name"], b["calls"]) == ("b", 2)
+    assert (grouped["name"], grouped["calls"]) == ("grouped", 1)
     assert pairs["name"] == "pairs"
-    # weight = calls x GFLOP: b runs 2 x 2*2*16*20*22*16*9 flops
+    # weight = calls x GFLOP: b runs 2 x 2*2*16*20*22*16*9 flops; the
+    # grouped conv's outputs each sum 16/4 channels.
     assert b["weight"] == pytest.approx(2 * 2 * 2 * 16 * 20 * 22 * 16 * 9 * 1e-9)
+    assert grouped["weight"] == pytest.approx(2 * 2 * 16 * 20 * 22 * 4 * 9 * 1e-9)
     reasons = {s["name"]: s["reason"] for s in got["skipped"]}
-    assert set(reasons) == {"grouped", "even_same", "f64"}
-    assert "groups=4" in reasons["grouped"]
+    assert set(reasons) == {"even_same", "f64"}
     assert "asymmetric" in reasons["even_same"]
     assert "float64" in reasons["f64"]
+    # Without grouped=True the grouped conv is left to PyTorch, saying so.
+    plain = ct.collect(net, torch.randn(2, 3, 20, 22), precision="fp32")
+    assert [p for p in specs(got) if ",groups=" not in p] == specs(plain)
+    reasons = {s["name"]: s["reason"] for s in plain["skipped"]}
+    assert set(reasons) == {"grouped", "even_same", "f64"}
+    assert reasons["grouped"].startswith("groups=4: left to PyTorch") and \
+        "grouped=True" in reasons["grouped"]
     # The hooks are gone after the pass.
     assert all(not m._forward_hooks for m in net.modules())
 
@@ -171,6 +182,26 @@ def test_tune_through_the_cli_on_the_fake_gpu(tmp_path, monkeypatch, lib):
     assert os.path.exists(db)
 
 
+def test_tune_grouped_problems_on_the_fake_gpu(tmp_path, monkeypatch, lib):
+    """A depthwise and a grouped convolution tune with every family offered
+    (no --families): only direct runs groups, so both winners are direct's."""
+    cli = _cli()
+    if cli is None:
+        pytest.skip("no convtune command beside the library")
+    monkeypatch.setenv("CONVTUNE_TEST_FAKE_GPU", "1")
+    monkeypatch.setenv("CONVTUNE_TEST_FAKE_MS", "5")
+    net = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1, groups=8),
+                        nn.Conv2d(8, 16, 3, padding=1, groups=2))
+    with pytest.warns(UserWarning, match="set_database"):
+        res = ct.tune(net, torch.randn(1, 8, 10, 10), precision="tf32", grouped=True,
+                      db=str(tmp_path / "t.db"), quiet=True,
+                      args=("--max-variants", "2", "--final-trials", "2", "--finalists", "1",
+                            "--trials", "2"))
+    rows = res["result"]["problems"]
+    assert [r["problem"].rpartition(",")[2] for r in rows] == ["groups=8", "groups=2"]
+    assert all(r["status"] == "tuned" and r["winner"].startswith("direct:") for r in rows), rows
+
+
 def test_tune_without_a_cli(monkeypatch, lib):
     monkeypatch.setenv("CONVTUNE_CLI", "/nonexistent/convtune")
     with pytest.raises(FileNotFoundError, match="CONVTUNE_CLI"):
@@ -178,7 +209,8 @@ def test_tune_without_a_cli(monkeypatch, lib):
     with pytest.raises(FileNotFoundError, match="cli=/nonexistent/ct"):
         ct.tune(nn.Conv2d(1, 1, 1), torch.randn(1, 1, 4, 4), cli="/nonexistent/ct")
     # A model with no convolution convtune runs tunes nothing.
-    res = ct.tune(nn.Conv2d(2, 2, 1, groups=2), torch.randn(1, 2, 4, 4))
+    res = ct.tune(nn.Conv2d(2, 2, 3, padding=1, padding_mode="reflect"),
+                  torch.randn(1, 2, 4, 4))
     assert res["result"]["problems"] == [] and len(res["collected"]["skipped"]) == 1
 
 
@@ -187,8 +219,8 @@ def test_tune_without_a_cli(monkeypatch, lib):
 
 class ConvBN(nn.Module):
     """conv1 -> bn1 -> relu (folded, fused); conv2 used twice then bn2 (not folded:
-    two call sites); a grouped conv (left); conv3 -> bn3 with conv3's output
-    also used elsewhere (not folded)."""
+    two call sites); a grouped conv (replaced, its groups kept); conv3 -> bn3
+    with conv3's output also used elsewhere (not folded)."""
 
     def __init__(self):
         super().__init__()
@@ -222,22 +254,28 @@ def _randomize_bn(net):
 def test_patch_replaces_folds_and_reports(lib):
     net = _randomize_bn(ConvBN()).eval()
     before = {k: v.clone() for k, v in net.state_dict().items()}
-    patched, report = ct.patch(net, precision="fp32")
+    patched, report = ct.patch(net, precision="fp32", grouped=True)
     # The model passed in is untouched.
     assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
     assert all(type(m) is not ct.Conv2d for m in net.modules())
     replaced = {r["name"]: r["folded_bn"] for r in report["replaced"]}
-    assert replaced == {"conv1": "bn1", "conv2": None, "conv3": None}
+    assert replaced == {"conv1": "bn1", "conv2": None, "grouped": None, "conv3": None}
     assert {r["name"]: r["fused_relu"] for r in report["replaced"]} == \
-        {"conv1": "relu", "conv2": None, "conv3": None}
-    assert [patched.get_submodule(n).act for n in replaced] == ["relu", "none", "none"]
-    assert [(r["name"], "groups=2" in r["reason"]) for r in report["left"]] == [("grouped", True)]
+        {"conv1": "relu", "conv2": None, "grouped": None, "conv3": None}
+    assert [patched.get_submodule(n).act for n in replaced] == ["relu", "none", "none", "none"]
+    assert report["left"] == []
     for name in replaced:
         m = patched.get_submodule(name)
         assert type(m) is ct.Conv2d and m.precision == "fp32" and not m.training
-    assert type(patched.get_submodule("grouped")) is nn.Conv2d
+    assert patched.grouped.groups == 2 and torch.equal(patched.grouped.weight, net.grouped.weight)
     assert not hasattr(patched, "bn1")            # folded away
     assert isinstance(patched.bn2, nn.BatchNorm2d) and isinstance(patched.bn3, nn.BatchNorm2d)
+    # Without grouped=True the grouped conv stays PyTorch's, saying so.
+    kept, report = ct.patch(net, precision="fp32")
+    assert [r["name"] for r in report["replaced"]] == ["conv1", "conv2", "conv3"]
+    assert [r["name"] for r in report["left"]] == ["grouped"]
+    assert "grouped=True" in report["left"][0]["reason"]
+    assert type(kept.grouped) is nn.Conv2d
     # The folded convolution computes bn1(conv1(x)), in float64.
     x = torch.randn(2, 3, 9, 11, dtype=torch.float64)
     c1 = patched.conv1
@@ -251,13 +289,14 @@ def test_patch_training_mode_and_no_fold(lib):
     patched, report = ct.patch(net)
     assert report["replaced"] == []
     assert {r["name"] for r in report["left"]} == {"conv1", "conv2", "grouped", "conv3"}
-    assert all("training mode" in r["reason"] or "groups" in r["reason"] for r in report["left"])
+    assert all("training mode" in r["reason"] for r in report["left"])
     # Without folding, in place: the modules are swapped where they stand.
     net.eval()
     same, report = ct.patch(net, fold_bn=False, fuse_relu=False, fuse_residual=False,
-                            inplace=True)
+                            grouped=True, inplace=True)
     assert same is net and type(net.conv1) is ct.Conv2d and isinstance(net.bn1, nn.BatchNorm2d)
-    assert [r["folded_bn"] for r in report["replaced"]] == [None, None, None]
+    assert [r["folded_bn"] for r in report["replaced"]] == [None] * 4
+    assert type(net.grouped) is ct.Conv2d and net.grouped.groups == 2
     # A lone convolution becomes a Conv2d; an unsupported one stays.
     lone, report = ct.patch(nn.Conv2d(3, 4, 3).eval())
     assert type(lone) is ct.Conv2d and report["replaced"] == [
@@ -540,7 +579,7 @@ def _kernel_on_cpu(monkeypatch):
         if residual is None or not ct._takes_residual(self, x, residual):
             return forward(self, x, residual)
         y = _cpu_conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        act=self.act, residual=residual)
+                        self.groups, act=self.act, residual=residual)
         if self.residual_inplace:
             residual.copy_(y)
             return residual
@@ -672,3 +711,117 @@ def test_channels_last_patch_and_collect_run_nhwc(monkeypatch, lib):
     assert len(seen) == 5 and all(seen)
     # The model passed in is left as it was.
     assert not net._forward_pre_hooks and net.c1.weight.is_contiguous()
+
+
+class _Separable(nn.Module):
+    """Grouped convolutions as MobileNets and ResNeXts have them: a
+    depthwise 3x3 -> BN -> ReLU, then a 1x1 -> BN plus the block's input
+    (an inverted residual); a depthwise 3x3 with a channel multiplier of 2
+    (K = 2C, stride 2); a grouped 3x3 (groups=4) -> BN plus its own input,
+    then a ReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False)
+        self.dw_bn = nn.BatchNorm2d(16)
+        self.pw = nn.Conv2d(16, 16, 1, bias=False)
+        self.pw_bn = nn.BatchNorm2d(16)
+        self.mult = nn.Conv2d(16, 32, 3, stride=2, padding=1, groups=16)
+        self.grouped = nn.Conv2d(32, 32, 3, padding=1, groups=4, bias=False)
+        self.grouped_bn = nn.BatchNorm2d(32)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        y = self.relu(self.dw_bn(self.dw(x)))
+        x = self.pw_bn(self.pw(y)) + x
+        x = self.mult(x)
+        return self.relu(self.grouped_bn(self.grouped(x)) + x)
+
+
+SEPARABLE_SPECS = {
+    "dw": "n=2,c=16,h=12,w=10,k=16,r=3,s=3,stride=1,pad=1,dil=1,bias=1,prec=fp32,act=relu"
+          ",groups=16",
+    "pw": "n=2,c=16,h=12,w=10,k=16,r=1,s=1,stride=1,pad=0,dil=1,bias=1,prec=fp32,residual=1",
+    "mult": "n=2,c=16,h=12,w=10,k=32,r=3,s=3,stride=2,pad=1,dil=1,bias=1,prec=fp32,groups=16",
+    "grouped": "n=2,c=32,h=6,w=5,k=32,r=3,s=3,stride=1,pad=1,dil=1,bias=1,prec=fp32,act=relu"
+               ",residual=1,groups=4",
+}
+
+
+def test_collect_grouped_and_depthwise(lib):
+    """Grouped and depthwise convolutions are problems like any other:
+    ",groups=G" last in their spec (after act, layout and residual), their
+    BatchNorms folded, ReLUs and additions fused; weight = calls x GFLOP
+    with C/groups channels per output."""
+    net = _randomize_bn(_Separable()).eval()
+    x = torch.randn(2, 16, 12, 10)
+    got = ct.collect(net, x, precision="fp32", fuse_residual=True, grouped=True)
+    assert got["skipped"] == []
+    assert {p["name"]: p["spec"] for p in got["problems"]} == SEPARABLE_SPECS
+    weight = {p["name"]: p["weight"] for p in got["problems"]}
+    assert weight["dw"] == pytest.approx(2 * 2 * 16 * 12 * 10 * 1 * 9 * 1e-9)
+    assert weight["mult"] == pytest.approx(2 * 2 * 32 * 6 * 5 * 1 * 9 * 1e-9)
+    assert weight["grouped"] == pytest.approx(2 * 2 * 32 * 6 * 5 * 8 * 9 * 1e-9)
+    for p in got["problems"]:  # the library reads each spec back as it is
+        assert lib.format(lib.parse(p["spec"])) == p["spec"]
+    nhwc = ct.collect(net, x, precision="fp32", fuse_residual=True, grouped=True,
+                      channels_last=True)
+    assert {p["name"]: p["spec"] for p in nhwc["problems"]}["grouped"] == \
+        SEPARABLE_SPECS["grouped"].replace(",residual=1", ",layout=nhwc,residual=1")
+    plain = ct.collect(net, x, precision="fp32", fold_bn=False, fuse_relu=False, grouped=True)
+    assert {p["name"]: p["spec"] for p in plain["problems"]}["dw"] == \
+        "n=2,c=16,h=12,w=10,k=16,r=3,s=3,stride=1,pad=1,dil=1,bias=0,prec=fp32,groups=16"
+    # By default the grouped convolutions are left to PyTorch, their
+    # BatchNorms unfolded and their ReLUs unfused: the 1x1 alone is a
+    # problem, its addition fused.
+    default = ct.collect(net, x, precision="fp32", fuse_residual=True)
+    assert [p["spec"] for p in default["problems"]] == [SEPARABLE_SPECS["pw"]]
+    assert [(e["name"], e["reason"].split(":")[0]) for e in default["skipped"]] == [
+        ("dw", "groups=16"), ("mult", "groups=16"), ("grouped", "groups=4")]
+
+
+def test_patch_grouped_and_depthwise(monkeypatch, lib):
+    """patch() replaces grouped and depthwise convolutions (groups kept),
+    folds their BatchNorms (a per-output-channel scale of the (K, C/groups,
+    R, S) weight: checked in float64), fuses their ReLUs and additions, and
+    the patched model computes what the model did."""
+    net = _randomize_bn(_Separable()).eval()
+    patched, report = ct.patch(net, precision="fp32", fuse_residual=True, grouped=True)
+    assert report["left"] == []
+    assert [(r["name"], r["folded_bn"], r["fused_relu"], r["fused_residual"])
+            for r in report["replaced"]] == [
+        ("dw", "dw_bn", "relu", None),
+        ("pw", "pw_bn", None, {"residual": "x", "inplace": False}),
+        ("mult", None, None, None),
+        # Its residual is its own input: not overwritten, copied.
+        ("grouped", "grouped_bn", "relu", {"residual": "mult", "inplace": False})]
+    assert [(patched.get_submodule(n).groups, patched.get_submodule(n).act)
+            for n in ("dw", "pw", "mult", "grouped")] == \
+        [(16, "relu"), (1, "none"), (16, "none"), (4, "relu")]
+    assert all(type(m) is ct.Conv2d for m in (patched.dw, patched.pw, patched.mult,
+                                               patched.grouped))
+    # The folded depthwise and grouped convolutions compute bn(conv(x)), in float64.
+    for conv, bn, c in (("dw", "dw_bn", 16), ("grouped", "grouped_bn", 32)):
+        m, ref = patched.get_submodule(conv), net.get_submodule(conv)
+        assert m.weight.shape == ref.weight.shape
+        x = torch.randn(2, c, 9, 7, dtype=torch.float64)
+        got = torch.nn.functional.conv2d(x, m.weight.double(), m.bias.double(), padding=1,
+                                         groups=m.groups)
+        want = copy.deepcopy(net.get_submodule(bn)).double()(
+            torch.nn.functional.conv2d(x, ref.weight.double(), None, padding=1,
+                                       groups=ref.groups))
+        assert torch.allclose(got, want, rtol=1e-5, atol=1e-6)
+    _kernel_on_cpu(monkeypatch)
+    x = torch.randn(2, 16, 12, 10)
+    nhwc, _ = ct.patch(net, precision="fp32", fuse_residual=True, grouped=True,
+                       channels_last=True)
+    # By default the grouped convolutions stay PyTorch's, with their
+    # BatchNorms and ReLUs, and the model still computes what it did.
+    default, report = ct.patch(net, precision="fp32", fuse_residual=True)
+    assert [r["name"] for r in report["replaced"]] == ["pw"]
+    assert [r["name"] for r in report["left"]] == ["dw", "mult", "grouped"]
+    assert type(default.dw) is nn.Conv2d and isinstance(default.dw_bn, nn.BatchNorm2d)
+    with torch.no_grad():
+        want = net(x)
+        for model in (patched, nhwc, default):
+            assert torch.allclose(model(x), want, rtol=1e-4, atol=1e-5)
