@@ -1,0 +1,139 @@
+// direct_emu.cc — runs one variant of family `direct` (its generated source,
+// included as KERNEL_SRC) on the CPU and checks it against the float64
+// reference under the problem's precision contract; for
+// tests/test_direct_emulated.sh, which builds it per variant.
+//
+// The emulation: the blocks run one after another; within a block each
+// CUDA thread is a std::thread, __syncthreads a std::barrier, and the
+// dynamic shared memory one buffer (the kernel's `extern __shared__` array
+// is this file's smem4).  x, w and b are surrounded by NaN and y by a
+// canary, so that a read past a tensor shows as a non-finite output and a
+// write past y as a changed canary; y starts as NaN (or as the residual,
+// which the reference then adds), so that an output never stored fails.
+//
+//   direct_emu SPEC tf32|fp32 VARIANT   (exit 0: passes, 1: fails, 2: usage)
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+struct float2 { float x, y; };
+struct float4 { float x, y, z, w; };
+struct emu_dim { unsigned x = 0, y = 0, z = 0; };
+static thread_local emu_dim threadIdx, blockIdx;
+static thread_local std::barrier<> *emu_barrier;
+float4 smem4[2048]; // 32 KiB: direct stages at most 24 KiB (ct_direct.cuh)
+
+#define __global__
+#define __device__
+#define __host__
+#define __shared__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+static inline void __syncthreads() { emu_barrier->arrive_and_wait(); }
+template <class T> static inline T __ldg(const T *p) { return *p; }
+template <class T> static inline T __ldcs(const T *p) { return *p; }
+static inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+static inline float2 make_float2(float a, float b) { return {a, b}; }
+static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+#define __CUDACC__ 1 // the templates' constexpr launch arithmetic (ct_direct.cuh)
+#include KERNEL_SRC
+#undef __CUDACC__
+
+extern "C" {
+#include "convtune.h"
+#include "ct_gen.h"
+#include "verify.h"
+}
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+static float unit() { // uniform [0, 1), 24 bits
+  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((rng_state >> 40) * (1.0 / 16777216.0));
+}
+
+// A tensor of n floats between two guards of G floats each.
+struct guarded {
+  static constexpr size_t G = 4096;
+  std::vector<float> all;
+  explicit guarded(size_t n, float guard) : all(n + 2 * G, guard) {}
+  float *data() { return all.data() + G; }
+  bool guards_are(float guard) const {
+    for (size_t i = 0; i < G; i++)
+      if (memcmp(&all[i], &guard, 4) || memcmp(&all[all.size() - 1 - i], &guard, 4)) return false;
+    return true;
+  }
+};
+
+int main(int argc, char **argv) {
+  ct_problem p;
+  char err[256];
+  ct_gen_limits lim;
+  ct_gen_variant v;
+  if (argc != 4) {
+    fprintf(stderr, "usage: direct_emu SPEC tf32|fp32 VARIANT\n");
+    return 2;
+  }
+  if (ct_problem_parse(argv[1], &p, err, sizeof err) != CT_OK) {
+    fprintf(stderr, "direct_emu: %s\n", err);
+    return 2;
+  }
+  p.precision = strcmp(argv[2], "fp32") == 0 ? CT_PREC_FP32 : CT_PREC_TF32;
+  if (ct_gen_limits_for_arch("sm_90a", &lim) != CT_OK ||
+      ct_gen_variant_from_name(&p, &lim, argv[3], &v) != CT_OK || v.n_kernels != 1 ||
+      v.kernels[0].smem > sizeof smem4) {
+    fprintf(stderr, "direct_emu: %s: not a one-kernel variant of %s\n", argv[3], argv[1]);
+    return 2;
+  }
+  int64_t P, Q;
+  ct_problem_output(&p, &P, &Q);
+  const size_t nx = p.n * p.c * p.h * p.w, nw = p.k * (p.c / p.groups) * p.r * p.s;
+  const size_t ny = p.n * p.k * P * Q;
+  const float bound = 1.0f / sqrtf((float)(p.c / p.groups * p.r * p.s));
+  const float canary = -1234.5f;
+  guarded x(nx, NAN), w(nw, NAN), b(p.k, NAN), y(ny, canary);
+  std::vector<float> res(ny);
+  for (size_t i = 0; i < nx; i++) x.data()[i] = unit();
+  for (size_t i = 0; i < nw; i++) w.data()[i] = (2 * unit() - 1) * bound;
+  for (int64_t i = 0; i < p.k; i++) b.data()[i] = (2 * unit() - 1) * bound;
+  for (size_t i = 0; i < ny; i++) {
+    res[i] = 2 * unit() - 1;
+    y.data()[i] = p.residual ? res[i] : NAN;
+  }
+
+  const ct_gen_launch &l = v.kernels[0];
+  for (unsigned bx = 0; bx < l.grid[0]; bx++) {
+    std::barrier<> barrier(l.block[0]);
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < l.block[0]; t++)
+      threads.emplace_back([&, t, bx] {
+        threadIdx.x = t;
+        blockIdx.x = bx;
+        emu_barrier = &barrier;
+        conv_direct(x.data(), w.data(), b.data(), y.data(), nullptr);
+      });
+    for (auto &t : threads) t.join();
+  }
+
+  std::vector<double> ref(ny), abs_sum(ny), sq_sum(ny);
+  if (ct_tune_reference_cpu_residual(&p, x.data(), w.data(), p.bias ? b.data() : nullptr,
+                                     p.residual ? res.data() : nullptr, ref.data(),
+                                     abs_sum.data(), sq_sum.data()) != CT_OK) {
+    fprintf(stderr, "direct_emu: the reference refused %s\n", argv[1]);
+    return 2;
+  }
+  ct_tune_check ck;
+  ct_tune_contract(&p, y.data(), ref.data(), abs_sum.data(), sq_sum.data(), (int64_t)ny, &ck);
+  const bool fenced = y.guards_are(canary);
+  const bool ok = ck.passes && fenced;
+  printf("%s %s %s %s%s%s%s\n", ok ? "ok  " : "FAIL", argv[1], argv[2], argv[3], ok ? "" : ": ",
+         ck.passes ? "" : ck.reason, fenced ? "" : " wrote past y");
+  return ok ? 0 : 1;
+}
