@@ -177,8 +177,8 @@ def check(y, ref):
 
 def conv_floor_ms(model, x, prec, rates):
     """The sum over model's convolutions (one forward pass on x, calls
-    counted, grouped ones too; BatchNorms folded as patch() does) of each
-    one's floor at prec."""
+    counted, grouped ones too; BatchNorms folded as patch(grouped=True)
+    does) of each one's floor at prec."""
     listed = ct.collect(model, x, precision=prec, fuse_residual=True, grouped=True)
     lib = ct.library()
     return sum(e["calls"] * bench.floors(lib.parse(e["spec"]), rates)["class_ms"][prec]

@@ -64,7 +64,7 @@ typedef enum ct_activation {
 /* The tensors' memory layout.  NCHW: x [N][C][H][W], w [K][C][R][S],
 ** y [N][K][P][Q] (PyTorch's contiguous tensors).  NHWC: x [N][H][W][C],
 ** w [K][R][S][C], y [N][P][Q][K] (PyTorch's channels_last tensors, weights
-** included).  Either way b is [K]. */
+** included).  Either way b is [K]; with groups, w's C is C/groups. */
 typedef enum ct_layout {
   CT_LAYOUT_NCHW = 0,
   CT_LAYOUT_NHWC = 1
@@ -94,7 +94,10 @@ typedef struct ct_problem {
                                  y = act(conv + b + y); 0: y is only
                                  written */
   int64_t groups;             /* >= 1, dividing c and k; 1: an ordinary
-                                 convolution */
+                                 convolution.  0 is invalid: a struct
+                                 filled field by field must set it
+                                 (ct_problem_default and ct_problem_parse
+                                 set every field) */
 } ct_problem;
 
 /* Longest canonical spec text, terminating NUL included. */
@@ -201,8 +204,9 @@ void ct_close(ct_context *ctx);
 **      cubin when the recorded source hash, compile options, architecture
 **      and NVRTC version all match this build's (CT_PATH_TUNED_CUBIN), else
 **      the same variant recompiled with NVRTC (CT_PATH_TUNED_COMPILED);
-**   2. the winner of the nearest tuned problem of the same precision on
-**      this device whose variant is valid for this problem (CT_PATH_NEAREST;
+**   2. the winner of the nearest tuned problem of the same precision and
+**      groups on this device whose variant is valid for this problem
+**      (CT_PATH_NEAREST;
 **      the tuned problems are read once per context, at the first call that
 **      needs them);
 **   3. a safe default variant (CT_PATH_DEFAULT).

@@ -53,11 +53,12 @@ check "cold tune names a winner" "[ -n '$best' ] && [ '$best' != null ]"
 check "cold tune leaves an intact database" "integrity '$base'"
 check "the compile cache holds every cubin" "[ $(sql "$base" 'SELECT count(*) FROM cubins') -ge $n ]"
 
-# A grouped problem (32 groups, 2 output channels each) tunes on direct,
-# every variant a tile within one group, stored under its canonical spec.
+# A depthwise problem (32 groups, 2 output channels each) tunes on direct's
+# variants of TK = 1 (a tile within one group) and dw's, and is stored
+# under its canonical spec.
 gspec="n=2,c=32,h=28,w=28,k=64,r=3,s=3,pad=1,act=relu,groups=32"
 "$ct" tune --problem "$gspec" --final-trials 5 --db "$tmp/groups.db" --json > "$tmp/groups.json" 2>/dev/null
-check "groups: tuned on direct's 9 variants of TK = 1" "[ $? -eq 0 ] && [ $(jget "$tmp/groups.json" variants) -eq 9 ] && jget '$tmp/groups.json' winner | grep -q '^direct:.*,TK=1$'"
+check "groups: tuned on direct's 9 variants of TK = 1 and dw's" "[ $? -eq 0 ] && [ $(jget "$tmp/groups.json" variants) -eq 32 ] && [ $(timed_of "$tmp/groups.json" direct) -eq 9 ] && jget '$tmp/groups.json' winner | grep -Eq '^(direct:.*,TK=1|dw:.*)$'"
 check "groups: stored under the canonical spec" "[ $(sql "$tmp/groups.db" "SELECT count(*) FROM winners w JOIN problems p ON p.id = w.problem_id WHERE p.spec LIKE '%,act=relu,groups=32'") -eq 1 ]"
 
 warm() { # warm DEST: a database with the cubins but no trials

@@ -72,7 +72,7 @@ typedef enum ct_tune_ref_mode {
 } ct_tune_ref_mode;
 
 /* Draws inputs like PyTorch's (x uniform [0,1), w and b uniform
-** +-1/sqrt(C*R*S); a residual problem's residual uniform [-1,1), the scale
+** +-1/sqrt((C/groups)*R*S); a residual problem's residual uniform [-1,1), the scale
 ** of a ResNet block's input) from seed, uploads them, compiles the reference and
 ** check kernels and, unless the mode is fused, computes the float64
 ** reference on the GPU.  Host memory stays small whatever the problem's
@@ -299,7 +299,7 @@ size_t ct_tune_search_prefer(ct_tune_search *s, const size_t *idx, size_t k);
 ct_status ct_tune_families_check(const char *list, char *err, size_t len);
 
 /* Into buf (len bytes): "" when every family list names (NULL: none)
-** meets p's precision, layout and residual, else " (NAME: why; ...)" with
+** meets p's precision, layout, residual and groups, else " (NAME: why; ...)" with
 ** ct_gen_family_declines' reason for each that does not: what a "no valid
 ** variant" message adds. */
 void ct_tune_families_why(const char *list, const ct_problem *p, char *buf, size_t len);

@@ -59,9 +59,9 @@ A tensor that is both (C = 1, or H = W = 1) reads as NCHW.
 
 Groups: any groups F.conv2d takes (groups dividing C and K; weight of
 shape (K, C / groups, R, S); depthwise: groups = C, K a multiple of C),
-",groups=G" in the spec.  Only the library's direct family (FFMA, which
-meets tf32 and fp32 alike) runs grouped problems, so their tuned winners
-are direct variants; patch(), collect() and tune() leave grouped
+",groups=G" in the spec.  The library runs them on its FFMA families,
+which meet tf32 and fp32 alike: direct (any groups) and dw (depthwise
+NCHW problems); patch(), collect() and tune() leave grouped
 convolutions to PyTorch unless given grouped=True (the report says so).
 
 Unsupported cases raise UnsupportedError naming the reason; nothing falls
@@ -306,11 +306,18 @@ def _check_params(stride, padding, dilation):
 
 
 def _check_groups(groups):
-    """groups as F.conv2d takes it: an int >= 1 (whether it divides the
-    channels is _check_tensors's to say)."""
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-        raise ValueError("groups must be an int >= 1, not %r" % (groups,))
-    return groups
+    """groups as F.conv2d takes it, an integer >= 1 (a Python or NumPy int,
+    returned as an int, or a torch.SymInt while tracing, returned as it
+    is); whether it divides the channels is _check_tensors's to say."""
+    if isinstance(groups, torch.SymInt):
+        return groups
+    try:
+        value = None if isinstance(groups, bool) else operator.index(groups)
+    except TypeError:
+        value = None
+    if value is None or value < 1:
+        raise ValueError("groups must be an integer >= 1, not %r" % (groups,))
+    return value
 
 
 _problems = {}  # (shapes, parameters, groups, precision, act, layout, residual) -> Problem
@@ -580,6 +587,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
     residual), in a new tensor; its gradient is the output's.  groups:
     F.conv2d's (weight of shape (K, C / groups, R, S), groups dividing C
     and K; depthwise: groups = C), with the residual and the ReLU too."""
+    groups = _check_groups(groups)
     stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, groups,
                                            precision)
     _check_act(act)
@@ -604,6 +612,7 @@ def explain(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
     reason, database (its state), precision and spec (",groups=G" for
     groups > 1).  residual=True: for a call with a residual.  Loads the
     kernel if that has not happened yet (no launch)."""
+    groups = _check_groups(groups)
     stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, groups,
                                            precision)
     if x.dim() == 3:
@@ -1206,9 +1215,9 @@ def _grouped_reason(module, grouped):
     `module` to PyTorch (grouped=False), or None."""
     if grouped or module.groups == 1 or isinstance(module, Conv2d):
         return None
-    return ("groups=%d: left to PyTorch (convtune runs grouped convolutions on its FFMA "
-            "direct family alone, which may be slower than PyTorch's); pass grouped=True "
-            "to replace it" % module.groups)
+    return ("groups=%d: left to PyTorch (convtune runs grouped convolutions on FFMA, "
+            "direct and dw, which may be slower than PyTorch's); pass grouped=True to "
+            "replace it" % module.groups)
 
 
 def _unsupported_module(module, grouped=True):
@@ -1460,8 +1469,8 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, grouped=F
 
     grouped (off by default in 0.4.0): grouped and depthwise convolutions
     are replaced too (groups kept), BatchNorms, ReLUs and additions after
-    them folded and fused alike.  They run on convtune's FFMA direct family
-    alone, which may be slower than PyTorch's grouped kernels: off, they
+    them folded and fused alike.  They run on convtune's FFMA families
+    (direct, dw), which may be slower than PyTorch's grouped kernels: off, they
     stay PyTorch's, each with that reason in the report.
 
     fold_bn: each eval-mode BatchNorm2d fed by such a convolution alone is

@@ -96,8 +96,8 @@ def test_problem_made_without_groups_has_one_group(lib):
 @pytest.mark.parametrize("spec,needle", [
     ("n=1,c=6,h=8,w=8,k=8,r=3,s=3,groups=4", "groups = 4 must divide both c = 6 and k = 8"),
     ("n=1,c=8,h=8,w=8,k=6,r=3,s=3,groups=4", "groups = 4 must divide both c = 8 and k = 6"),
-    ("n=1,c=8,h=8,w=8,k=8,r=3,s=3,groups=0", "groups"),
-    ("n=1,c=8,h=8,w=8,k=8,r=3,s=3,groups=x", "groups"),
+    ("n=1,c=8,h=8,w=8,k=8,r=3,s=3,groups=0", "groups = 0 must be >= 1"),
+    ("n=1,c=8,h=8,w=8,k=8,r=3,s=3,groups=x", "groups: 'x' is not an integer"),
 ])
 def test_groups_errors(lib, spec, needle):
     with pytest.raises(convtune.ConvtuneError) as e:

@@ -105,15 +105,17 @@ def test_malformed_groups():
         ct.conv2d(x, meta(8, 5, 3, 3))
     with pytest.raises(ValueError, match=r"x has 8 channels but weight expects 16"):
         ct.conv2d(x, meta(8, 8, 3, 3), groups=2)  # F.conv2d's weight, groups=1's
-    # groups itself: an int >= 1.
+    # groups itself: an integer >= 1 (a NumPy one too, as F.conv2d takes).
     for bad in (0, -2, 2.0, "2", None, True):
-        with pytest.raises(ValueError, match="groups must be an int >= 1"):
+        with pytest.raises(ValueError, match="groups must be an integer >= 1"):
             ct.conv2d(x, meta(8, 4, 3, 3), groups=bad)
+    np = pytest.importorskip("numpy")
+    assert ct.conv2d(x, meta(8, 4, 3, 3), groups=np.int64(2)).shape == (2, 8, 14, 14)
     # The same checks at the op (the fake implementation) and in explain.
     with pytest.raises(ValueError, match="groups=3 does not divide"):
         torch.ops.convtune.conv2d(x, meta(8, 8, 3, 3), None, [1, 1], [0, 0], [1, 1], "auto",
                                   groups=3)
-    with pytest.raises(ValueError, match="groups must be an int >= 1, not 0"):
+    with pytest.raises(ValueError, match="groups must be an integer >= 1, not 0"):
         torch.ops.convtune.conv2d(x, meta(8, 8, 3, 3), None, [1, 1], [0, 0], [1, 1], "auto",
                                   groups=0)
     with pytest.raises(ValueError, match="x has 8 channels but weight expects 4"):
@@ -134,6 +136,14 @@ def test_traces_in_torch_compile_fullgraph():
     y = torch.compile(depthwise, fullgraph=True, backend="aot_eager")(
         meta(2, 16, 20, 20), meta(16, 1, 3, 3), meta(16))
     assert y.shape == (2, 16, 10, 10)
+
+    # groups from the input's shape, traced with dynamic shapes (a SymInt).
+    def by_shape(x, w):
+        return ct.conv2d(x, w, padding=1, groups=x.shape[1])
+
+    compiled = torch.compile(by_shape, fullgraph=True, dynamic=True, backend="aot_eager")
+    assert compiled(meta(2, 16, 20, 20), meta(16, 1, 3, 3)).shape == (2, 16, 20, 20)
+    assert compiled(meta(3, 24, 9, 7), meta(24, 1, 3, 3)).shape == (3, 24, 9, 7)
 
 
 def test_op_registration():

@@ -1,7 +1,8 @@
-// direct_emu.cc — runs one variant of family `direct` (its generated source,
-// included as KERNEL_SRC) on the CPU and checks it against the float64
-// reference under the problem's precision contract; for
-// tests/test_direct_emulated.sh, which builds it per variant.
+// emu_kernel.cc — runs one variant of a one-kernel FFMA family (`direct`,
+// `dw`: its generated source, included as KERNEL_SRC, its kernel
+// KERNEL_FN) on the CPU and checks it against the float64 reference under
+// the problem's precision contract; for tests/test_emulated.sh, which
+// builds it per variant.
 //
 // The emulation: the blocks run one after another; within a block each
 // CUDA thread is a std::thread, __syncthreads a std::barrier, and the
@@ -11,7 +12,7 @@
 // write past y as a changed canary; y starts as NaN (or as the residual,
 // which the reference then adds), so that an output never stored fails.
 //
-//   direct_emu SPEC tf32|fp32 VARIANT   (exit 0: passes, 1: fails, 2: usage)
+//   emu_kernel SPEC tf32|fp32 VARIANT   (exit 0: passes, 1: fails, 2: usage)
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -25,7 +26,7 @@ struct float4 { float x, y, z, w; };
 struct emu_dim { unsigned x = 0, y = 0, z = 0; };
 static thread_local emu_dim threadIdx, blockIdx;
 static thread_local std::barrier<> *emu_barrier;
-float4 smem4[2048]; // 32 KiB: direct stages at most 24 KiB (ct_direct.cuh)
+float4 smem4[16384]; // 256 KiB: more than a block may have
 
 #define __global__
 #define __device__
@@ -43,9 +44,12 @@ static inline unsigned __float_as_uint(float f) {
 }
 static inline float2 make_float2(float a, float b) { return {a, b}; }
 static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
-#define __CUDACC__ 1 // the templates' constexpr launch arithmetic (ct_direct.cuh)
+#define __CUDACC__ 1 // the templates' constexpr launch arithmetic (ct_direct.cuh, ct_dw.cuh)
 #include KERNEL_SRC
 #undef __CUDACC__
+
+#define STR_(s) #s
+#define STR(s) STR_(s)
 
 extern "C" {
 #include "convtune.h"
@@ -78,18 +82,19 @@ int main(int argc, char **argv) {
   ct_gen_limits lim;
   ct_gen_variant v;
   if (argc != 4) {
-    fprintf(stderr, "usage: direct_emu SPEC tf32|fp32 VARIANT\n");
+    fprintf(stderr, "usage: emu_kernel SPEC tf32|fp32 VARIANT\n");
     return 2;
   }
   if (ct_problem_parse(argv[1], &p, err, sizeof err) != CT_OK) {
-    fprintf(stderr, "direct_emu: %s\n", err);
+    fprintf(stderr, "emu_kernel: %s\n", err);
     return 2;
   }
   p.precision = strcmp(argv[2], "fp32") == 0 ? CT_PREC_FP32 : CT_PREC_TF32;
   if (ct_gen_limits_for_arch("sm_90a", &lim) != CT_OK ||
       ct_gen_variant_from_name(&p, &lim, argv[3], &v) != CT_OK || v.n_kernels != 1 ||
-      v.kernels[0].smem > sizeof smem4) {
-    fprintf(stderr, "direct_emu: %s: not a one-kernel variant of %s\n", argv[3], argv[1]);
+      v.kernels[0].smem > sizeof smem4 || strcmp(v.kernels[0].name, STR(KERNEL_FN)) != 0) {
+    fprintf(stderr, "emu_kernel: %s: not a one-kernel variant of %s running %s\n", argv[3],
+            argv[1], STR(KERNEL_FN));
     return 2;
   }
   int64_t P, Q;
@@ -117,7 +122,7 @@ int main(int argc, char **argv) {
         threadIdx.x = t;
         blockIdx.x = bx;
         emu_barrier = &barrier;
-        conv_direct(x.data(), w.data(), b.data(), y.data(), nullptr);
+        KERNEL_FN(x.data(), w.data(), b.data(), y.data(), nullptr);
       });
     for (auto &t : threads) t.join();
   }
@@ -126,7 +131,7 @@ int main(int argc, char **argv) {
   if (ct_tune_reference_cpu_residual(&p, x.data(), w.data(), p.bias ? b.data() : nullptr,
                                      p.residual ? res.data() : nullptr, ref.data(),
                                      abs_sum.data(), sq_sum.data()) != CT_OK) {
-    fprintf(stderr, "direct_emu: the reference refused %s\n", argv[1]);
+    fprintf(stderr, "emu_kernel: the reference refused %s\n", argv[1]);
     return 2;
   }
   ct_tune_check ck;

@@ -1,0 +1,98 @@
+/*
+** family_dw.c — the descriptor of family "dw" (templates/conv_dw.cu): a
+** depthwise convolution (groups = C, K a multiple of C) over NCHW tensors,
+** each block a tile of one output channel's plane staged in shared memory,
+** in IEEE fp32 (FFMA), so at both precisions.
+**
+** Parameters (each list starts with the template's default):
+**   THREADS  threads per block
+**   TP       output columns per thread
+**   BQ       output columns per tile (the tile's rows follow:
+**            THREADS * TP / BQ)
+**
+** The tile arithmetic is templates/ct_dw.cuh's, which the template
+** includes too; it static_asserts that the CT_PLAN_* values agree.
+*/
+#include <stdint.h>
+#include <stdio.h>
+
+#include "convtune.h"
+#include "ct_dw.cuh"
+#include "ct_gen.h"
+
+enum { DW_THREADS, DW_TP, DW_BQ };
+
+/* What a point needs on a problem, in 64-bit arithmetic. */
+typedef struct dw_shape {
+  int64_t P, Q;
+  int64_t bp;    /* output rows per tile; 0: the point does not tile */
+  int64_t tiles; /* blocks = grid.x */
+  int64_t smem;  /* dynamic shared memory, bytes */
+} dw_shape;
+
+static void dw_shape_of(const ct_problem *p, const int *v, dw_shape *sh) {
+  ct_problem_output(p, &sh->P, &sh->Q);
+  sh->bp = ct_dw_rows(v[DW_THREADS], v[DW_TP], v[DW_BQ]);
+  sh->tiles = sh->bp ? ct_dw_tiles(p->n, p->k, sh->P, sh->Q, sh->bp, v[DW_BQ]) : 0;
+  sh->smem = sh->bp ? ct_dw_smem_bytes(ct_dw_in_rows(sh->bp, p->stride_h, p->dil_h, p->r),
+                                       ct_dw_in_cols(v[DW_BQ], p->stride_w, p->dil_w, p->s),
+                                       p->r, p->s)
+                    : 0;
+}
+
+/* The hard limits: a depthwise NCHW problem (groups = C, any channel
+** multiplier K / C); whole warps; the point tiles (BQ / TP threads along
+** a row divide THREADS); the tile count fits grid.x; the input tile and
+** the weights fit shared memory.  Offsets are 64-bit, so tensors of any
+** size the problem's validation admits. */
+static int dw_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  const int64_t threads = v[DW_THREADS], tp = v[DW_TP], bq = v[DW_BQ];
+  if (p->groups != p->c || p->k % p->c != 0 || p->layout != CT_LAYOUT_NCHW) return 0;
+  if (threads < 32 || threads % 32 != 0 || tp < 1 || bq < tp) return 0;
+  /* The tile's extents are ints in the template: bounded well below 2^31
+  ** before they are multiplied. */
+  if (p->r * p->dil_h > (1 << 20) || p->s * p->dil_w > (1 << 20)) return 0;
+  dw_shape sh;
+  dw_shape_of(p, v, &sh);
+  if (sh.bp < 1 || sh.tiles < 1 || sh.tiles > INT32_MAX) return 0;
+  return ct_gen_budget_fits(lim, &(ct_gen_budget){.threads = threads, .smem = sh.smem});
+}
+
+/* The pruning heuristic: a tile wastes less than half its columns and
+** rows (BQ < 2Q, BP < 2P) unless it is the smallest of its kind. */
+static int dw_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
+  (void)lim;
+  dw_shape sh;
+  dw_shape_of(p, v, &sh);
+  if (v[DW_BQ] > 8 && v[DW_BQ] >= 2 * sh.Q) return 0;
+  if (sh.bp > 1 && sh.bp >= 2 * sh.P) return 0;
+  return 1;
+}
+
+static void dw_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v,
+                    ct_gen_variant *out, char *defines, size_t len) {
+  (void)lim;
+  dw_shape sh;
+  dw_shape_of(p, v, &sh);
+  ct_gen_plan_one(out, "conv_dw", (unsigned)sh.tiles, 1, (unsigned)v[DW_THREADS],
+                  (unsigned)sh.smem, NULL, 0, defines, len);
+}
+
+const ct_gen_family ct_gen_family_dw = {
+  .name = "dw",
+  .template_name = "conv_dw.cu",
+  .precisions = (1u << CT_PREC_TF32) | (1u << CT_PREC_FP32),
+  .residual = 1,
+  .groups = 1,
+  .args = CT_GEN_ARGS_POINTERS,
+  .big_tensors = 1,
+  .n_params = 3,
+  .params = {
+    {"THREADS", 3, {128, 256, 64}},
+    {"TP", 3, {2, 4, 1}},
+    {"BQ", 5, {32, 64, 16, 8, 128}},
+  },
+  .valid = dw_valid,
+  .worth = dw_worth,
+  .plan = dw_plan,
+};

@@ -1,0 +1,45 @@
+// ct_dw.cuh — family "dw"'s tile arithmetic, written once for its template
+// (conv_dw.cu) and its descriptor (generator/family_dw.c includes this
+// file as C), so that the plan and the kernel agree by construction.  A
+// block computes a tile of BP output rows x BQ output columns of one
+// output channel's plane: THREADS threads, BQ / TP of them along a row
+// (each TP columns, BQ / TP apart), so BP = THREADS * TP / BQ rows.  All
+// arithmetic is 64-bit.
+
+#ifndef CT_DW_CUH
+#define CT_DW_CUH
+
+#ifdef __CUDACC__
+#define CT_DW_FN constexpr
+#else
+#define CT_DW_FN static inline
+#endif
+
+// Output rows of a tile (0 when the parameters do not tile: BQ % TP or
+// THREADS % (BQ / TP) not 0).
+CT_DW_FN long long ct_dw_rows(long long threads, long long tp, long long bq) {
+  return bq % tp != 0 || threads % (bq / tp) != 0 ? 0 : threads / (bq / tp);
+}
+
+// Blocks of work (grid.x): one per tile of each (image, output channel).
+CT_DW_FN long long ct_dw_tiles(long long n, long long k, long long p, long long q,
+                               long long bp, long long bq) {
+  return n * k * ((p + bp - 1) / bp) * ((q + bq - 1) / bq);
+}
+
+// Input rows and columns a tile reads, its zero padding included.
+CT_DW_FN long long ct_dw_in_rows(long long bp, long long stride_h, long long dil_h, long long r) {
+  return (bp - 1) * stride_h + (r - 1) * dil_h + 1;
+}
+CT_DW_FN long long ct_dw_in_cols(long long bq, long long stride_w, long long dil_w, long long s) {
+  return (bq - 1) * stride_w + (s - 1) * dil_w + 1;
+}
+
+// Dynamic shared memory of a block, bytes: the input tile and the
+// channel's R x S weights.
+CT_DW_FN long long ct_dw_smem_bytes(long long in_rows, long long in_cols, long long r,
+                                    long long s) {
+  return (in_rows * in_cols + r * s) * 4;
+}
+
+#endif // CT_DW_CUH
