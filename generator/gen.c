@@ -28,8 +28,8 @@
 ** families offered only where they fit their shape (pw: a 1x1 NCHW read
 ** in place; gmk: too few tiles for the SMs; gmp: what im2col cannot
 ** gather, or a cheap patch matrix) come before the general gm, which
-** covers almost every shape (dw, which runs depthwise problems alone,
-** follows direct).  On a large problem the first screen can
+** covers almost every shape (dw and dwc, which run depthwise problems
+** alone, NCHW and NHWC, follow direct).  On a large problem the first screen can
 ** take a short budget whole (kb87: one of 44 in 5 s).  tap (any NCHW
 ** filter with horizontal stride 1, read in place) comes after gm until
 ** it has been measured on a GPU (docs/PERFORMANCE.md v18): a short budget
@@ -41,7 +41,7 @@
 ** screen only its first seed. */
 #define CT_GEN_FAMILY_LIST(X) \
   X(direct) \
-  X(dw) \
+  X(dw) X(dwc) \
   X(wg) \
   X(wg3) \
   X(tc) X(tc3) \

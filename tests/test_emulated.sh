@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The FFMA families' kernels run on the CPU (tests/emu_kernel.cc: a
+# The FFMA families' kernels (direct, dw, dwc) run on the CPU (tests/emu_kernel.cc: a
 # std::thread per CUDA thread, blocks one after another), each case's
 # output checked against the float64 reference under its precision
 # contract, with NaN around the inputs and a canary around y.  `direct`:
@@ -8,9 +8,12 @@
 # passes, weights read from global memory), and ungrouped ones.  `dw`:
 # depthwise problems (stride, dilation, padding past the kernel, a channel
 # multiplier, a residual and a ReLU, tiles overhanging the plane, one
-# channel).  Four mutated kernels (a group's input channels, NHWC weights
-# read at the stride of C, the epilogue without its residual and ReLU,
-# dw's tile without its padding) must fail, so that the check can.
+# channel).  `dwc`: depthwise NHWC problems (partial channel and column
+# tiles, a channel multiplier with stride, dilation, residual and ReLU, a
+# 60-tap filter read tap by tap).  Five mutated kernels (a group's input
+# channels, NHWC weights read at the stride of C, the epilogue without its
+# residual and ReLU, dw's tile without its padding, dwc's channel
+# multiplier ignored) must fail, so that the check can.
 #   tests/test_emulated.sh EMU_SOURCE CXX SOURCE_ROOT LIBCT_TUNE LIBCT_GEN
 set -u
 src_tool=${1:?usage: test_emulated.sh EMU_SOURCE CXX SOURCE_ROOT LIBCT_TUNE LIBCT_GEN}
@@ -67,6 +70,9 @@ cases=(
   "n=2,c=4,h=9,w=70,k=4,r=5,s=3,dil=2x3,pad=3x4,groups=4,act=relu,residual=1|dw:THREADS=64,TP=4,BQ=64"
   "n=1,c=3,h=7,w=7,k=9,r=7,s=7,pad=3,groups=3|dw:THREADS=64,TP=1,BQ=8"
   "n=3,c=1,h=12,w=10,k=2,r=2,s=4,stride=3x2,pad=2|dw:THREADS=64,TP=1,BQ=8"
+  "n=2,c=40,h=9,w=11,k=40,r=3,s=3,pad=1,groups=40,layout=nhwc|dwc:CB=32,TP=4,RB=4"
+  "n=1,c=24,h=13,w=17,k=72,r=5,s=3,stride=2,dil=1x2,pad=2x3,groups=24,layout=nhwc,act=relu,residual=1,bias=0|dwc:CB=64,TP=2,RB=2"
+  "n=2,c=8,h=3,w=300,k=8,r=1,s=60,pad=0x5,groups=8,layout=nhwc|dwc:CB=16,TP=4,RB=2"
 )
 i=0
 for c in "${cases[@]}"; do
@@ -93,6 +99,7 @@ control "the group's channels not offset" 0 's/x_row(NG > 1 ? (I)(k0 \/ KG) \* C
 control "NHWC weights at the stride of C" 4 's/\* CG + c;/* C + c;/'
 control "no residual, no ReLU" 13 's/ct_out(acc\[kk\]\[i\] + bv, yp)/(acc[kk][i] + bv)/'
 control "dw: the tile without its padding" 18 's/ : 0.0f;/ : 1.0f;/'
+control "dwc: the channel multiplier ignored" 22 's/const int c = k \/ M;/const int c = k % C;/'
 
 echo "emulated: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

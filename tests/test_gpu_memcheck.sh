@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # compute-sanitizer's memcheck over the general families (gm, gmp, gmk, gme, pw,
 # pwq, pwe, pwqe, tap and their 3xTF32 twins) and their layout passes, and
-# the depthwise family dw: for each shape and
+# the depthwise families dw and dwc: for each shape and
 # precision, an in-process tune (--no-isolate, so the sanitizer sees every
 # launch: the layout and packing kernels, the main kernels, the float64
 # reference) of about one variant of each family the shape is offered,
@@ -19,7 +19,8 @@
 # crosses its bounds); a 1x1 over 7 x 7 planes, C = 132, K = 70 (pw's
 # whole-image runs, a partial channel block); depthwise problems (dw's
 # staged tiles overhanging the plane, a channel multiplier, a stride, a
-# dilated 5x3 filter with a residual).  The sanitizer
+# dilated 5x3 filter with a residual; dwc's partial channel and column
+# tiles over NHWC).  The sanitizer
 # writes its report to a log file (by default it shares stdout, which
 # carries the tune's JSON).
 # Exits 77 where no GPU is usable or compute-sanitizer is not installed.
@@ -50,7 +51,7 @@ if [ -z "$san" ]; then
   exit 77
 fi
 
-families="gm,gm3,gmp,gmp3,gmk,gmk3,gme,gme3,pw,pw3,pwq,pwe,pwqe,tap,tap3,dw"
+families="gm,gm3,gmp,gmp3,gmk,gmk3,gme,gme3,pw,pw3,pwq,pwe,pwqe,tap,tap3,dw,dwc"
 shapes=(
   "n=2,c=5,h=17,w=19,k=20,r=3,s=3,stride=2,pad=1"
   "n=3,c=40,h=20,w=44,k=70,r=3,s=5,pad=1x2,dil=1x2,act=relu"
@@ -67,6 +68,7 @@ shapes=(
   "n=8,c=132,h=7,w=7,k=70,r=1,s=1,residual=1"
   "n=2,c=12,h=17,w=19,k=24,r=3,s=3,stride=2,pad=1,groups=12"
   "n=3,c=8,h=9,w=70,k=8,r=5,s=3,pad=2x1,dil=1x2,act=relu,residual=1,groups=8"
+  "n=2,c=40,h=9,w=11,k=80,r=3,s=3,stride=2,pad=1,groups=40,residual=1,layout=nhwc"
 )
 # offered SPEC PREC: the general families the space offers, comma-separated.
 offered() {

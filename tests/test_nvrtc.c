@@ -214,7 +214,8 @@ static void test_cluster_split_points(void) {
 ** no spill.  The problems give every family
 ** pruned points: K = 64 (wgr idles a consumer, wide BN waste channels),
 ** K = 96 at fp32, K = 3 (direct's wide TK), a 1x1 (pw's and pw3's BK), a
-** depthwise 3x3 on a 9x9 plane (dw's wide tiles). */
+** depthwise 3x3 on a 9x9 plane (dw's wide tiles) and on 5-wide NHWC rows
+** (dwc's wide tiles and channel blocks). */
 static void test_pruned_points(void) {
   static const char *const specs[] = {
     "n=2,c=3,h=67,w=59,k=64,r=11,s=11,stride=4,pad=2,prec=tf32",
@@ -223,6 +224,7 @@ static void test_pruned_points(void) {
     "n=2,c=64,h=28,w=28,k=96,r=1,s=1,prec=tf32",
     "n=2,c=64,h=28,w=28,k=96,r=1,s=1,prec=fp32",
     "n=2,c=8,h=9,w=9,k=8,r=3,s=3,pad=1,groups=8,prec=tf32",
+    "n=2,c=8,h=9,w=5,k=8,r=3,s=3,pad=1,groups=8,layout=nhwc,prec=tf32",
   };
   const size_t n_specs = sizeof specs / sizeof specs[0];
   ct_gen_limits lim;
@@ -396,6 +398,7 @@ static void test_relu_every_family(void) {
     "act=relu,n=8,c=512,h=7,w=7,k=256,r=1,s=1,prec=tf32",  /* pw's runs */
     "act=relu,n=8,c=512,h=7,w=7,k=256,r=1,s=1,prec=fp32",
     "act=relu,n=2,c=16,h=20,w=20,k=16,r=3,s=3,pad=1,groups=16,prec=tf32", /* dw */
+    "act=relu,n=2,c=16,h=20,w=20,k=16,r=3,s=3,pad=1,groups=16,layout=nhwc,prec=fp32", /* dwc */
   };
   size_t launchable = 0;
   for (size_t f = 0; ct_gen_families[f] != NULL; f++)
@@ -466,7 +469,7 @@ static void test_nhwc(void) {
 /* residual=1 (y read, then written: ct_act.cuh's ct_out): the first
 ** variant of each family every problem offers, and the reference, carry
 ** the residual's define and compile; together the problems reach every
-** launchable family that takes a residual (direct, dw and the general ones but
+** launchable family that takes a residual (direct, dw, dwc and the general ones but
 ** gme, gme3, pwe and pwqe, whose staged epilogue takes none), and no other
 ** is offered.  Naming one that declines is unsupported, with its reason. */
 static void test_residual(void) {
@@ -483,6 +486,7 @@ static void test_residual(void) {
     "residual=1,n=8,c=512,h=7,w=7,k=256,r=1,s=1,prec=fp32",  /* pw's runs */
     "residual=1,layout=nhwc,act=relu,n=1,c=64,h=14,w=14,k=32,r=3,s=3,pad=1,prec=tf32",
     "residual=1,n=2,c=16,h=20,w=20,k=32,r=3,s=3,pad=1,groups=16,prec=fp32", /* dw */
+    "residual=1,n=2,c=16,h=20,w=20,k=32,r=3,s=3,pad=1,groups=16,layout=nhwc,prec=tf32", /* dwc */
   };
   size_t taking = 0;
   for (size_t f = 0; ct_gen_families[f] != NULL; f++)
@@ -503,8 +507,8 @@ static void test_residual(void) {
   ASSERT_TRUE(v.family->residual);
 }
 
-/* groups > 1: only direct is offered, and dw where the problem is
-** depthwise and NCHW; each of their variants (direct's whose channel tile
+/* groups > 1: only direct is offered, and dw (NCHW) or dwc (NHWC) where
+** the problem is depthwise; each of their variants (direct's whose channel tile
 ** lies in one group) and the reference carry the groups' define and
 ** compile, in both layouts, depthwise and with a channel multiplier; a
 ** family that declines cannot be named.  Every other template stops at its
@@ -518,7 +522,7 @@ static void test_groups(void) {
     "groups=4,layout=nhwc,residual=1,n=2,c=64,h=9,w=13,k=64,r=1,s=3,dil=1x2,prec=fp32",
     "groups=3,n=1,c=3,h=8,w=6000,k=3,r=1,s=1500,prec=tf32", /* w from global memory */
   };
-  static const int depthwise_nchw[] = {0, 1, 0, 0, 1}; /* dw's problems */
+  static const int depthwise[] = {0, 1, 1, 0, 1}; /* dw's (NCHW) or dwc's (NHWC) */
   ct_gen_limits lim;
   ASSERT_EQ_INT(ct_gen_limits_for_arch(ARCH, &lim), CT_OK);
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
@@ -530,15 +534,16 @@ static void test_groups(void) {
     ASSERT_EQ_INT(ct_gen_enumerate(&p, &lim, &v, &nv), CT_OK);
     job *jobs = calloc(nv + 1, sizeof *jobs);
     size_t n = 0;
+    const char *dw_family = p.layout == CT_LAYOUT_NHWC ? "dwc" : "dw";
     int ok = jobs != NULL && nv >= 1, dw = 0;
     for (size_t j = 0; j < nv && ok; j++) {
-      dw += strcmp(v[j].family->name, "dw") == 0;
-      ok = (strcmp(v[j].family->name, "direct") == 0 || strcmp(v[j].family->name, "dw") == 0) &&
+      dw += strcmp(v[j].family->name, dw_family) == 0;
+      ok = (strcmp(v[j].family->name, "direct") == 0 || dw > 0) &&
            add_variant_job(jobs, &n, &p, &v[j], tag) == 0 &&
            strstr(jobs[n - 1].src, "\n#define CT_GROUPS ") != NULL;
     }
     free(v);
-    ok = ok && (dw > 0) == depthwise_nchw[i];
+    ok = ok && (dw > 0) == depthwise[i];
     ok = ok && add_reference_job(jobs, &n, &p, tag) == 0 &&
          strstr(jobs[n - 1].src, "\n#define CT_GROUPS ") != NULL;
     int failures = jobs != NULL ? compile_report_free(jobs, n) : 0;

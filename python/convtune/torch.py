@@ -60,8 +60,8 @@ A tensor that is both (C = 1, or H = W = 1) reads as NCHW.
 Groups: any groups F.conv2d takes (groups dividing C and K; weight of
 shape (K, C / groups, R, S); depthwise: groups = C, K a multiple of C),
 ",groups=G" in the spec.  The library runs them on its FFMA families,
-which meet tf32 and fp32 alike: direct (any groups) and dw (depthwise
-NCHW problems); patch(), collect() and tune() leave grouped
+which meet tf32 and fp32 alike: direct (any groups), dw and dwc
+(depthwise, NCHW and NHWC); patch(), collect() and tune() leave grouped
 convolutions to PyTorch unless given grouped=True (the report says so).
 
 Unsupported cases raise UnsupportedError naming the reason; nothing falls
@@ -1216,7 +1216,7 @@ def _grouped_reason(module, grouped):
     if grouped or module.groups == 1 or isinstance(module, Conv2d):
         return None
     return ("groups=%d: left to PyTorch (convtune runs grouped convolutions on FFMA, "
-            "direct and dw, which may be slower than PyTorch's); pass grouped=True to "
+            "direct, dw and dwc, which may be slower than PyTorch's); pass grouped=True to "
             "replace it" % module.groups)
 
 
@@ -1470,7 +1470,7 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, grouped=F
     grouped (off by default in 0.4.0): grouped and depthwise convolutions
     are replaced too (groups kept), BatchNorms, ReLUs and additions after
     them folded and fused alike.  They run on convtune's FFMA families
-    (direct, dw), which may be slower than PyTorch's grouped kernels: off, they
+    (direct, dw, dwc), which may be slower than PyTorch's grouped kernels: off, they
     stay PyTorch's, each with that reason in the report.
 
     fold_bn: each eval-mode BatchNorm2d fed by such a convolution alone is

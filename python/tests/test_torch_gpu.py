@@ -644,7 +644,7 @@ def test_grouped_matches_float64(case, layout, precision):
     channels_last (the weight in either format), against F.conv2d in
     float64 with the same groups, under the contract's bound with
     L = (C/G)*R*S; the spec says groups=G and the kernel is of a family
-    that runs groups (direct, or dw for a depthwise one)."""
+    that runs groups (direct, or dw / dwc for a depthwise one)."""
     xs, ws, stride, padding, groups, bias = case
     x, w, b = make(xs, ws, bias)
     x = (x - 0.5).contiguous(memory_format=formats(layout))  # outputs of both signs
@@ -657,7 +657,7 @@ def test_grouped_matches_float64(case, layout, precision):
             check_close(y, x, w, b, stride, padding, 1, precision, act=act, groups=groups)
     info = ct.explain(x, w, b, stride, padding, 1, groups, precision=precision, act="relu")
     assert info["spec"].endswith(grouped_spec_tail(groups, "relu", layout)), info
-    assert info["variant"].split(":")[0] in ("direct", "dw"), info
+    assert info["variant"].split(":")[0] in ("direct", "dw", "dwc"), info
     # Unbatched, as F.conv2d takes it.
     y = ct.conv2d(x[0], w, b, stride, padding, 1, groups, precision=precision)
     check_close(y.unsqueeze(0), x[:1], w, b, stride, padding, 1, precision, groups=groups)

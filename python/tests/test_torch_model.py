@@ -202,7 +202,7 @@ def test_tune_grouped_problems_on_the_fake_gpu(tmp_path, monkeypatch, lib):
     assert [r["problem"].rpartition(",")[2] for r in rows] == ["groups=8", "groups=2"]
     assert all(r["status"] == "tuned" for r in rows), rows
     # The depthwise problem has dw too; the other, direct alone.
-    assert rows[0]["winner"].split(":")[0] in ("direct", "dw")
+    assert rows[0]["winner"].split(":")[0] in ("direct", "dw")  # NCHW: not dwc
     assert rows[1]["winner"].startswith("direct:"), rows
 
 
