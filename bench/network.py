@@ -32,11 +32,13 @@ winners per family and each problem's winner with its time.
                              [--impls eager,eager_channels_last,torch_compile,convtune,
                                       convtune_channels_last]
                              [--no-compile] [--compile-mode MODE] [--no-pack]
-                             [--out DIR] [--seed 0] [--device 0]
+                             [--grouped] [--out DIR] [--seed 0] [--device 0]
 
 The convtune rows run the model patched with pack_weights=True (each
 convolution's weights packed once, no weight pass in its calls); --no-pack
-patches without it.
+patches without it.  --grouped tunes and patches its grouped and
+depthwise convolutions too (grouped=True: e.g. mobilenet_v2:32, whose
+depthwise layers run on dw or dwc); without it they stay PyTorch's.
 
 Each row also carries conv_floor_ms, the floor of the model's convolutions
 alone at its precision (bench.py's floors, max(memory, compute) of each
@@ -99,6 +101,9 @@ def parse_args(argv):
                    help="torch.compile's mode (default %(default)s)")
     p.add_argument("--no-pack", action="store_true",
                    help="patch without pack_weights (a weight pass in every call)")
+    p.add_argument("--grouped", action="store_true",
+                   help="tune and patch grouped and depthwise convolutions too "
+                        "(convtune.torch's grouped=True; e.g. mobilenet_v2:32)")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", type=int, default=0)
@@ -205,7 +210,7 @@ def run_rows(name, batch, args, dev, flush, rates, log):
             set_precision(prec)
             t0 = time.time()
             res = ct.tune(m, inp, budget=args.budget, precision=prec, db=args.db, quiet=True,
-                          fuse_residual=True)
+                          fuse_residual=True, grouped=args.grouped)
             key = prec if impl == "convtune" else prec + "_channels_last"
             tune_info[key] = dict(tune_summary(res["result"]),
                                   wall_s=round(time.time() - t0, 1))
@@ -213,8 +218,10 @@ def run_rows(name, batch, args, dev, flush, rates, log):
                 k: v for k, v in tune_info[key].items() if k != "winners"}))
     impls = {"eager": (model, x)}
     for impl, m, inp in ours:
-        patched, report = ct.patch(m, pack_weights=not args.no_pack, fuse_residual=True)
+        patched, report = ct.patch(m, pack_weights=not args.no_pack, fuse_residual=True,
+                                   grouped=args.grouped)
         extra = {"replaced": len(report["replaced"]), "pack_weights": not args.no_pack,
+                 "grouped": args.grouped,
                  "folded_bn": sum(1 for r in report["replaced"] if r["folded_bn"]),
                  "fused_relu": sum(1 for r in report["replaced"] if r["fused_relu"]),
                  "fused_residual": sum(1 for r in report["replaced"] if r["fused_residual"]),

@@ -7,7 +7,8 @@
 ** (0x7fc00000), and +infinity.  The problems: a 1x1 over NCHW x (pw, pwq:
 ** x through a TFLOAT32 tensor map, rounded by TMA as it loads), the same
 ** over NHWC x (gm's maps over the caller's x), a padded 3x3 over NCHW x
-** (gm's NHWC pass, tap, wg); both precisions; the first variant of every
+** (gm's NHWC pass, tap, wg), depthwise 3x3s over NCHW and NHWC x (direct,
+** dw, dwc); both precisions; the first variant of every
 ** family offered.  Every output whose window holds a NaN must be a NaN,
 ** every one whose window holds the infinity (and no NaN) must not be
 ** finite (3xTF32 splits an infinity into inf and inf - inf, a NaN), every
@@ -27,6 +28,8 @@ static const char *shapes[] = {
     "n=2,c=64,h=16,w=16,k=40,r=1,s=1",
     "n=2,c=64,h=16,w=16,k=40,r=1,s=1,layout=nhwc",
     "n=2,c=64,h=16,w=16,k=40,r=3,s=3,pad=1",
+    "n=2,c=64,h=16,w=16,k=64,r=3,s=3,pad=1,groups=64",
+    "n=2,c=64,h=16,w=16,k=128,r=3,s=3,pad=1,groups=64,layout=nhwc",
 };
 
 /* The replaced inputs: image, channel, row, column, bits. */
@@ -48,11 +51,13 @@ static int64_t x_index(const ct_problem *p, int n, int c, int h, int w) {
                                      : (((int64_t)n * p->c + c) * p->h + h) * p->w + w;
 }
 
-/* What output (n, k, oh, ow) must be: 2 a NaN, 1 not finite, 0 finite. */
-static int expected(const ct_problem *p, int n, int oh, int ow) {
+/* What output (n, k, oh, ow) must be: 2 a NaN, 1 not finite, 0 finite.
+** Output channel k reads the channels of its group alone. */
+static int expected(const ct_problem *p, int n, int k, int oh, int ow) {
+  const int64_t cg = p->c / p->groups, g = k / (p->k / p->groups);
   int want = 0;
   for (int i = 0; i < N_SPECIALS; i++) {
-    if (specials[i].n != n) continue;
+    if (specials[i].n != n || specials[i].c / cg != g) continue;
     /* Does the window of (oh, ow) cover the input at (h, w)? */
     const int dh = specials[i].h - (oh * p->stride_h - p->pad_h);
     const int dw = specials[i].w - (ow * p->stride_w - p->pad_w);
@@ -133,7 +138,7 @@ static void test_nonfinite_inputs(void) {
                                        ? ((n * P + oh) * Q + ow) * p.k + kk
                                        : ((n * p.k + kk) * P + oh) * Q + ow;
                 const float v = y[at];
-                const int want = expected(&p, (int)n, (int)oh, (int)ow);
+                const int want = expected(&p, (int)n, (int)kk, (int)oh, (int)ow);
                 const int fine = v == SENTINEL ? 0
                                  : want == 2   ? isnan(v)
                                  : want == 1   ? !isfinite(v)
