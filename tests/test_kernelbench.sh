@@ -139,12 +139,14 @@ fi
 # for Python bypasses (pass, try:, except) appear nowhere in the sources
 # outside // comments.  A stride-4 4x4 problem has the wg, wgr, wgs, tc,
 # s2d and gmp families; a one-image 7x7 stride 2 has gmk; a padded 3x3
-# has tap.
+# has tap; a depthwise 3x3 has dw.
 spec44="n=8,c=3,h=224,w=224,k=96,r=4,s=4,stride=4,bias=1"
 spec77="n=1,c=3,h=224,w=224,k=64,r=7,s=7,stride=2,pad=3,bias=1"
 spec33="n=8,c=64,h=56,w=56,k=64,r=3,s=3,pad=1,bias=1"
+specdw="n=2,c=32,h=28,w=28,k=32,r=3,s=3,pad=1,groups=32,bias=0"
 for pair in "wg wg3 $spec44" "tc tc3 $spec44" "s2d_wg s2d_wg3 $spec44" "gmp gmp3 $spec44" \
-            "wgr direct $spec44" "wgs direct $spec44" "gmk gmk3 $spec77" "tap tap3 $spec33"; do
+            "wgr direct $spec44" "wgs direct $spec44" "gmk gmk3 $spec77" "tap tap3 $spec33" \
+            "dw direct $specdw"; do
   set -- $pair
   db="$tmp/f-$1.db"
   fake_tune tf32 "$1" "$db" "$3" && fake_tune fp32 "$2" "$db" "$3" &&
@@ -152,6 +154,10 @@ for pair in "wg wg3 $spec44" "tc tc3 $spec44" "s2d_wg s2d_wg3 $spec44" "gmp gmp3
   check "$1 and $2: entry written, both winners named" "[ $? -eq 0 ] && grep -q '#   tf32: $1:' '$tmp/f-$1.py' && grep -q '#   fp32: $2:' '$tmp/f-$1.py' || { cat '$tmp/err'; false; }"
   check "$1 and $2: the static checker passes" "static '$tmp/f-$1.py' > '$tmp/static' || { cat '$tmp/static'; false; }"
 done
+mkdir -p "$tmp/kdwf"
+if [ -n "$nvcc" ] && kernels "$tmp/f-dw.py" "$tmp/kdwf"; then
+  nvcc_check "dw: its kernels compile with nvcc" "$tmp/kdwf/tf32.cu"
+fi
 
 # Any problem through --problem; refusals.
 "$ct" kernelbench --problem "n=2,c=5,h=9,w=11,k=7,r=3,s=2,stride=2,pad=1x0,dil=1,bias=1" --db "$tmp/none.db" --out "$tmp/any.py"
