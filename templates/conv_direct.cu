@@ -18,8 +18,9 @@
 // taps reading zero.  With CT_GROUPS G > 1 it runs over the C/G channels of
 // the block's group: a channel tile lies in one group (TK divides K/G), so
 // the block reads x from its group's first channel on, and w holds C/G
-// channels per output channel; with G = 1 that offset is the constant 0.  The block's weights are staged in shared memory kRows
-// filter rows at a time (as many as DIRECT_WBUF_FLOATS holds), laid out
+// channels per output channel; with G = 1 that offset is the constant 0.
+// The block's weights are staged in shared memory kRows filter rows at a
+// time (as many as DIRECT_WBUF_FLOATS holds), laid out
 // [row][s][TK] so that the TK weights of one tap are contiguous (float4
 // loads, broadcast across the warp).  Should a single filter row not fit
 // (a filter thousands of taps wide), weights are read straight from global
