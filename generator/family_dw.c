@@ -27,17 +27,23 @@ typedef struct dw_shape {
   int64_t P, Q;
   int64_t bp;    /* output rows per tile; 0: the point does not tile */
   int64_t tiles; /* blocks = grid.x */
-  int64_t smem;  /* dynamic shared memory, bytes */
+  int64_t smem;  /* dynamic shared memory, bytes; -1: past any device's */
 } dw_shape;
+
+/* The input tile's extents of a valid problem stay below 2^63 ((BP - 1)
+** strides plus a dilated filter, each below 2^62); their product need
+** not, so a tile past 2^20 in either is refused before it is formed. */
+#define DW_TILE_EXTENT_MAX (1 << 20)
 
 static void dw_shape_of(const ct_problem *p, const int *v, dw_shape *sh) {
   ct_problem_output(p, &sh->P, &sh->Q);
   sh->bp = ct_dw_rows(v[DW_THREADS], v[DW_TP], v[DW_BQ]);
   sh->tiles = sh->bp ? ct_dw_tiles(p->n, p->k, sh->P, sh->Q, sh->bp, v[DW_BQ]) : 0;
-  sh->smem = sh->bp ? ct_dw_smem_bytes(ct_dw_in_rows(sh->bp, p->stride_h, p->dil_h, p->r),
-                                       ct_dw_in_cols(v[DW_BQ], p->stride_w, p->dil_w, p->s),
-                                       p->r, p->s)
-                    : 0;
+  const int64_t rows = ct_dw_in_rows(sh->bp, p->stride_h, p->dil_h, p->r),
+                cols = ct_dw_in_cols(v[DW_BQ], p->stride_w, p->dil_w, p->s);
+  sh->smem = rows <= DW_TILE_EXTENT_MAX && cols <= DW_TILE_EXTENT_MAX
+                 ? ct_dw_smem_bytes(rows, cols, p->r, p->s)
+                 : -1;
 }
 
 /* The hard limits: a depthwise NCHW problem (groups = C, any channel
@@ -49,12 +55,9 @@ static int dw_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v)
   const int64_t threads = v[DW_THREADS], tp = v[DW_TP], bq = v[DW_BQ];
   if (p->groups != p->c || p->k % p->c != 0 || p->layout != CT_LAYOUT_NCHW) return 0;
   if (threads < 32 || threads % 32 != 0 || tp < 1 || bq < tp) return 0;
-  /* The tile's extents are ints in the template: bounded well below 2^31
-  ** before they are multiplied. */
-  if (p->r * p->dil_h > (1 << 20) || p->s * p->dil_w > (1 << 20)) return 0;
   dw_shape sh;
   dw_shape_of(p, v, &sh);
-  if (sh.bp < 1 || sh.tiles < 1 || sh.tiles > INT32_MAX) return 0;
+  if (sh.bp < 1 || sh.tiles < 1 || sh.tiles > INT32_MAX || sh.smem < 0) return 0;
   return ct_gen_budget_fits(lim, &(ct_gen_budget){.threads = threads, .smem = sh.smem});
 }
 

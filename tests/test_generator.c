@@ -1763,7 +1763,13 @@ static void test_huge_strides(void) {
                          "n=1,c=3,h=40,w=40,k=8,r=5,s=5,stride=2",
                          /* gm_shape_of's N x floats of an image (~3e18
                          ** floats in one family's view) overflowed */
-                         "n=3,c=1000,h=1,w=1,k=1,r=1,s=1474836,pad=0x1073741823"};
+                         "n=3,c=1000,h=1,w=1,k=1,r=1,s=1474836,pad=0x1073741823",
+                         /* dw's and dwc's tiles: dw's input tile (its
+                         ** extents' product overflowed int64) */
+                         "n=2,c=6,h=1,w=1,k=12,r=1,s=1,stride=2147483647,pad=0x1073741823,groups=6",
+                         "n=2,c=6,h=1,w=9,k=12,r=3,s=1474836,pad=1x1073741819,dil=1x3,groups=6",
+                         "n=2,c=6,h=1,w=1,k=12,r=1,s=1,stride=2147483647,pad=0x1073741823,groups=6,"
+                         "layout=nhwc"};
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
     ct_problem p;
     ASSERT_EQ_INT(parse(specs[i], CT_PREC_TF32, &p), 0);
