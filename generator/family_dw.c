@@ -41,9 +41,23 @@ static void dw_shape_of(const ct_problem *p, const int *v, dw_shape *sh) {
   sh->tiles = sh->bp ? ct_dw_tiles(p->n, p->k, sh->P, sh->Q, sh->bp, v[DW_BQ]) : 0;
   const int64_t rows = ct_dw_in_rows(sh->bp, p->stride_h, p->dil_h, p->r),
                 cols = ct_dw_in_cols(v[DW_BQ], p->stride_w, p->dil_w, p->s);
-  sh->smem = rows <= DW_TILE_EXTENT_MAX && cols <= DW_TILE_EXTENT_MAX
-                 ? ct_dw_smem_bytes(rows, cols, p->r, p->s)
+  sh->smem = sh->bp && rows <= DW_TILE_EXTENT_MAX && cols <= DW_TILE_EXTENT_MAX
+                 ? ct_dw_smem_bytes(rows,
+                                    ct_dw_pitch(cols, v[DW_BQ] / v[DW_TP], p->stride_h,
+                                                p->stride_w),
+                                    p->r, p->s)
                  : -1;
+}
+
+/* 1 when the input rows and columns the last tiles span (the tiles
+** overhang the output by up to BP - 1 rows and BQ - 1 columns) and the
+** tile counts' sums stay within int, as the template forms them. */
+static int dw_ranges_fit(const ct_problem *p, const dw_shape *sh, int64_t bq) {
+  const int64_t rows = (sh->P + sh->bp - 1) / sh->bp * sh->bp,
+                cols = (sh->Q + bq - 1) / bq * bq;
+  return (rows - 1) * p->stride_h + (p->r - 1) * p->dil_h <= INT32_MAX &&
+         (cols - 1) * p->stride_w + (p->s - 1) * p->dil_w <= INT32_MAX &&
+         sh->P + sh->bp <= INT32_MAX && sh->Q + bq <= INT32_MAX;
 }
 
 /* The hard limits: a depthwise NCHW problem (groups = C, any channel
@@ -58,13 +72,17 @@ static int dw_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v)
   dw_shape sh;
   dw_shape_of(p, v, &sh);
   if (sh.bp < 1 || sh.tiles < 1 || sh.tiles > INT32_MAX || sh.smem < 0) return 0;
+  if (!dw_ranges_fit(p, &sh, bq)) return 0;
   return ct_gen_budget_fits(lim, &(ct_gen_budget){.threads = threads, .smem = sh.smem});
 }
 
 /* The pruning heuristic: a tile wastes less than half its columns and
-** rows (BQ < 2Q, BP < 2P) unless it is the smallest of its kind. */
+** rows (BQ < 2Q, BP < 2P) unless it is the smallest of its kind; the
+** smallest tile of all (64 threads, TP = 1, BQ = 8: 8 x 8 outputs) is
+** always offered, so that a small output plane keeps a point. */
 static int dw_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
   (void)lim;
+  if (v[DW_THREADS] == 64 && v[DW_TP] == 1 && v[DW_BQ] == 8) return 1;
   dw_shape sh;
   dw_shape_of(p, v, &sh);
   if (v[DW_BQ] > 8 && v[DW_BQ] >= 2 * sh.Q) return 0;

@@ -17,6 +17,14 @@
 
 enum { DWC_CB, DWC_TP, DWC_RB };
 
+/* Dynamic shared memory of a block, bytes: its CB channels' R x S
+** weights, a tap's CB + 1 apart (the template's kSmemBytes); -1 past any
+** device's (R * S alone may be up to 2^62). */
+static int64_t dwc_smem(const ct_problem *p, const int *v) {
+  if (p->r > (1 << 20) || p->s > (1 << 20) || p->r * p->s > (1 << 20)) return -1;
+  return p->r * p->s * (v[DWC_CB] + 1) * 4;
+}
+
 /* Blocks of work (grid.x): tiles of CB channels x RB * TP columns of one
 ** output row. */
 static int64_t dwc_tiles(const ct_problem *p, const int *v) {
@@ -26,25 +34,33 @@ static int64_t dwc_tiles(const ct_problem *p, const int *v) {
 }
 
 /* The hard limits: a depthwise NHWC problem (groups = C, any channel
-** multiplier K / C); CB * RB whole warps, at most the device's block; the
-** columns a thread reads and the tile count in 32 bits.  Offsets are
-** 64-bit, so tensors of any size the problem's validation admits. */
+** multiplier K / C); CB * RB whole warps, at most 256 (a thread holds up
+** to 48 input columns and TP sums in registers); the channel and column
+** indices, the columns a thread reads and the tile count in 32 bits; the
+** weights fit shared memory.  Offsets are 64-bit, so tensors of any size
+** the problem's validation admits. */
 static int dwc_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
   const int64_t threads = (int64_t)v[DWC_CB] * v[DWC_RB], tp = v[DWC_TP];
+  const int64_t bq = (int64_t)v[DWC_RB] * tp, smem = dwc_smem(p, v);
   int64_t P, Q;
   if (p->groups != p->c || p->k % p->c != 0 || p->layout != CT_LAYOUT_NHWC) return 0;
-  if (threads < 32 || threads % 32 != 0 || tp < 1) return 0;
+  if (threads < 32 || threads % 32 != 0 || threads > 256 || tp < 1 || smem < 0) return 0;
   ct_problem_output(p, &P, &Q);
-  if ((Q - 1 + tp - 1) * p->stride_w + (p->s - 1) * p->dil_w > INT32_MAX) return 0;
+  if ((Q - 1 + tp - 1) * p->stride_w + (p->s - 1) * p->dil_w > INT32_MAX ||
+      p->k + v[DWC_CB] > INT32_MAX || Q + bq > INT32_MAX)
+    return 0;
   const int64_t tiles = dwc_tiles(p, v);
   if (tiles < 1 || tiles > INT32_MAX) return 0;
-  return ct_gen_budget_fits(lim, &(ct_gen_budget){.threads = threads, .smem = 0});
+  return ct_gen_budget_fits(lim, &(ct_gen_budget){.threads = threads, .smem = smem});
 }
 
 /* The pruning heuristic: a tile wastes less than half its channels and
-** columns (CB < 2K, RB * TP < 2Q) unless it is the smallest of its kind. */
+** columns (CB < 2K, RB * TP < 2Q) unless it is the smallest of its kind;
+** the smallest block of all (32 threads, TP = 1) is always offered, so
+** that a small problem keeps a point. */
 static int dwc_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
   (void)lim;
+  if (v[DWC_CB] * v[DWC_RB] == 32 && v[DWC_TP] == 1) return 1;
   int64_t P, Q, bq = (int64_t)v[DWC_RB] * v[DWC_TP];
   ct_problem_output(p, &P, &Q);
   if (v[DWC_CB] > 16 && v[DWC_CB] >= 2 * p->k) return 0;
@@ -56,7 +72,8 @@ static void dwc_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v
                      ct_gen_variant *out, char *defines, size_t len) {
   (void)lim;
   ct_gen_plan_one(out, "conv_dwc", (unsigned)dwc_tiles(p, v), 1,
-                  (unsigned)(v[DWC_CB] * v[DWC_RB]), 0, NULL, 0, defines, len);
+                  (unsigned)(v[DWC_CB] * v[DWC_RB]), (unsigned)dwc_smem(p, v), NULL, 0, defines,
+                  len);
 }
 
 const ct_gen_family ct_gen_family_dwc = {

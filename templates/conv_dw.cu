@@ -17,8 +17,10 @@
 //           lanes read neighbouring words of shared memory and store
 //           neighbouring outputs)
 // The block first stages its input tile (IR x IC floats, zero where the
-// tile overhangs the image: the padding) and the channel's R x S weights
-// in shared memory, then each thread sums its taps from there, in the
+// tile overhangs the image: the padding; rows IP >= IC floats apart, so
+// that the rows a warp reads together fall on distinct banks) and the
+// channel's R x S weights in shared memory, then each thread sums its taps
+// from there, in the
 // float64 reference's order (r, then s).  Bias, residual and activation
 // come last, in ct_out.
 //
@@ -71,15 +73,23 @@ constexpr int LPR = BQ / TP;                // threads along a row
 constexpr int BP = (int)ct_dw_rows(THREADS, TP, BQ); // output rows per tile
 constexpr int IR = (int)ct_dw_in_rows(BP, SH, DH, R); // input rows of a tile
 constexpr int IC = (int)ct_dw_in_cols(BQ, SW, DW, S); // input columns of a tile
-constexpr unsigned kColTiles = (Q + BQ - 1) / BQ, kRowTiles = (P + BP - 1) / BP;
+constexpr int IP = (int)ct_dw_pitch(IC, LPR, SH, SW);  // its row pitch in shared memory
+constexpr unsigned kColTiles = (unsigned)(((long long)Q + BQ - 1) / BQ),
+                   kRowTiles = (unsigned)(((long long)P + BP - 1) / BP);
 constexpr long long kTiles = ct_dw_tiles(N, K, P, Q, BP, BQ);
-constexpr int kSmemBytes = (int)ct_dw_smem_bytes(IR, IC, R, S);
+constexpr int kSmemBytes = (int)ct_dw_smem_bytes(IR, IP, R, S);
 
 static_assert(CT_GROUPS == C && K % C == 0, "dw: depthwise problems only (groups = C)");
 static_assert(CT_LAYOUT == 0, "dw: NCHW tensors only");
 static_assert(BP >= 1, "THREADS, TP, BQ: BQ / TP threads along a row must divide THREADS");
 static_assert(THREADS % 32 == 0 && THREADS <= 1024, "THREADS: whole warps, <= 1024");
 static_assert(kTiles <= 0x7fffffffLL, "too many tiles for grid.x");
+// The rows and columns the last tiles span, and the tile indices, in int.
+static_assert(((long long)kRowTiles * BP - 1) * SH + (long long)(R - 1) * DH <= 0x7fffffffLL &&
+                  ((long long)kColTiles * BQ - 1) * SW + (long long)(S - 1) * DW <=
+                      0x7fffffffLL &&
+                  (long long)P + BP <= 0x7fffffffLL && (long long)Q + BQ <= 0x7fffffffLL,
+              "tile coordinates overflow 32 bits");
 static_assert(CT_PLAN_HAS_BLOCK_X(THREADS), "plan: block size != THREADS");
 static_assert(CT_PLAN_GRID_X_IN(kTiles, kTiles), "plan: grid size != number of tiles");
 static_assert(CT_PLAN_HAS_SMEM(kSmemBytes), "plan: shared memory size differs");
@@ -95,8 +105,8 @@ conv_dw(const float *__restrict__ x, const float *__restrict__ w,
         const float *__restrict__ b, float *__restrict__ y, float *ws) {
   using namespace dw;
   extern __shared__ float4 smem4[]; // float4: 16-byte aligned
-  float *tile = reinterpret_cast<float *>(smem4); // [IR][IC]
-  float *wt = tile + IR * IC;                     // [R][S]
+  float *tile = reinterpret_cast<float *>(smem4); // [IR][IP], IC columns used
+  float *wt = tile + IR * IP;                     // [R][S]
   (void)ws; // no workspace
   (void)b;  // unread when CT_BIAS is 0
 
@@ -111,12 +121,13 @@ conv_dw(const float *__restrict__ x, const float *__restrict__ w,
 
   // Stage the input tile (zero outside the image) and the weights.
   const float *__restrict__ xp = x + ((long long)n * C + k / M) * H * W;
+#pragma unroll 4
   for (int e = threadIdx.x; e < IR * IC; e += THREADS) {
     const int i = e / IC, j = e - i * IC;
     const int h = h0 + i, v = w0 + j;
-    tile[e] = (unsigned)h < (unsigned)H && (unsigned)v < (unsigned)W
-                  ? __ldg(xp + (long long)h * W + v)
-                  : 0.0f;
+    tile[i * IP + j] = (unsigned)h < (unsigned)H && (unsigned)v < (unsigned)W
+                           ? __ldg(xp + (long long)h * W + v)
+                           : 0.0f;
   }
   for (int e = threadIdx.x; e < R * S; e += THREADS) wt[e] = __ldg(w + (long long)k * R * S + e);
   __syncthreads();
@@ -126,7 +137,7 @@ conv_dw(const float *__restrict__ x, const float *__restrict__ w,
 #pragma unroll
   for (int i = 0; i < TP; ++i) acc[i] = 0.0f;
   for (int r = 0; r < R; ++r) {
-    const float *trow = tile + (row * SH + r * DH) * IC + lane * SW;
+    const float *trow = tile + (row * SH + r * DH) * IP + lane * SW;
     for (int s = 0; s < S; ++s) {
       const float wv = wt[r * S + s];
 #pragma unroll

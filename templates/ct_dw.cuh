@@ -35,11 +35,23 @@ CT_DW_FN long long ct_dw_in_cols(long long bq, long long stride_w, long long dil
   return (bq - 1) * stride_w + (s - 1) * dil_w + 1;
 }
 
-// Dynamic shared memory of a block, bytes: the input tile and the
-// channel's R x S weights.
-CT_DW_FN long long ct_dw_smem_bytes(long long in_rows, long long in_cols, long long r,
+// The input tile's row pitch in shared memory, floats: in_cols, or a few
+// more so that the rows a warp reads together start 32 * j + LPR * SW
+// banks apart (pitch * SH = LPR * SW mod 32), as if they were one row: a
+// warp's lanes then read distinct banks (at SW = 1) where LPR < 32.
+CT_DW_FN long long ct_dw_pitch(long long in_cols, long long lpr, long long stride_h,
+                               long long stride_w) {
+  if (lpr >= 32) return in_cols;
+  for (long long pitch = in_cols; pitch < in_cols + 32; ++pitch)
+    if ((pitch * stride_h - lpr * stride_w) % 32 == 0) return pitch;
+  return in_cols; // no such pitch (an even SH): unpadded
+}
+
+// Dynamic shared memory of a block, bytes: the input tile (in_rows rows of
+// pitch floats) and the channel's R x S weights.
+CT_DW_FN long long ct_dw_smem_bytes(long long in_rows, long long pitch, long long r,
                                     long long s) {
-  return (in_rows * in_cols + r * s) * 4;
+  return (in_rows * pitch + r * s) * 4;
 }
 
 #endif // CT_DW_CUH
