@@ -54,16 +54,17 @@ static int dwc_valid(const ct_problem *p, const ct_gen_limits *lim, const int *v
   return ct_gen_budget_fits(lim, &(ct_gen_budget){.threads = threads, .smem = smem});
 }
 
-/* The pruning heuristic: a tile wastes less than half its channels and
-** columns (CB < 2K, RB * TP < 2Q) unless it is the smallest of its kind;
-** the smallest block of all (32 threads, TP = 1) is always offered, so
-** that a small problem keeps a point. */
+/* The pruning heuristic: the channel tiles pad K by at most a quarter
+** (K = 144 keeps CB = 16 and 32: 160 channels; not 64: 192) and a tile
+** wastes less than half its columns (RB * TP < 2Q), unless it is the
+** smallest of its kind; the smallest block of all (32 threads, TP = 1) is
+** always offered, so that a small problem keeps a point. */
 static int dwc_worth(const ct_problem *p, const ct_gen_limits *lim, const int *v) {
   (void)lim;
   if (v[DWC_CB] * v[DWC_RB] == 32 && v[DWC_TP] == 1) return 1;
   int64_t P, Q, bq = (int64_t)v[DWC_RB] * v[DWC_TP];
   ct_problem_output(p, &P, &Q);
-  if (v[DWC_CB] > 16 && v[DWC_CB] >= 2 * p->k) return 0;
+  if (v[DWC_CB] > 16 && (p->k + v[DWC_CB] - 1) / v[DWC_CB] * v[DWC_CB] * 4 > 5 * p->k) return 0;
   if (bq > 1 && bq >= 2 * Q) return 0;
   return 1;
 }

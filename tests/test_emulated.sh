@@ -70,8 +70,8 @@ cases=(
   "n=2,c=4,h=9,w=70,k=4,r=5,s=3,dil=2x3,pad=3x4,groups=4,act=relu,residual=1|dw:THREADS=64,TP=4,BQ=64"
   "n=1,c=3,h=7,w=7,k=9,r=7,s=7,pad=3,groups=3|dw:THREADS=64,TP=1,BQ=8"
   "n=3,c=1,h=12,w=10,k=2,r=2,s=4,stride=3x2,pad=2|dw:THREADS=64,TP=1,BQ=8"
-  "n=2,c=40,h=9,w=11,k=40,r=3,s=3,pad=1,groups=40,layout=nhwc|dwc:CB=32,TP=4,RB=4"
-  "n=1,c=24,h=13,w=17,k=72,r=5,s=3,stride=2,dil=1x2,pad=2x3,groups=24,layout=nhwc,act=relu,residual=1,bias=0|dwc:CB=64,TP=2,RB=2"
+  "n=2,c=40,h=9,w=11,k=40,r=3,s=3,pad=1,groups=40,layout=nhwc|dwc:CB=16,TP=4,RB=4"
+  "n=1,c=24,h=13,w=17,k=72,r=5,s=3,stride=2,dil=1x2,pad=2x3,groups=24,layout=nhwc,act=relu,residual=1,bias=0|dwc:CB=16,TP=2,RB=2"
   "n=2,c=8,h=3,w=300,k=8,r=1,s=60,pad=0x5,groups=8,layout=nhwc|dwc:CB=16,TP=4,RB=2"
 )
 i=0
