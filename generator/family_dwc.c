@@ -13,24 +13,23 @@
 #include <stdio.h>
 
 #include "convtune.h"
+#include "ct_dw.cuh"
 #include "ct_gen.h"
 
 enum { DWC_CB, DWC_TP, DWC_RB };
 
-/* Dynamic shared memory of a block, bytes: its CB channels' R x S
-** weights, a tap's CB + 1 apart (the template's kSmemBytes); -1 past any
-** device's (R * S alone may be up to 2^62). */
+/* Dynamic shared memory of a block, bytes (ct_dwc_smem_bytes); -1 past
+** any device's (R * S alone may be up to 2^62). */
 static int64_t dwc_smem(const ct_problem *p, const int *v) {
   if (p->r > (1 << 20) || p->s > (1 << 20) || p->r * p->s > (1 << 20)) return -1;
-  return p->r * p->s * (v[DWC_CB] + 1) * 4;
+  return ct_dwc_smem_bytes(p->r, p->s, v[DWC_CB]);
 }
 
-/* Blocks of work (grid.x): tiles of CB channels x RB * TP columns of one
-** output row. */
+/* Blocks of work (grid.x, ct_dwc_tiles). */
 static int64_t dwc_tiles(const ct_problem *p, const int *v) {
-  int64_t P, Q, bq = (int64_t)v[DWC_RB] * v[DWC_TP];
+  int64_t P, Q;
   ct_problem_output(p, &P, &Q);
-  return p->n * P * ((Q + bq - 1) / bq) * ((p->k + v[DWC_CB] - 1) / v[DWC_CB]);
+  return ct_dwc_tiles(p->n, p->k, P, Q, v[DWC_CB], (int64_t)v[DWC_RB] * v[DWC_TP]);
 }
 
 /* The hard limits: a depthwise NHWC problem (groups = C, any channel

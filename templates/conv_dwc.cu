@@ -60,6 +60,8 @@
 #define RB 4 // column strips per block
 #endif
 
+#include "ct_dw.cuh"
+
 namespace dwc {
 
 CT_PROBLEM_CONSTANTS
@@ -70,9 +72,9 @@ constexpr int M = K / C;                        // output channels per input cha
 constexpr int BQ = RB * TP;                     // output columns per tile
 constexpr unsigned kChanTiles = (unsigned)(((long long)K + CB - 1) / CB),
                    kColTiles = (unsigned)(((long long)Q + BQ - 1) / BQ);
-constexpr long long kTiles = (long long)N * P * kColTiles * kChanTiles;
+constexpr long long kTiles = ct_dwc_tiles(N, K, P, Q, CB, BQ);
 constexpr int kWPitch = CB + 1;                 // a tap's weights in shared memory
-constexpr int kSmemBytes = R * S * kWPitch * 4;
+constexpr int kSmemBytes = (int)ct_dwc_smem_bytes(R, S, CB);
 // Input columns a thread's TP outputs read in one filter row, first to last.
 constexpr long long kSpan = (long long)(TP - 1) * SW + (long long)(S - 1) * DW + 1;
 constexpr bool kSegment = S <= 32 && kSpan <= 48; // load them once, s unrolled

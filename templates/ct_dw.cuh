@@ -1,10 +1,11 @@
-// ct_dw.cuh — family "dw"'s tile arithmetic, written once for its template
-// (conv_dw.cu) and its descriptor (generator/family_dw.c includes this
-// file as C), so that the plan and the kernel agree by construction.  A
-// block computes a tile of BP output rows x BQ output columns of one
-// output channel's plane: THREADS threads, BQ / TP of them along a row
-// (each TP columns, BQ / TP apart), so BP = THREADS * TP / BQ rows.  All
-// arithmetic is 64-bit.
+// ct_dw.cuh — the depthwise families' tile arithmetic, written once for
+// their templates (conv_dw.cu, conv_dwc.cu) and their descriptors
+// (generator/family_dw.c and family_dwc.c include this file as C), so that
+// the plans and the kernels agree by construction.  All arithmetic is
+// 64-bit.  Family "dw": a block computes a tile of BP output rows x BQ
+// output columns of one output channel's plane: THREADS threads, BQ / TP
+// of them along a row (each TP columns, BQ / TP apart), so BP = THREADS *
+// TP / BQ rows.
 
 #ifndef CT_DW_CUH
 #define CT_DW_CUH
@@ -52,6 +53,20 @@ CT_DW_FN long long ct_dw_pitch(long long in_cols, long long lpr, long long strid
 CT_DW_FN long long ct_dw_smem_bytes(long long in_rows, long long pitch, long long r,
                                     long long s) {
   return (in_rows * pitch + r * s) * 4;
+}
+
+// Family "dwc" (conv_dwc.cu, generator/family_dwc.c): a block is CB output
+// channels x RB strips of TP columns of one output row.  Blocks of work
+// (grid.x), channel tile fastest:
+CT_DW_FN long long ct_dwc_tiles(long long n, long long k, long long p, long long q,
+                                long long cb, long long bq) {
+  return n * p * ((q + bq - 1) / bq) * ((k + cb - 1) / cb);
+}
+
+// Its dynamic shared memory, bytes: the CB channels' R x S weights, a tap's
+// CB + 1 floats apart.
+CT_DW_FN long long ct_dwc_smem_bytes(long long r, long long s, long long cb) {
+  return r * s * (cb + 1) * 4;
 }
 
 #endif // CT_DW_CUH

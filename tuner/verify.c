@@ -57,8 +57,9 @@ ct_status ct_tune_reference_cpu_residual(const ct_problem *p, const float *x,
                                  : ((n * K + k) * P + op) * Q + oq;
           double sum = 0.0, asum = 0.0, ssum = 0.0;
           /* Output channel k reads the CG channels of its group. */
+          const float *xg = x + n * C * H * W + k / KG * CG * xc_;
           for (int64_t c = 0; c < CG; c++) {
-            const float *xc = x + n * C * H * W + (k / KG * CG + c) * xc_;
+            const float *xc = xg + c * xc_;
             const float *wc = w + k * CG * R * S + c * wc_;
             for (int64_t r = 0; r < R; r++) {
               int64_t ih = op * p->stride_h - p->pad_h + r * p->dil_h;

@@ -384,7 +384,7 @@ def _takes_residual(module, x, residual):
     if x.dim() != 4:
         return False
     stride, padding, dilation = _arguments(x, module.weight, module.stride, module.padding,
-                                           module.dilation, module.groups, "auto")
+                                           module.dilation, "auto")
     return _residual_fits(residual, x, module.weight, stride, padding, dilation)
 
 
@@ -555,10 +555,9 @@ _conv2d_op.register_autograd(_backward, setup_context=_setup_context)
 # -------------------------------------------------------------------------
 # The functional form and the module
 
-def _arguments(x, weight, stride, padding, dilation, groups, precision):
-    """Checks and normalises F.conv2d-style arguments (groups is checked,
-    and passed on as it is)."""
-    _check_groups(groups)
+def _arguments(x, weight, stride, padding, dilation, precision):
+    """Checks and normalises F.conv2d-style arguments (groups is
+    _check_groups's, at each entry point)."""
     _check_precision(precision)
     stride = _pair(stride, "stride")
     dilation = _pair(dilation, "dilation")
@@ -588,8 +587,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
     F.conv2d's (weight of shape (K, C / groups, R, S), groups dividing C
     and K; depthwise: groups = C), with the residual and the ReLU too."""
     groups = _check_groups(groups)
-    stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, groups,
-                                           precision)
+    stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, precision)
     _check_act(act)
     squeeze = x.dim() == 3
     if squeeze:
@@ -613,8 +611,7 @@ def explain(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
     groups > 1).  residual=True: for a call with a residual.  Loads the
     kernel if that has not happened yet (no launch)."""
     groups = _check_groups(groups)
-    stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, groups,
-                                           precision)
+    stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, precision)
     if x.dim() == 3:
         x = x.unsqueeze(0)
     _check_params(stride, padding, dilation)
@@ -855,7 +852,7 @@ class Conv2d(nn.Conv2d):
             if not profiled:
                 stride, padding, dilation = _arguments(input, self.weight, self.stride,
                                                        self.padding, self.dilation,
-                                                       self.groups, self.precision)
+                                                       self.precision)
                 return _conv2d_run(input, self.weight, self.bias, stride, padding, dilation,
                                    self.groups, self.precision, self.act, module=self,
                                    residual=residual, donate=donate)
@@ -874,7 +871,7 @@ class Conv2d(nn.Conv2d):
         """forward() through weights packed once: _conv2d_run's checks, then
         ct_forward_packed (with a residual as _conv2d_run takes it)."""
         stride, padding, dilation = _arguments(x, self.weight, self.stride, self.padding,
-                                               self.dilation, self.groups, self.precision)
+                                               self.dilation, self.precision)
         y, layout, p = _call_setup(x, self.weight, self.bias, stride, padding, dilation,
                                    self.groups, self.precision, self.act, residual, donate)
         if p is None:
@@ -961,7 +958,7 @@ def _collected_problem(module, x, precision, act="none", residual=None):
                          "convtune runs dense NCHW or NHWC tensors")
     try:
         stride, padding, dilation = _arguments(x, weight, module.stride, module.padding,
-                                               module.dilation, module.groups, precision)
+                                               module.dilation, precision)
         _check_params(stride, padding, dilation)
         n, k, P, Q = _output_shape(x, weight, stride, padding, dilation)
         if residual is not None and not fused:
