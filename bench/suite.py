@@ -85,7 +85,7 @@ torch = F = bench = ct = None
 
 SPEC_KEYS = ("n", "c", "h", "w", "k", "r", "s", "stride", "pad", "dil", "bias", "prec", "act",
              "layout", "residual", "groups")
-ACTS = ("none", "relu")
+ACTS = ("none", "relu", "relu6")
 LAYOUTS = ("nchw", "nhwc")
 REQUIRED_KEYS = SPEC_KEYS[:7]
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -102,7 +102,7 @@ def parse_spec(spec):
     """The ct_problem fields of a problem spec (README.md, "Problem specs"),
     by ct_problem_parse's syntax: comma-separated key=value, keys n c h w k r
     s required, stride / pad / dil as A or AxB, bias 0 or 1, prec tf32 or
-    fp32, act none or relu, layout nchw or nhwc, residual 0 or 1, groups an
+    fp32, act none, relu or relu6, layout nchw or nhwc, residual 0 or 1, groups an
     integer (default 1); unknown, duplicate or missing keys are errors.
     Also checks what needs no library: sizes >= 1, stride >= 1, pad >= 0,
     dil >= 1, groups >= 1 dividing both c and k (w is then
@@ -110,7 +110,7 @@ def parse_spec(spec):
     depthwise one) and a non-empty output.  The 32-bit limits are the
     library's (ct_problem_parse refuses a larger tensor; PyTorch runs it).
     Returns a dict of Problem's fields (precision 0 = tf32, 1 = fp32; act
-    0 = none, 1 = relu; layout 0 = nchw, 1 = nhwc; groups 1 when the spec
+    0 = none, 1 = relu, 2 = relu6; layout 0 = nchw, 1 = nhwc; groups 1 when the spec
     leaves it out); raises ValueError."""
     if not isinstance(spec, str) or not spec:
         raise ValueError("empty problem spec")
@@ -140,7 +140,7 @@ def parse_spec(spec):
             f[key] = int(val)
         elif key == "act":
             if val not in ACTS:
-                raise ValueError("act: %r must be none or relu" % val)
+                raise ValueError("act: %r must be none, relu or relu6" % val)
             f["act"] = ACTS.index(val)
         elif key == "layout":
             if val not in LAYOUTS:
@@ -227,10 +227,12 @@ def read_suite(path):
             if "prec" in spec_keys(spec):
                 raise ValueError("%s: %s: the spec names prec; suite specs leave it out "
                                  "(--precision chooses)" % (where, name))
-            if parse_spec(spec)["act"] or parse_spec(spec)["residual"]:
+            fields = parse_spec(spec)
+            if fields["act"] or fields["residual"]:
                 raise ValueError("%s: %s: %s; the suite times plain convolutions "
-                                 "against cuDNN's" % (where, name, "act=relu"
-                                                      if parse_spec(spec)["act"] else "residual=1"))
+                                 "against cuDNN's"
+                                 % (where, name, "act=" + ACTS[fields["act"]]
+                                    if fields["act"] else "residual=1"))
             first_line[name] = lineno
             entries.append((name, spec))
     return entries

@@ -10,13 +10,14 @@
 ** n c h w k r s are required integers.  stride, pad and dil are optional:
 ** "A" sets both axes, "AxB" sets height then width (defaults 1, 0, 1).
 ** bias is 0 or 1 (default 1), prec is tf32 or fp32 (default tf32), act is
-** none or relu (default none), layout is nchw or nhwc (default nchw),
+** none, relu or relu6 (default none), layout is nchw or nhwc (default nchw),
 ** residual is 0 or 1 (default 0: y is only written; 1: y holds a residual
 ** on entry, y = act(conv + b + y)), groups is an integer >= 1 dividing c
 ** and k (default 1; c for a depthwise convolution).  The
 ** canonical form (ct_problem_format) lists every key in the order above,
-** then ",act=relu" for a ReLU, ",layout=nhwc" for channels-last tensors,
-** ",residual=1" for a residual and ",groups=G" for G > 1 groups
+** then ",act=relu" for a ReLU (",act=relu6" for a ReLU6), ",layout=nhwc"
+** for channels-last tensors, ",residual=1" for a residual and ",groups=G"
+** for G > 1 groups
 ** (the defaults are left out, so a problem without them keeps the text,
 ** and so the database key, it had before those keys existed), and prints a
 ** pair as "A" when both axes agree.
@@ -198,8 +199,8 @@ ct_status ct_problem_validate(const ct_problem *p, char *err, size_t errlen) {
     return CT_ERR_INVALID_PROBLEM;
   }
   if (!ct_activation_name(p->act)) {
-    set_err(err, errlen, "act = %d is unknown (none = %d, relu = %d)",
-            (int)p->act, CT_ACT_NONE, CT_ACT_RELU);
+    set_err(err, errlen, "act = %d is unknown (none = %d, relu = %d, relu6 = %d)",
+            (int)p->act, CT_ACT_NONE, CT_ACT_RELU, CT_ACT_RELU6);
     return CT_ERR_INVALID_PROBLEM;
   }
   if (!ct_layout_name(p->layout)) {
@@ -370,10 +371,14 @@ static ct_status parse_value(int key, const char *v, size_t vlen,
     if (rc == CT_OK) q->precision = i ? CT_PREC_FP32 : CT_PREC_TF32;
     return rc;
   case K_ACT:
-    rc = parse_choice(name, v, vlen, ct_activation_name(CT_ACT_NONE),
-                      ct_activation_name(CT_ACT_RELU), &i, err, errlen);
-    if (rc == CT_OK) q->act = i ? CT_ACT_RELU : CT_ACT_NONE;
-    return rc;
+    for (ct_activation a = CT_ACT_NONE; ct_activation_name(a); a++)
+      if (vlen == strlen(ct_activation_name(a)) &&
+          memcmp(v, ct_activation_name(a), vlen) == 0) {
+        q->act = a;
+        return CT_OK;
+      }
+    set_err(err, errlen, "%s: '%.*s' must be none, relu or relu6", name, (int)vlen, v);
+    return CT_ERR_PARSE;
   case K_LAYOUT:
     rc = parse_choice(name, v, vlen, ct_layout_name(CT_LAYOUT_NCHW),
                       ct_layout_name(CT_LAYOUT_NHWC), &i, err, errlen);

@@ -40,11 +40,12 @@ const char *ct_precision_name(ct_precision prec) {
   return NULL;
 }
 
-/* "none" / "relu"; NULL for a value outside the enum. */
+/* "none" / "relu" / "relu6"; NULL for a value outside the enum. */
 const char *ct_activation_name(ct_activation act) {
   switch (act) {
   case CT_ACT_NONE: return "none";
   case CT_ACT_RELU: return "relu";
+  case CT_ACT_RELU6: return "relu6";
   }
   return NULL;
 }

@@ -57,8 +57,10 @@ typedef enum ct_precision {
 /* The activation a kernel applies to each output before its one store (a
 ** fused epilogue, as inference runs Conv -> BatchNorm (folded) -> ReLU). */
 typedef enum ct_activation {
-  CT_ACT_NONE = 0, /* y as computed */
-  CT_ACT_RELU = 1  /* y < 0 ? 0 : y (NaN stays NaN, as torch.relu) */
+  CT_ACT_NONE = 0,  /* y as computed */
+  CT_ACT_RELU = 1,  /* y < 0 ? 0 : y (NaN stays NaN, as torch.relu) */
+  CT_ACT_RELU6 = 2  /* y < 0 ? 0 : y > 6 ? 6 : y (NaN stays NaN, as
+                       torch.nn.functional.relu6; MobileNetV2's) */
 } ct_activation;
 
 /* The tensors' memory layout.  NCHW: x [N][C][H][W], w [K][C][R][S],
@@ -136,7 +138,7 @@ ct_status ct_problem_format(const ct_problem *p, char *buf, size_t buflen);
 /* "tf32" / "fp32"; NULL for an unknown value. */
 const char *ct_precision_name(ct_precision prec);
 
-/* "none" or "relu"; NULL for an unknown activation. */
+/* "none", "relu" or "relu6"; NULL for an unknown activation. */
 const char *ct_activation_name(ct_activation act);
 
 /* "nchw" or "nhwc"; NULL for an unknown layout. */
@@ -191,7 +193,7 @@ void ct_close(ct_context *ctx);
 ** gm and pw on an NCHW 1x1 problem with C % 4 = 0 read w so) needs that
 ** tensor 16-byte aligned, and returns CT_ERR_INVALID_ARG, saying so,
 ** otherwise (PyTorch's allocations are).  With p->act = CT_ACT_RELU, y
-** holds the ReLU of the sum (plus bias).  With p->residual = 1, y is read
+** holds the ReLU of the sum (plus bias); CT_ACT_RELU6, its ReLU6.  With p->residual = 1, y is read
 ** too: each output element is the residual it held on entry plus the sum
 ** (plus bias), through the activation; the same holds for
 ** ct_forward_packed.

@@ -2,10 +2,12 @@
 // value after its bias, right before the store: with CT_RESIDUAL 1 (the
 // problem has residual=1) the value y held on entry is added (the
 // templates whose families take a residual use ct_out, which loads it from
-// the address it then stores to), then the activation, CT_ACT 0 (none) or
-// 1 (ReLU), defined by the generator when the problem has act=relu.  ReLU
-// keeps NaN as NaN, as torch.relu does (v < 0 is false for NaN), so an
-// output the kernel got wrong is not hidden by the activation.  The float64
+// the address it then stores to), then the activation, CT_ACT 0 (none),
+// 1 (ReLU) or 2 (ReLU6, min(max(v, 0), 6)), defined by the generator when
+// the problem has act=relu or act=relu6.  Both keep NaN as NaN, as
+// torch.relu and torch.nn.functional.relu6 do (v < 0 and v > 6 are false
+// for NaN), so an output the kernel got wrong is not hidden by the
+// activation.  The float64
 // reference (ref_f64.cu) applies ct_act_f64 the same way.  The generator
 // expands this #include in place; the guard lets two templates include it.
 #ifndef CT_ACT_CUH
@@ -14,7 +16,7 @@
 #ifndef CT_ACT
 #define CT_ACT 0
 #endif
-static_assert(CT_ACT == 0 || CT_ACT == 1, "CT_ACT: 0 (none) or 1 (ReLU)");
+static_assert(CT_ACT == 0 || CT_ACT == 1 || CT_ACT == 2, "CT_ACT: 0 (none), 1 (ReLU) or 2 (ReLU6)");
 #ifndef CT_RESIDUAL
 #define CT_RESIDUAL 0
 #endif
@@ -30,9 +32,13 @@ static_assert(CT_RESIDUAL == 0 || CT_RESIDUAL == 1, "CT_RESIDUAL: 0 (y written) 
 #error "this template runs ungrouped problems only (its family declines groups > 1)"
 #endif
 
-__device__ __forceinline__ float ct_act(float v) { return CT_ACT == 1 && v < 0.0f ? 0.0f : v; }
+__device__ __forceinline__ float ct_act(float v) {
+  if constexpr (CT_ACT == 2) v = v > 6.0f ? 6.0f : v;
+  return CT_ACT != 0 && v < 0.0f ? 0.0f : v;
+}
 __device__ __forceinline__ double ct_act_f64(double v) {
-  return CT_ACT == 1 && v < 0.0 ? 0.0 : v;
+  if constexpr (CT_ACT == 2) v = v > 6.0 ? 6.0 : v;
+  return CT_ACT != 0 && v < 0.0 ? 0.0 : v;
 }
 // The output at yp: v (the sum plus the bias), plus the residual *yp when
 // CT_RESIDUAL, through the activation.  Called only where the caller then

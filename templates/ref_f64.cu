@@ -10,8 +10,8 @@
 // precision contract scales its tolerance with: abs_sum = sum |x*w| (+|b|)
 // and sq_sum = sum (x*w)^2 (+b^2).  A residual problem (CT_RESIDUAL 1) adds
 // its residual res (y's value on entry, in the output's layout) last, as
-// one more term of all three.  With act=relu (CT_ACT 1) y is relu(sum);
-// abs_sum and sq_sum are the sum's.
+// one more term of all three.  With act=relu (CT_ACT 1) y is relu(sum),
+// with act=relu6 (CT_ACT 2) relu6(sum); abs_sum and sq_sum are the sum's.
 //
 // Kernels (256 threads per block, no shared memory beyond the static):
 //   ct_ref_f64          ceil(N*K*P*Q / 256) blocks: writes y, abs_sum, sq_sum
@@ -93,9 +93,9 @@ __device__ __forceinline__ Figures reference_at(const float *x, const float *w,
 #else
   (void)res;
 #endif
-  // The activation on y only: ReLU moves no output further from another
-  // (|relu(a) - relu(b)| <= |a - b|), so the tolerances' figures stay those
-  // of the sum.
+  // The activation on y only: ReLU and ReLU6 move no output further from
+  // another (|relu(a) - relu(b)| <= |a - b|, and so for the clamp to 6),
+  // so the tolerances' figures stay those of the sum.
   return Figures{ct_act_f64(acc), asum, ssum};
 }
 

@@ -105,7 +105,10 @@ int main(int argc, char **argv) {
   const float canary = -1234.5f;
   guarded x(nx, NAN), w(nw, NAN), b(p.k, NAN), y(ny, canary);
   std::vector<float> res(ny);
-  for (size_t i = 0; i < nx; i++) x.data()[i] = unit();
+  // Under ReLU6, x in [0, 32): sums of O(10), so that outputs fall below 0,
+  // within [0, 6] and above 6.
+  const float xscale = p.act == CT_ACT_RELU6 ? 32.0f : 1.0f;
+  for (size_t i = 0; i < nx; i++) x.data()[i] = unit() * xscale;
   for (size_t i = 0; i < nw; i++) w.data()[i] = (2 * unit() - 1) * bound;
   for (int64_t i = 0; i < p.k; i++) b.data()[i] = (2 * unit() - 1) * bound;
   for (size_t i = 0; i < ny; i++) {

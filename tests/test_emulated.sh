@@ -10,10 +10,11 @@
 # multiplier, a residual and a ReLU, tiles overhanging the plane, one
 # channel).  `dwc`: depthwise NHWC problems (partial channel and column
 # tiles, a channel multiplier with stride, dilation, residual and ReLU, a
-# 60-tap filter read tap by tap).  Five mutated kernels (a group's input
-# channels, NHWC weights read at the stride of C, the epilogue without its
-# residual and ReLU, dw's tile without its padding, dwc's channel
-# multiplier ignored) must fail, so that the check can.
+# 60-tap filter read tap by tap).  ReLU6 in each family.  Six mutated
+# kernels (a group's input channels, NHWC weights read at the stride of C,
+# the epilogue without its residual and ReLU, dw's tile without its
+# padding, dwc's channel multiplier ignored, ReLU6 without its clamp to 6)
+# must fail, so that the check can.
 #   tests/test_emulated.sh EMU_SOURCE CXX SOURCE_ROOT LIBCT_TUNE LIBCT_GEN
 set -u
 src_tool=${1:?usage: test_emulated.sh EMU_SOURCE CXX SOURCE_ROOT LIBCT_TUNE LIBCT_GEN}
@@ -73,6 +74,9 @@ cases=(
   "n=2,c=40,h=9,w=11,k=40,r=3,s=3,pad=1,groups=40,layout=nhwc|dwc:CB=16,TP=4,RB=4"
   "n=1,c=24,h=13,w=17,k=72,r=5,s=3,stride=2,dil=1x2,pad=2x3,groups=24,layout=nhwc,act=relu,residual=1,bias=0|dwc:CB=16,TP=2,RB=2"
   "n=2,c=8,h=3,w=300,k=8,r=1,s=60,pad=0x5,groups=8,layout=nhwc|dwc:CB=16,TP=4,RB=2"
+  "n=2,c=16,h=9,w=11,k=20,r=3,s=3,pad=1,act=relu6|direct:THREADS=64,TP=4,TK=4"
+  "n=2,c=6,h=13,w=17,k=12,r=3,s=3,stride=2,pad=1,groups=6,act=relu6,residual=1|dw:THREADS=64,TP=2,BQ=16"
+  "n=2,c=48,h=7,w=9,k=48,r=3,s=3,pad=1,groups=48,layout=nhwc,act=relu6|dwc:CB=16,TP=2,RB=2"
 )
 i=0
 for c in "${cases[@]}"; do
@@ -100,6 +104,7 @@ control "NHWC weights at the stride of C" 4 's/\* CG + c;/* C + c;/'
 control "no residual, no ReLU" 13 's/ct_out(acc\[kk\]\[i\] + bv, yp)/(acc[kk][i] + bv)/'
 control "dw: the tile without its padding" 18 's/ : 0.0f;/ : 1.0f;/'
 control "dwc: the channel multiplier ignored" 22 's/const int c = k \/ M;/const int c = k % C;/'
+control "ReLU6 without its clamp to 6" 24 's/v > 6.0f ? 6.0f : v/v/'
 
 echo "emulated: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

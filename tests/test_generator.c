@@ -558,7 +558,7 @@ static int gmp_matches_reference(const char *spec, ct_precision prec) {
               if ((src0 < 0) != (src < 0) || (src >= 0 && src != src0 + j * p.h * p.w)) abort();
             }
           }
-          if (p.act == CT_ACT_RELU && sum < 0.0) sum = 0.0;
+          sum = ct_tune_activate(p.act, sum);
           const int64_t o = nhwc ? ((n * P + op) * Q + oq) * p.k + k
                                  : ((n * p.k + k) * P + op) * Q + oq;
           const double d = fabs(sum - ref[o]);

@@ -1,12 +1,13 @@
 /*
 ** test_gpu_shapes.c — every shape runs correctly through ct_forward, tuned
-** or not: 52 conv2d shapes (N = 1, C = 1 and 5, K = 1, odd H and W, H or W
+** or not: 54 conv2d shapes (N = 1, C = 1 and 5, K = 1, odd H and W, H or W
 ** of 1, stride larger than the kernel, dilation 2 and 3, padding larger than
 ** half the kernel, 1x1 kernels, even kernels, asymmetric pairs, bias or
 ** not, the stems of AlexNet, ResNet and ViT, three with a fused ReLU, one
 ** of them a tuned problem's shape, two NHWC, and three grouped: 4 groups,
 ** depthwise with a ReLU, and depthwise with a channel multiplier of 2 in
-** NHWC), at tf32 and fp32, each
+** NHWC; two with a fused ReLU6, a 1x1 and an NHWC depthwise), at tf32 and
+** fp32, each
 ** checked against the float64 reference under its precision contract, through
 ** two contexts:
 **   - no database: every shape takes the default variant;
@@ -77,6 +78,8 @@ static const char *shapes[] = {
     "n=2,c=8,h=13,w=11,k=16,r=3,s=3,pad=1,groups=4",
     "n=1,c=32,h=28,w=28,k=32,r=3,s=3,stride=2,pad=1,act=relu,groups=32",
     "n=2,c=12,h=9,w=9,k=24,r=5,s=5,pad=2,layout=nhwc,groups=12",
+    "n=2,c=24,h=15,w=13,k=48,r=1,s=1,act=relu6",
+    "n=2,c=48,h=14,w=14,k=48,r=3,s=3,stride=2,pad=1,act=relu6,groups=48,layout=nhwc",
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 

@@ -24,8 +24,10 @@ static ct_tune_gpu g;
 ** stride of 9, which it declines (gmp takes it, and the 4 x 4 stride 5
 ** with C = 3), and a reduction of 2340 (C = 260, a
 ** partial 32-channel block; gm3's chunks flushed many times, its last
-** tile's rows reading past the hi copy's last image).  Then two with
-** act=relu, which between them reach every family's fused epilogue, and
+** tile's rows reading past the hi copy's last image).  Then one with
+** act=relu and two with act=relu6 (their inputs drawn wide enough that
+** outputs pass 6), which between them reach every family's fused
+** epilogue, and
 ** last two NHWC (layout=nhwc): C = 5 with a fused ReLU (the layout passes
 ** of gm and gm3, direct, and wg and wg3 reading x, w and y in place), and
 ** C = 64 (gm reading x and w through its maps at tf32, without a pass).  Last, the patch matrix (gmp, gmp3): ViT's
@@ -45,7 +47,7 @@ static ct_tune_gpu g;
 ** has windows starting off TMA's 16-byte boundary.  Last, one big enough
 ** for pwq's ping-pong consumers: a 1x1 over 36 x 36 planes, 21 64-pixel
 ** tiles an image (the last partial), K = 70 (a partial channel tile),
-** C = 130 (a partial k-tile), a fused ReLU.  And gm's weight map over
+** C = 130 (a partial k-tile), a fused ReLU6.  And gm's weight map over
 ** the caller's w: a 1x1 over 7 x 9 planes (pw declines H W % 4 != 0),
 ** C = 256, K = 136 (a partial channel tile), w at least 128 KiB.  And
 ** gmp's over the caller's w (at tf32, R S C % 4 = 0, w at least 128 KiB,
@@ -87,14 +89,14 @@ static const char *shapes[] = {
     "n=4,c=48,h=14,w=14,k=70,r=3,s=3,pad=1",
     "n=3,c=40,h=18,w=22,k=33,r=3,s=5,pad=0x1,dil=1x2",
     "n=2,c=16,h=30,w=40,k=40,r=1,s=1,pad=1,act=relu",
-    "n=2,c=3,h=87,w=230,k=40,r=11,s=11,stride=4,pad=2,act=relu",
-    "n=2,c=64,h=15,w=13,k=70,r=3,s=3,stride=1,pad=1,act=relu",
+    "n=2,c=3,h=87,w=230,k=40,r=11,s=11,stride=4,pad=2,act=relu6",
+    "n=2,c=64,h=15,w=13,k=70,r=3,s=3,stride=1,pad=1,act=relu6",
     "n=2,c=5,h=17,w=15,k=16,r=5,s=3,stride=2x1,pad=2x1,dil=1x2,act=relu,layout=nhwc",
     "n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc",
     "n=2,c=3,h=64,w=48,k=100,r=16,s=16,stride=16,act=relu,layout=nhwc",
     "n=1,c=2,h=300,w=9,k=4,r=3,s=1,pad=1,dil=130",
     "n=3,c=130,h=12,w=30,k=70,r=1,s=1,act=relu",
-    "n=16,c=130,h=36,w=36,k=70,r=1,s=1,act=relu",
+    "n=16,c=130,h=36,w=36,k=70,r=1,s=1,act=relu6",
     "n=3,c=256,h=7,w=9,k=136,r=1,s=1,act=relu",
     "n=2,c=256,h=15,w=17,k=132,r=1,s=1,stride=2",
     "n=2,c=64,h=16,w=17,k=64,r=1,s=1",
@@ -108,7 +110,7 @@ static const char *shapes[] = {
     "n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc,residual=1",
     "n=2,c=32,h=9,w=11,k=37,r=3,s=3,pad=1,layout=nhwc",
     "n=2,c=64,h=15,w=13,k=96,r=3,s=3,pad=1,groups=2",
-    "n=4,c=32,h=29,w=31,k=32,r=3,s=3,stride=2,pad=1,act=relu,groups=32",
+    "n=4,c=32,h=29,w=31,k=32,r=3,s=3,stride=2,pad=1,act=relu6,groups=32",
     "n=2,c=24,h=14,w=14,k=72,r=5,s=5,pad=2,layout=nhwc,groups=24",
     "n=2,c=64,h=9,w=13,k=64,r=3,s=3,pad=1,residual=1,act=relu,groups=8",
 };
@@ -116,7 +118,7 @@ static const char *shapes[] = {
 /* The GPU reference equals the CPU reference bit for bit (the same sums in
 ** the same order, nothing fused), and so does the GPU check's verdict on an
 ** output that passes, one with an element off and one left unwritten; with
-** act=relu, NHWC and a residual too. */
+** act=relu, act=relu6, NHWC and a residual too. */
 static void test_reference_matches_cpu(void) {
   static const char *const picked[] = {
       "n=1,c=5,h=40,w=41,k=33,r=3,s=3,stride=3,pad=3,dil=2",
@@ -126,6 +128,7 @@ static void test_reference_matches_cpu(void) {
       "n=2,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,act=relu,residual=1",
       "n=2,c=24,h=14,w=14,k=72,r=5,s=5,stride=2,pad=2,layout=nhwc,groups=24",
       "n=2,c=64,h=9,w=13,k=64,r=3,s=3,pad=1,residual=1,groups=8",
+      "n=2,c=32,h=9,w=11,k=40,r=3,s=3,pad=1,act=relu6,residual=1",
   };
   for (size_t pi = 0; pi < sizeof picked / sizeof picked[0]; pi++) {
     ct_problem p;

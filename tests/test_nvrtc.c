@@ -380,7 +380,8 @@ static void family_firsts(const char *const *specs, size_t n_specs, const char *
 /* act=relu (the fused ReLU, ct_act.cuh) in every launchable family, at
 ** both precisions: for each problem, the first enumerated variant of each
 ** family that fits it, and the reference.  Every source carries the
-** activation's define, and together the problems reach every family. */
+** activation's define, and together the problems reach every family.
+** Then the same with act=relu6 (the fused ReLU6, CT_ACT 2). */
 static void test_relu_every_family(void) {
   static const char *const specs[] = {
     "act=relu,n=1,c=3,h=224,w=224,k=96,r=11,s=11,stride=4,pad=2,prec=tf32",
@@ -400,10 +401,19 @@ static void test_relu_every_family(void) {
     "act=relu,n=2,c=16,h=20,w=20,k=16,r=3,s=3,pad=1,groups=16,prec=tf32", /* dw */
     "act=relu,n=2,c=16,h=20,w=20,k=16,r=3,s=3,pad=1,groups=16,layout=nhwc,prec=fp32", /* dwc */
   };
+  enum { N_SPECS = sizeof specs / sizeof specs[0] };
   size_t launchable = 0;
   for (size_t f = 0; ct_gen_families[f] != NULL; f++)
     launchable += ct_gen_family_launchable(ct_gen_families[f]) != 0;
-  family_firsts(specs, sizeof specs / sizeof specs[0], "\n#define CT_ACT 1\n", launchable);
+  family_firsts(specs, N_SPECS, "\n#define CT_ACT 1\n", launchable);
+  static char relu6[N_SPECS][128];
+  const char *relu6_specs[N_SPECS];
+  for (size_t i = 0; i < N_SPECS; i++) {
+    ASSERT_TRUE(strncmp(specs[i], "act=relu,", 9) == 0);
+    snprintf(relu6[i], sizeof relu6[i], "act=relu6,%s", specs[i] + 9);
+    relu6_specs[i] = relu6[i];
+  }
+  family_firsts(relu6_specs, N_SPECS, "\n#define CT_ACT 2\n", launchable);
 }
 
 /* layout=nhwc: only families that run it are offered (direct, wg and

@@ -170,6 +170,9 @@ static void test_defaults_and_order(void) {
        CT_ACT_NONE, CT_LAYOUT_NHWC, 1, 1},
       {"n=1,c=1,h=5,w=5,k=1,residual=1,r=3,s=3,act=relu", BASE ",act=relu,residual=1",
        CT_ACT_RELU, CT_LAYOUT_NCHW, 1, 1},
+      {"act=relu6,n=1,c=1,h=5,w=5,k=1,r=3,s=3", BASE ",act=relu6", CT_ACT_RELU6, CT_LAYOUT_NCHW, 0, 1},
+      {"n=1,c=1,h=5,w=5,k=1,r=3,s=3,residual=1,layout=nhwc,act=relu6",
+       BASE ",act=relu6,layout=nhwc,residual=1", CT_ACT_RELU6, CT_LAYOUT_NHWC, 1, 1},
   };
 #undef BASE
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
@@ -233,7 +236,9 @@ static void test_parse_errors(void) {
                          "prec: 'fp16' must be tf32 or fp32"));
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,prec=TF32", E, "prec"));
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=gelu", E,
-                         "act: 'gelu' must be none or relu"));
+                         "act: 'gelu' must be none, relu or relu6"));
+  ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=relu60", E, "act: 'relu60'"));
+  ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=rel", E, "act: 'rel'"));
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=ReLU", E, "act"));
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=", E, "act: ''"));
   ASSERT_TRUE(fails_with("n=1,c=1,h=5,w=5,k=1,r=3,s=3,act=relu,act=none", E,
@@ -296,7 +301,7 @@ static void test_format_limits(void) {
   p.stride_h = p.pad_h = p.dil_h = INT32_MAX;
   p.stride_w = p.pad_w = p.dil_w = INT32_MAX - 1;
   p.precision = CT_PREC_FP32;
-  p.act = CT_ACT_RELU;
+  p.act = CT_ACT_RELU6;
   p.layout = CT_LAYOUT_NHWC;
   p.residual = 1;
   p.groups = INT32_MAX;
@@ -392,7 +397,7 @@ static void test_validation(void) {
   FIELD_BAD(bias, 2, "bias = 2 must be 0 or 1");
   FIELD_BAD(bias, -1, "bias");
   FIELD_BAD(precision, (ct_precision)5, "precision = 5 is unknown");
-  FIELD_BAD(act, (ct_activation)2, "act = 2 is unknown");
+  FIELD_BAD(act, (ct_activation)3, "act = 3 is unknown");
   FIELD_BAD(act, (ct_activation)-1, "act = -1 is unknown");
   FIELD_BAD(layout, (ct_layout)2, "layout = 2 is unknown");
   FIELD_BAD(residual, 2, "residual = 2 must be 0 or 1");
@@ -546,7 +551,9 @@ static void test_precision_names(void) {
 static void test_activation_and_layout_names(void) {
   ASSERT_EQ_STR(ct_activation_name(CT_ACT_NONE), "none");
   ASSERT_EQ_STR(ct_activation_name(CT_ACT_RELU), "relu");
-  ASSERT_TRUE(ct_activation_name((ct_activation)2) == NULL);
+  ASSERT_EQ_STR(ct_activation_name(CT_ACT_RELU6), "relu6");
+  ASSERT_TRUE(ct_activation_name((ct_activation)3) == NULL);
+  ASSERT_TRUE(ct_activation_name((ct_activation)-1) == NULL);
   ASSERT_EQ_STR(ct_layout_name(CT_LAYOUT_NCHW), "nchw");
   ASSERT_EQ_STR(ct_layout_name(CT_LAYOUT_NHWC), "nhwc");
   ASSERT_TRUE(ct_layout_name((ct_layout)2) == NULL);

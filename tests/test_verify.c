@@ -103,6 +103,26 @@ static void test_ref_relu(void) {
   ASSERT_NEAR(rsq[0], 561 + 156.25, 0);
 }
 
+/* act=relu6: y clamped to [0, 6], abs_sum that of the sum; NaN stays NaN
+** under both activations. */
+static void test_ref_relu6(void) {
+  ct_problem p = problem("n=1,c=1,h=3,w=3,k=1,r=2,s=2,bias=1,act=relu6");
+  const float b[1] = {20.0f};
+  const double y[] = {6, 6, 3, 1}; /* 9, 7, 3, 1 before */
+  const double as[] = {57, 67, 87, 97};
+  ASSERT_TRUE(ref_matches(&p, X9, W4, b, y, as, 4));
+  const float b2[1] = {12.5f};
+  const double y2[] = {1.5, 0, 0, 0}; /* 1.5, -0.5, -4.5, -6.5 before */
+  const double as2[] = {49.5, 59.5, 79.5, 89.5};
+  ASSERT_TRUE(ref_matches(&p, X9, W4, b2, y2, as2, 4));
+  ASSERT_TRUE(isnan(ct_tune_activate(CT_ACT_RELU6, NAN)));
+  ASSERT_TRUE(isnan(ct_tune_activate(CT_ACT_RELU, NAN)));
+  ASSERT_NEAR(ct_tune_activate(CT_ACT_RELU6, INFINITY), 6, 0);
+  ASSERT_NEAR(ct_tune_activate(CT_ACT_RELU6, -INFINITY), 0, 0);
+  ASSERT_NEAR(ct_tune_activate(CT_ACT_RELU, 7.5), 7.5, 0);
+  ASSERT_NEAR(ct_tune_activate(CT_ACT_NONE, -7.5), -7.5, 0);
+}
+
 /* residual=1: the residual added after the bias, before the ReLU, one more
 ** term of abs_sum and sq_sum; the plain entry point refuses such a problem,
 ** and the residual one wants the residual. */
@@ -597,31 +617,49 @@ static void test_ref_groups(void) {
   ASSERT_TRUE(ref_matches(&p, x, w, NULL, y, NULL, 4));
 }
 
-/* With act=relu, the contract passes an output that applied the ReLU and
-** fails one that left it out (the negative outputs are far from 0). */
-static void test_contract_relu(void) {
+/* With act=relu (act=relu6), the contract passes an output that applied
+** the activation and fails one that left it out (the negative outputs are
+** far from 0), or, for relu6, one that left out the clamp to 6. */
+static void contract_relu(const char *spec) {
   inputs in;
-  inputs_make(&in, "n=2,c=16,h=12,w=12,k=8,r=3,s=3,pad=1,act=relu,prec=fp32", 7);
+  inputs_make(&in, spec, 7);
+  const int six = in.p.act == CT_ACT_RELU6;
+  if (six) { /* sums of O(1) made O(16), so that many pass 6 */
+    for (int64_t i = 0; i < in.nx; i++) in.x[i] *= 16;
+    ASSERT_EQ_INT(ct_tune_reference_cpu(&in.p, in.x, in.w, in.b, in.ref, in.abs_sum, in.sq_sum),
+                  CT_OK);
+  }
   ct_problem plain = in.p;
   plain.act = CT_ACT_NONE;
   double *sum = malloc(sizeof(double) * in.ny);
   ASSERT_TRUE(sum != NULL);
   ASSERT_EQ_INT(ct_tune_reference_cpu(&plain, in.x, in.w, in.b, sum, NULL, NULL), CT_OK);
-  int64_t negative = 0, zeros = 0;
+  int64_t negative = 0, zeros = 0, over = 0;
   for (int64_t i = 0; i < in.ny; i++) {
     negative += sum[i] < 0;
+    over += sum[i] > 6.5;
     zeros += in.ref[i] == 0.0;
-    ASSERT_TRUE(in.ref[i] == (sum[i] < 0 ? 0.0 : sum[i]));
+    ASSERT_TRUE(in.ref[i] == (sum[i] < 0 ? 0.0 : six && sum[i] > 6 ? 6.0 : sum[i]));
   }
-  ASSERT_TRUE(negative > 0 && zeros == negative);
+  ASSERT_TRUE(negative > 0 && zeros == negative && (!six || over > 0));
   for (int64_t i = 0; i < in.ny; i++) in.y[i] = (float)in.ref[i];
   ct_tune_check ck = check(&in, in.y, CT_PREC_FP32);
   ASSERT_TRUE(ck.passes);
   for (int64_t i = 0; i < in.ny; i++) in.y[i] = (float)sum[i];
   ck = check(&in, in.y, CT_PREC_FP32);
   ASSERT_TRUE(!ck.passes && strstr(ck.reason, "elementwise") != NULL);
+  if (six) { /* the ReLU without the clamp */
+    for (int64_t i = 0; i < in.ny; i++) in.y[i] = sum[i] < 0 ? 0.0f : (float)sum[i];
+    ck = check(&in, in.y, CT_PREC_FP32);
+    ASSERT_TRUE(!ck.passes && strstr(ck.reason, "elementwise") != NULL);
+  }
   free(sum);
   inputs_free(&in);
+}
+
+static void test_contract_relu(void) {
+  contract_relu("n=2,c=16,h=12,w=12,k=8,r=3,s=3,pad=1,act=relu,prec=fp32");
+  contract_relu("n=2,c=16,h=12,w=12,k=8,r=3,s=3,pad=1,act=relu6,prec=fp32");
 }
 
 static void test_contract_5x5(void) {
@@ -899,6 +937,7 @@ int main(void) {
   RUN_TEST(test_ref_stride1);
   RUN_TEST(test_ref_bias);
   RUN_TEST(test_ref_relu);
+  RUN_TEST(test_ref_relu6);
   RUN_TEST(test_ref_residual);
   RUN_TEST(test_ref_nhwc);
   RUN_TEST(test_ref_groups);

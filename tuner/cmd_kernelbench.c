@@ -689,10 +689,13 @@ int ct_cli_kernelbench(const ct_cli *c) {
       return CT_CLI_EXIT_USAGE;
     }
     if (p.act != CT_ACT_NONE || p.layout != CT_LAYOUT_NCHW || p.residual) {
-      fprintf(stderr, "convtune kernelbench: --problem: %s: an entry is a plain "
+      fprintf(stderr, "convtune kernelbench: --problem: %s%s: an entry is a plain "
                       "nn.Conv2d on contiguous (NCHW) tensors; leave act, layout and "
                       "residual out\n",
-              p.act != CT_ACT_NONE ? "act=relu" : p.residual ? "residual=1" : "layout=nhwc");
+              p.act != CT_ACT_NONE ? "act=" : "",
+              p.act != CT_ACT_NONE ? ct_activation_name(p.act)
+              : p.residual         ? "residual=1"
+                                   : "layout=nhwc");
       return CT_CLI_EXIT_USAGE;
     }
     snprintf(sig, sizeof sig,

@@ -181,13 +181,17 @@ ct_status ct_tune_data_create_mode(ct_tune_gpu *g, const ct_problem *p,
   }
   uint64_t s = seed;
   float bound = (float)(1.0 / sqrt((double)((p->c / p->groups) * p->r * p->s)));
-  if ((rc = upload_uniform(&d->x, d->nx, 0.0f, 1.0f, &s, host, err, len)) != CT_OK) goto out;
+  /* Sums of O(1/3); under ReLU6, x and the residual 32 times wider (sums
+  ** of O(10)), so that outputs fall below 0, within [0, 6] and above 6, and
+  ** a kernel without the clamp to 6 fails its check. */
+  const float xs = p->act == CT_ACT_RELU6 ? 32.0f : 1.0f;
+  if ((rc = upload_uniform(&d->x, d->nx, 0.0f, xs, &s, host, err, len)) != CT_OK) goto out;
   if ((rc = upload_uniform(&d->w, d->nw, -bound, bound, &s, host, err, len)) != CT_OK) goto out;
   if (d->nb &&
       (rc = upload_uniform(&d->b, d->nb, -bound, bound, &s, host, err, len)) != CT_OK)
     goto out;
   if (p->residual &&
-      (rc = upload_uniform(&d->res, d->ny, -1.0f, 1.0f, &s, host, err, len)) != CT_OK)
+      (rc = upload_uniform(&d->res, d->ny, -xs, xs, &s, host, err, len)) != CT_OK)
     goto out;
   CU_TRY(ct_drv.cuMemAlloc(&d->y, d->ny * sizeof(float)), "allocating the output");
   CU_TRY(ct_drv.cuMemAlloc(&d->tiles, (size_t)d->n_tiles * sizeof(ct_check_tile)),

@@ -22,6 +22,11 @@ static void add_term(double t, double *sum, double *asum, double *ssum) {
 }
 
 /* See verify.h. */
+double ct_tune_activate(ct_activation act, double v) {
+  if (act == CT_ACT_RELU6 && v > 6.0) v = 6.0;
+  return (act == CT_ACT_RELU || act == CT_ACT_RELU6) && v < 0.0 ? 0.0 : v;
+}
+
 ct_status ct_tune_reference_cpu(const ct_problem *p, const float *x,
                                 const float *w, const float *b, double *y,
                                 double *abs_sum, double *sq_sum) {
@@ -75,7 +80,7 @@ ct_status ct_tune_reference_cpu_residual(const ct_problem *p, const float *x,
           if (p->bias) add_term((double)b[k], &sum, &asum, &ssum);
           if (p->residual) add_term((double)res[o], &sum, &asum, &ssum);
           /* The activation on y alone (see ref_f64.cu). */
-          y[o] = p->act == CT_ACT_RELU && sum < 0.0 ? 0.0 : sum;
+          y[o] = ct_tune_activate(p->act, sum);
           if (abs_sum) abs_sum[o] = asum;
           if (sq_sum) sq_sum[o] = ssum;
         }

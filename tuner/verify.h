@@ -39,7 +39,7 @@
 ** (K*(C/groups)*R*S) and b (K; may be NULL when p->bias is 0), fp32 in the
 ** problem's layout (NCHW / KCRS, or NHWC / KRSC).  Writes N*K*P*Q doubles
 ** in the output's layout (NKPQ or NPQK) into each of y (sum x*w (+b),
-** through the ReLU when p->act is CT_ACT_RELU), abs_sum
+** through p->act: ct_tune_activate), abs_sum
 ** (sum |x*w| (+|b|)) and sq_sum (sum (x*w)^2 (+b^2)); abs_sum and sq_sum
 ** may be NULL when not wanted.  Terms that fall on zero padding contribute
 ** nothing.  Products of floats are exact in float64; the sums' own rounding
@@ -50,9 +50,14 @@ ct_status ct_tune_reference_cpu(const ct_problem *p, const float *x,
                                 const float *w, const float *b, double *y,
                                 double *abs_sum, double *sq_sum);
 
+/* act applied to a float64 output: ReLU or ReLU6 clamp v, NaN stays NaN
+** (as torch.relu and relu6); CT_ACT_NONE, or a value outside the enum,
+** returns v. */
+double ct_tune_activate(ct_activation act, double v);
+
 /* ct_tune_reference_cpu for any problem: with p->residual, res (N*K*P*Q
 ** floats in the output's layout: y's value on entry) is added after the
-** bias, before the ReLU, as one more term of all three figures; res may be
+** bias, before the activation, as one more term of all three figures; res may be
 ** NULL otherwise. */
 ct_status ct_tune_reference_cpu_residual(const ct_problem *p, const float *x,
                                          const float *w, const float *b,

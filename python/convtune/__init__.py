@@ -30,4 +30,4 @@ from ._lib import (  # noqa: F401
 __all__ = ["CT_OK", "CT_PREC_FP32", "CT_PREC_TF32", "PATHS", "PRECISIONS", "STATUS",
            "ConvtuneError", "Context", "Library", "LibraryNotFound", "Problem",
            "library_candidates", "load"]
-__version__ = "0.4.0"
+__version__ = "0.5.0"

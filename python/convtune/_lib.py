@@ -35,7 +35,7 @@ import threading
 
 __all__ = [
     "CT_OK", "CT_PROBLEM_SPEC_MAX", "CT_PREC_TF32", "CT_PREC_FP32", "PRECISIONS",
-    "CT_ACT_NONE", "CT_ACT_RELU", "ACTIVATIONS", "CT_LAYOUT_NCHW", "CT_LAYOUT_NHWC", "LAYOUTS",
+    "CT_ACT_NONE", "CT_ACT_RELU", "CT_ACT_RELU6", "ACTIVATIONS", "CT_LAYOUT_NCHW", "CT_LAYOUT_NHWC", "LAYOUTS",
     "STATUS", "PATHS", "Problem", "ConvtuneError", "LibraryNotFound", "Library",
     "Context", "check_tensor", "load", "repo_root", "default_library_path",
     "library_candidates", "in_source_tree",
@@ -52,7 +52,8 @@ CT_PREC_FP32 = 1
 PRECISIONS = {"tf32": CT_PREC_TF32, "fp32": CT_PREC_FP32}
 CT_ACT_NONE = 0
 CT_ACT_RELU = 1
-ACTIVATIONS = {"none": CT_ACT_NONE, "relu": CT_ACT_RELU}
+CT_ACT_RELU6 = 2
+ACTIVATIONS = {"none": CT_ACT_NONE, "relu": CT_ACT_RELU, "relu6": CT_ACT_RELU6}
 CT_LAYOUT_NCHW = 0
 CT_LAYOUT_NHWC = 1
 LAYOUTS = {"nchw": CT_LAYOUT_NCHW, "nhwc": CT_LAYOUT_NHWC}
@@ -113,7 +114,8 @@ class Problem(ctypes.Structure):
             return "%d" % a if a == b else "%dx%d" % (a, b)
         prec = {CT_PREC_TF32: "tf32", CT_PREC_FP32: "fp32"}.get(self.precision,
                                                                str(self.precision))
-        act = {CT_ACT_NONE: "", CT_ACT_RELU: ",act=relu"}.get(self.act, ",act=%d" % self.act)
+        act = {CT_ACT_NONE: "", CT_ACT_RELU: ",act=relu", CT_ACT_RELU6: ",act=relu6"}.get(
+            self.act, ",act=%d" % self.act)
         act += {CT_LAYOUT_NCHW: "", CT_LAYOUT_NHWC: ",layout=nhwc"}.get(
             self.layout, ",layout=%d" % self.layout)
         act += {0: "", 1: ",residual=1"}.get(self.residual, ",residual=%d" % self.residual)

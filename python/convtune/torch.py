@@ -4,10 +4,10 @@ extension is compiled against PyTorch).
     conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
            *, precision="auto", act="none", residual=None)
         F.conv2d's arguments and result (groups: PyTorch's grouped
-        convolution, depthwise with groups = C; act="relu": through a ReLU
-        the kernel applies; residual: a tensor of the output's shape the
-        kernel adds before the ReLU); runs libconvtune's ct_forward on the
-        current CUDA stream of x's device.
+        convolution, depthwise with groups = C; act="relu" / "relu6":
+        through a ReLU / ReLU6 the kernel applies; residual: a tensor of
+        the output's shape the kernel adds before the activation); runs
+        libconvtune's ct_forward on the current CUDA stream of x's device.
     Conv2d(in_channels, out_channels, kernel_size, stride=1, padding=0,
            dilation=1, groups=1, bias=True, padding_mode="zeros",
            device=None, dtype=None, *, precision="auto")
@@ -31,8 +31,8 @@ extension is compiled against PyTorch).
     collect(model, *example_inputs, precision="auto", fold_bn=True,
             fuse_relu=True, fuse_residual=False, grouped=False, ...)
         the conv2d problems one forward pass of a model runs (forward hooks
-        on its nn.Conv2d modules; BatchNorms folded, additions and ReLUs
-        fused as patch() does),
+        on its nn.Conv2d modules; BatchNorms folded, additions, ReLUs and
+        ReLU6s fused as patch() does),
         with call counts, in the form
         `convtune tune --problems` reads, and the convolutions convtune
         cannot run, each with the reason.
@@ -43,8 +43,8 @@ extension is compiled against PyTorch).
           grouped=False, channels_last=False, precision="auto", inplace=False)
         the model for inference with its nn.Conv2d modules replaced by
         Conv2d (eval-mode BatchNorms folded into the convolution before
-        them, a residual addition and ReLUs after them fused into its
-        kernel), and a report of what was replaced and what was left alone,
+        them, a residual addition and a ReLU or ReLU6 after them fused into
+        its kernel), and a report of what was replaced and what was left alone,
         and why.
 
 precision: "tf32" (TF32 tensor-core products, PyTorch's default for
@@ -174,7 +174,7 @@ def context(device):
 # Arguments
 
 _PRECISIONS = ("auto", "tf32", "fp32")
-_ACTS = tuple(_lib.ACTIVATIONS)  # "none", "relu"
+_ACTS = tuple(_lib.ACTIVATIONS)  # "none", "relu", "relu6"
 
 
 def _check_precision(precision):
@@ -188,6 +188,10 @@ def _check_act(act):
     if act not in _ACTS:
         raise ValueError("act must be one of %s, not %r" % (", ".join(_ACTS), act))
     return act
+
+
+# Each activation in torch, for the paths that apply it outside the kernel.
+_ACT_FUNCTIONS = {"none": lambda y: y, "relu": torch.relu, "relu6": F.relu6}
 
 
 def _resolve_precision(precision):
@@ -526,8 +530,10 @@ def _conv2d_fake(x, weight, bias, stride, padding, dilation, precision, act="non
 
 def _setup_context(ctx, inputs, output):
     x, weight, bias, stride, padding, dilation, _, act, residual, groups = inputs
-    # With act=relu the gradient passes where the output is positive.
-    ctx.save_for_backward(x, weight, output if act == "relu" else None)
+    # With act=relu the gradient passes where the output is positive; with
+    # act=relu6 where it is positive and below 6 (as torch's relu6).
+    ctx.save_for_backward(x, weight, output if act != "none" else None)
+    ctx.act = act
     ctx.bias_sizes = [weight.shape[0]] if bias is not None else None
     ctx.conv = (list(stride), list(padding), list(dilation), groups)
     ctx.residual = residual is not None
@@ -536,14 +542,14 @@ def _setup_context(ctx, inputs, output):
 def _backward(ctx, grad_y):
     x, weight, y = ctx.saved_tensors
     if y is not None:
-        grad_y = grad_y * (y > 0)
+        grad_y = grad_y * ((y > 0) & (y < 6) if ctx.act == "relu6" else y > 0)
     stride, padding, dilation, groups = ctx.conv
     need = ctx.needs_input_grad
     mask = [need[0], need[1], bool(need[2]) and ctx.bias_sizes is not None]
     gx, gw, gb = torch.ops.aten.convolution_backward(
         grad_y, x, weight, ctx.bias_sizes, stride, padding, dilation, False, [0, 0], groups,
         mask)
-    # The residual is added as it is: its gradient is y's (through the ReLU).
+    # The residual is added as it is: its gradient is y's (through the activation).
     gr = grad_y if ctx.residual and need[8] else None
     return (gx if mask[0] else None, gw if mask[1] else None, gb if mask[2] else None,
             None, None, None, None, None, gr, None)
@@ -579,13 +585,15 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
     """F.conv2d computed by libconvtune on the current CUDA stream (see the
     module's docstring for what is supported).  x may be (N, C, H, W) or
     unbatched (C, H, W).  act="relu": torch.relu(F.conv2d(...)), the ReLU
-    applied by the kernel as it stores each output (its gradient too).
+    applied by the kernel as it stores each output (its gradient too);
+    act="relu6": F.relu6(F.conv2d(...)) likewise (MobileNetV2's).
     residual: a float32 tensor of the output's shape (any strides) added
-    after the bias, before the ReLU, by the kernel as it stores each output
+    after the bias, before the activation, by the kernel as it stores each output
     (a ResNet block's conv, + identity, ReLU): act(F.conv2d(...) +
     residual), in a new tensor; its gradient is the output's.  groups:
     F.conv2d's (weight of shape (K, C / groups, R, S), groups dividing C
-    and K; depthwise: groups = C), with the residual and the ReLU too."""
+    and K; depthwise: groups = C), with the residual and the activation
+    too."""
     groups = _check_groups(groups)
     stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, precision)
     _check_act(act)
@@ -759,7 +767,8 @@ class Conv2d(nn.Conv2d):
     and depthwise convolutions); padding_mode other than "zeros" and dtypes
     other than float32 raise UnsupportedError here, at construction.
     act="relu": the module computes relu(conv(x)), the ReLU fused into the
-    kernel (patch(fuse_relu=True) sets it where a ReLU followed).
+    kernel (patch(fuse_relu=True) sets it where a ReLU followed); act="relu6"
+    likewise relu6(conv(x)).
 
     pack_weights=True, for inference: in eval mode, outside autograd and
     graph capture, the weights are packed once (the library's
@@ -830,7 +839,7 @@ class Conv2d(nn.Conv2d):
         if residual is not None and not _takes_residual(self, input, residual):
             y = conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                        self.groups, precision=self.precision) + residual
-            return torch.relu(y) if self.act == "relu" else y
+            return _ACT_FUNCTIONS[self.act](y)
         # _needs_op first: under torch.compile it is true, and tracing
         # is_current_stream_capturing would break the graph.
         if (input.is_cuda and input.dim() == 4
@@ -937,10 +946,10 @@ def _conv_config_reason(module):
 
 def _collected_problem(module, x, precision, act="none", residual=None):
     """(spec, gflop, None) for the problem the nn.Conv2d `module` runs on
-    input x (its ReLU fused when act="relu"; residual: the residual it is
-    called with, residual=1 where the kernel takes it, _residual_fits, and
-    where it does not, act none: the module adds it and applies the ReLU
-    in torch), or (None, 0, reason) where convtune cannot run it."""
+    input x (its activation fused when act is "relu" or "relu6"; residual:
+    the residual it is called with, residual=1 where the kernel takes it,
+    _residual_fits, and where it does not, act none: the module adds it and
+    applies the activation in torch), or (None, 0, reason) where convtune cannot run it."""
     reason = _conv_config_reason(module)
     if reason is not None:
         return None, 0, reason
@@ -988,8 +997,8 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=Tr
     its grouped convolutions too, else they are skipped; channels_last:
     layout=nhwc), each BatchNorm it would fold folded into its
     convolution (a folded convolution has a bias: bias=1 in its spec),
-    each addition it would fuse fused (residual=1) and each ReLU it would
-    fuse fused (act=relu in its spec); a copy is
+    each addition it would fuse fused (residual=1) and each ReLU or ReLU6
+    it would fuse fused (act=relu or act=relu6 in its spec); a copy is
     transformed, the model is left as it is.  ValueError when torch.fx
     cannot trace the model (then pass fold_bn=False, fuse_relu=False,
     fuse_residual=False, to patch() too).
@@ -1030,8 +1039,7 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=Tr
         elif isinstance(x, torch.Tensor):
             residual = args[1] if len(args) > 1 else kwargs.get("residual")
             spec, gflop, reason = _collected_problem(module, x, prec,
-                                                     "relu" if name in relu else "none",
-                                                     residual)
+                                                     relu.get(name, ("none",))[0], residual)
         else:
             spec, gflop, reason = None, 0, "its input is not a tensor"
         if spec is None:
@@ -1251,28 +1259,63 @@ def _to_channels_last(model):
     return model
 
 
-_RELU_FUNCTIONS = (torch.relu, torch.relu_, F.relu, F.relu_)
+_RELU_FUNCTIONS = {torch.relu: "relu", torch.relu_: "relu", F.relu: "relu", F.relu_: "relu",
+                   F.relu6: "relu6"}
+_CLAMP_FUNCTIONS = {F.hardtanh: ("min_val", "max_val"), F.hardtanh_: ("min_val", "max_val"),
+                    torch.clamp: ("min", "max"), torch.clamp_: ("min", "max"),
+                    torch.clip: ("min", "max"), torch.clip_: ("min", "max"),
+                    "clamp": ("min", "max"), "clamp_": ("min", "max"),
+                    "clip": ("min", "max"), "clip_": ("min", "max")}
 
 
-def _relu_source(node, modules):
-    """The node a ReLU node `node` applies to, or None when `node` is not a
-    plain ReLU (nn.ReLU without hooks, torch.relu / F.relu and their in-place
-    forms, Tensor.relu / relu_)."""
+def _clamp_act(node):
+    """"relu6" for a clamp node (F.hardtanh, torch.clamp / clip, their
+    in-place and Tensor forms) to [0, 6], "relu" for a clamp to [0, inf)
+    (torch.clamp(x, min=0); not for F.hardtanh, whose max defaults to 1),
+    None for any other bounds or arguments."""
+    names = _CLAMP_FUNCTIONS[node.target]
+    bounds = dict(zip(names, node.args[1:]))
+    if len(node.args) > 3 or set(node.kwargs) - set(names) - {"inplace"} or \
+            set(bounds) & set(node.kwargs):
+        return None
+    bounds.update((k, v) for k, v in node.kwargs.items() if k != "inplace")
+    if names[0] == "min_val":
+        bounds = {"min": bounds.get("min_val", -1.0), "max": bounds.get("max_val", 1.0)}
+    lo, hi = bounds.get("min"), bounds.get("max")
+    number = (int, float)
+    if not (isinstance(lo, number) and not isinstance(lo, bool) and lo == 0):
+        return None
+    if hi is None:
+        return "relu"
+    return "relu6" if isinstance(hi, number) and not isinstance(hi, bool) and hi == 6 else None
+
+
+def _activation_source(node, modules):
+    """(the node that `node` applies its activation to, "relu" or
+    "relu6") where `node` is a plain ReLU (nn.ReLU without hooks,
+    torch.relu / F.relu and their in-place forms, Tensor.relu / relu_, a
+    clamp from 0 with no upper bound) or ReLU6 (nn.ReLU6 or nn.Hardtanh(0,
+    6) without hooks, F.relu6, F.hardtanh(x, 0, 6), a clamp to [0, 6]);
+    None for any other node."""
+    act = None
     if node.op == "call_module":
         m = modules.get(node.target)
-        if (type(m) is not nn.ReLU or m._forward_hooks or m._forward_pre_hooks or
-                len(node.args) != 1 or node.kwargs):
+        if (m is None or m._forward_hooks or m._forward_pre_hooks or len(node.args) != 1 or
+                node.kwargs):
             return None
-    elif node.op == "call_function":
-        if (node.target not in _RELU_FUNCTIONS or len(node.args) != 1 or
-                set(node.kwargs) - {"inplace"}):
-            return None
-    elif node.op == "call_method":
-        if node.target not in ("relu", "relu_") or len(node.args) != 1 or node.kwargs:
-            return None
-    else:
-        return None
-    return node.args[0]
+        if type(m) is nn.ReLU:
+            act = "relu"
+        elif type(m) in (nn.ReLU6, nn.Hardtanh) and m.min_val == 0 and m.max_val == 6:
+            act = "relu6"
+    elif node.op == "call_function" and node.target in _RELU_FUNCTIONS:
+        if len(node.args) == 1 and not set(node.kwargs) - {"inplace"}:
+            act = _RELU_FUNCTIONS[node.target]
+    elif node.op == "call_method" and node.target in ("relu", "relu_"):
+        if len(node.args) == 1 and not node.kwargs:
+            act = "relu"
+    if node.op in ("call_function", "call_method") and node.target in _CLAMP_FUNCTIONS:
+        act = _clamp_act(node) if node.args else None
+    return (node.args[0], act) if act is not None else None
 
 
 _ADD_FUNCTIONS = (operator.add, operator.iadd, torch.add)
@@ -1313,11 +1356,13 @@ def _fuse(model, fold_bn, fuse_relu, fuse_residual=False, grouped=True):
                (Conv2d.residual_inplace) where that is a convolution's
                output (a tensor of the graph's own, not a view) that only
                convolutions other than this one read, all before it;
-      fuse_relu: then a ReLU (_relu_source) whose only input is the
-               convolution's output (or its folded BatchNorm's, or the sum
-               with its residual), used by it alone, is taken out of the
-               graph: the convolution is to apply it (act=relu).
-    Returns (the GraphModule, {conv name: bn name}, {conv name: relu name},
+      fuse_relu: then a ReLU or ReLU6 (_activation_source) whose only
+               input is the convolution's output (or its folded
+               BatchNorm's, or the sum with its residual), used by it
+               alone, is taken out of the graph: the convolution is to
+               apply it (act=relu or act=relu6).
+    Returns (the GraphModule, {conv name: bn name}, {conv name: (act, the
+    activation module's name, or act for a function or method)},
     {conv name: {"residual": the residual node's name, "inplace": bool}}).
     Raises ValueError when the model cannot be traced."""
     import torch.fx as fx
@@ -1438,12 +1483,13 @@ def _fuse(model, fold_bn, fuse_relu, fuse_residual=False, grouped=True):
         if operands is not None:
             fuse_add(node, operands, residual)
             continue
-        src = _relu_source(node, modules) if fuse_relu else None
-        if not sole_conv(src):
+        found = _activation_source(node, modules) if fuse_relu else None
+        if found is None or not sole_conv(found[0]):
             continue
+        src, act = found
         node.replace_all_uses_with(src)
         gm.graph.erase_node(node)
-        relu[src.target] = node.target if node.op == "call_module" else "relu"
+        relu[src.target] = (act, node.target if node.op == "call_module" else act)
     decide_inplace(residual)
     gm.graph.lint()
     gm.delete_all_unused_submodules()
@@ -1478,10 +1524,13 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, grouped=F
     traced); convolutions its forward never calls are not in it (the
     report lists them).
     fuse_relu: likewise each ReLU (nn.ReLU, torch.relu, F.relu, their
-    in-place forms, Tensor.relu) whose input is such a convolution's output
-    (after its folded BatchNorm) alone is taken out of the graph and the
-    convolution applies it as it stores each output (act="relu"): Conv ->
-    BN -> ReLU becomes one convtune call.
+    in-place forms, Tensor.relu, a clamp from 0 with no upper bound) or
+    ReLU6 (nn.ReLU6, F.relu6, nn.Hardtanh and F.hardtanh with bounds 0
+    and 6, torch.clamp / clip and Tensor.clamp / clip to [0, 6], in-place
+    forms too) whose input is such a convolution's output (after its folded
+    BatchNorm) alone is taken out of the graph and the convolution applies
+    it as it stores each output (act="relu" or act="relu6"): Conv -> BN ->
+    ReLU (MobileNetV2's ReLU6) becomes one convtune call.
     fuse_residual (off by default in 0.3.0): each addition of such a
     convolution's output (after its folded BatchNorm) alone and another
     value (a ResNet block's identity)
@@ -1496,7 +1545,7 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, grouped=F
     Without any of the three the modules are replaced where they stand.
     Tune with the same fold_bn, fuse_relu, fuse_residual and grouped
     (tune() and collect() take them): a folded convolution's problem has a
-    bias, a fused one act=relu or residual=1.
+    bias, a fused one act=relu, act=relu6 or residual=1.
 
     channels_last: the patched model's parameters in channels_last and a
     forward pre-hook giving its 4-D inputs that format, so that every
@@ -1512,8 +1561,9 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, grouped=F
     deep copy is patched and the model passed in is left as it was.
 
     Returns (patched model, report): report["replaced"] lists {"name",
-    "folded_bn" (the BatchNorm's name, or None), "fused_relu" (the ReLU
-    module's name, "relu" for a function or method, or None),
+    "folded_bn" (the BatchNorm's name, or None), "fused_relu" (the ReLU or
+    ReLU6 module's name, "relu" or "relu6" for a function or method, or
+    None),
     "fused_residual" (None, or {"residual": the graph node of the value
     added, "inplace": whether the output is written into it})},
     report["left"] {"name", "reason"}, in module order."""
@@ -1545,8 +1595,7 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, grouped=F
             report["left"].append({"name": name, "reason": reason})
             continue
         new = Conv2d.from_module(module, precision=precision,
-                                 act="relu" if name in relu else "none",
-                                 pack_weights=pack_weights)
+                                 act=relu.get(name, ("none",))[0], pack_weights=pack_weights)
         new.residual_inplace = bool(residual.get(name, {}).get("inplace"))
         if name == "":  # the model is the convolution
             model = new
@@ -1554,7 +1603,7 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, grouped=F
             parent, _, leaf = name.rpartition(".")
             setattr(model.get_submodule(parent) if parent else model, leaf, new)
         report["replaced"].append({"name": name, "folded_bn": folded.get(name),
-                                   "fused_relu": relu.get(name),
+                                   "fused_relu": relu.get(name, (None, None))[1],
                                    "fused_residual": residual.get(name)})
     if channels_last:
         model = _to_channels_last(model)

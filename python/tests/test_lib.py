@@ -39,6 +39,8 @@ def test_struct_layout_matches_the_library(lib):
     r = lib.parse(spec + ",act=relu")
     assert r.act == _lib.CT_ACT_RELU and lib.format(r) == r.spec() == spec + ",act=relu"
     assert lib.parse(spec + ",act=none").key() == p.key()
+    r6 = lib.parse("act=relu6," + spec)
+    assert r6.act == _lib.CT_ACT_RELU6 and lib.format(r6) == r6.spec() == spec + ",act=relu6"
     t = lib.parse("layout=nhwc," + spec + ",act=relu")
     assert t.layout == _lib.CT_LAYOUT_NHWC and lib.format(t) == t.spec() == \
         spec + ",act=relu,layout=nhwc"

@@ -96,7 +96,8 @@ def test_spec_parser_agrees_with_the_library_on_errors(lib):
                  "n=1,c=1,h=8,w=8,k=1,r=3,s=3,n=2", "n=1,c=1,h=8,w=8,k=1,r=3,s=3,pad=1x",
                  "n=1,c=1,h=8,w=8,k=1,r=3,s=3,bias=2", "n=1,c=1,h=8,w=8,k=1,r=3,s=3,prec=fp16",
                  "n=1,c=1,h=8,w=8,k=1,r=3,s=3,,pad=1", "n=1,c=1,h=8,w=8,k=1,r=3,s=3,stride=0",
-                 "n=1,c=1,h=2,w=8,k=1,r=3,s=3", "n=x,c=1,h=8,w=8,k=1,r=3,s=3"]:
+                 "n=1,c=1,h=2,w=8,k=1,r=3,s=3", "n=x,c=1,h=8,w=8,k=1,r=3,s=3",
+                 "n=1,c=1,h=8,w=8,k=1,r=3,s=3,act=relu7"]:
         with pytest.raises(ValueError):
             suite.parse_spec(spec)
         with pytest.raises(convtune.ConvtuneError):
@@ -127,7 +128,8 @@ def test_comments_and_blank_lines_are_ignored(tmp_path):
     ("\n\na n=1,c=1,h=8\n", 3, "missing required key 'w'"),
     ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,prec=tf32\n", 1, "prec"),
     ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,act=relu\n", 1, "act=relu"),
-    ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,act=gelu\n", 1, "must be none or relu"),
+    ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,act=relu6\n", 1, "act=relu6; the suite times plain"),
+    ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,act=gelu\n", 1, "must be none, relu or relu6"),
     ("a n=1,c=1,h=8,w=8,k=1,r=3,s=3,layout=chwn\n", 1, "must be nchw or nhwc"),
     ("a,b n=1,c=1,h=8,w=8,k=1,r=3,s=3\n", 1, "bad name"),
     ("a n=1,c=4,h=8,w=8,k=6,r=3,s=3,groups=4\n", 1, "groups = 4 must divide both c = 4 and k = 6"),
@@ -272,7 +274,9 @@ def test_groups_agree_with_the_library(lib):
     fields = [name for name, _ in _lib.Problem._fields_]
     for spec in ["n=2,c=8,h=9,w=9,k=12,r=3,s=3,groups=4", "n=1,c=6,h=7,w=7,k=6,r=3,s=3,groups=6",
                  "n=1,c=4,h=5,w=5,k=8,r=3,s=3,pad=1,bias=0,groups=4,layout=nhwc,prec=fp32",
-                 "n=1,c=4,h=5,w=5,k=8,r=3,s=3,groups=1"]:
+                 "n=1,c=4,h=5,w=5,k=8,r=3,s=3,groups=1",
+                 "n=1,c=4,h=5,w=5,k=8,r=3,s=3,groups=4,act=relu6",
+                 "n=1,c=4,h=5,w=5,k=8,r=3,s=3,act=relu,residual=1"]:
         p = lib.parse(spec)
         assert {f: getattr(p, f) for f in fields} == suite.parse_spec(spec), spec
     for spec in ["n=2,c=8,h=9,w=9,k=12,r=3,s=3,groups=3", "n=2,c=8,h=9,w=9,k=6,r=3,s=3,groups=4",

@@ -149,7 +149,7 @@ def test_traces_in_torch_compile_fullgraph():
 def test_op_registration():
     x, w, b = meta(2, 3, 20, 20), meta(8, 3, 3, 3), meta(8)
     for bias in (b, None):
-        for act in ((), ("relu",)):
+        for act in ((), ("relu",), ("relu6",)):
             result = torch.library.opcheck(torch.ops.convtune.conv2d.default,
                                            (x, w, bias, [1, 1], [1, 1], [1, 1], "auto") + act)
             assert all(v == "SUCCESS" for v in result.values()), result
@@ -201,6 +201,35 @@ def test_grouped_backward_matches_f_conv2d():
     assert len(got) == len(inputs)
     for a, e in zip(got[:3], want):
         assert torch.allclose(a, e, rtol=1e-10, atol=1e-10)
+
+
+def test_activation_backward_matches_torch():
+    """The op's backward through act="relu" and act="relu6" (from its
+    saved output): torch's relu / relu6 gradients, in float64, with outputs
+    below 0, between 0 and 6 and above 6."""
+    torch.manual_seed(3)
+    x = (8 * torch.randn(2, 4, 7, 6, dtype=torch.float64)).requires_grad_()
+    w = torch.randn(5, 4, 3, 3, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(5, dtype=torch.float64, requires_grad=True)
+
+    class Ctx:
+        needs_input_grad = (True, True, True) + (False,) * 7
+
+        def save_for_backward(self, *tensors):
+            self.saved_tensors = tensors
+
+    for act, fn in (("relu", torch.relu), ("relu6", F.relu6)):
+        conv = F.conv2d(x, w, b, 1, 1)
+        assert (conv < 0).any() and ((conv > 0) & (conv < 6)).any() and (conv > 6).any()
+        y = fn(conv)
+        g = torch.randn_like(y)
+        want = torch.autograd.grad(y, (x, w, b), g)
+        ctx = Ctx()
+        ct._setup_context(ctx, (x.detach(), w.detach(), b.detach(), [1, 1], [1, 1], [1, 1],
+                                "fp32", act, None, 1), y.detach())
+        got = ct._backward(ctx, g)
+        for a, e in zip(got[:3], want):
+            assert torch.allclose(a, e, rtol=1e-10, atol=1e-10), act
 
 
 def test_conv2d_module_is_a_drop_in():

@@ -52,17 +52,19 @@ def bound(x, w, b, stride, padding, dilation, precision, groups=1):
     return (2 * u_op + (L + 1) * u_acc) * abs_sum + 1e-37
 
 
+def activate(y, act):
+    return {"none": y, "relu": torch.relu(y), "relu6": F.relu6(y)}[act]
+
+
 def reference(x, w, b, stride, padding, dilation, groups=1):
     return F.conv2d(x.double(), w.double(), b.double() if b is not None else None,
                     stride, padding, dilation, groups)
 
 
 def check_close(y, x, w, b, stride, padding, dilation, precision, act="none", groups=1):
-    """y against the float64 reference (through the ReLU for act="relu",
-    the bound the sum's: a ReLU moves no two values further apart)."""
-    ref = reference(x, w, b, stride, padding, dilation, groups)
-    if act == "relu":
-        ref = torch.relu(ref)
+    """y against the float64 reference (through the ReLU or ReLU6 act
+    names, the bound the sum's: neither moves two values further apart)."""
+    ref = activate(reference(x, w, b, stride, padding, dilation, groups), act)
     assert y.shape == ref.shape and y.dtype == torch.float32
     assert torch.isfinite(y).all()
     err = (y.double() - ref).abs()
@@ -105,6 +107,29 @@ def test_fused_relu_matches_float64(case, precision):
     check_close(y, x, w, b, stride, padding, dilation, precision, act="relu")
     assert ct.explain(x, w, b, stride, padding, dilation, precision=precision,
                       act="relu")["spec"].endswith(",act=relu")
+
+
+@pytest.mark.parametrize("precision", ["tf32", "fp32"])
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+@pytest.mark.parametrize("groups", [1, 16])
+def test_fused_relu6_matches_float64(precision, layout, groups):
+    """act="relu6": outputs below 0, between 0 and 6 and above 6 (x 16
+    times wider than make's), against relu6 of the float64 reference; plain,
+    depthwise, in both layouts; with a residual too."""
+    x, w, b = make((2, 16, 15, 13), (32, 16 // groups, 3, 3), True, seed=5)
+    x = 16 * x - 4
+    if layout == "nhwc":
+        x = x.to(memory_format=torch.channels_last)
+    y = ct.conv2d(x, w, b, 1, 1, 1, groups, precision=precision, act="relu6")
+    torch.cuda.synchronize()
+    assert (y == 0).any() and (y == 6).any() and ((y > 0) & (y < 6)).any()
+    check_close(y, x, w, b, 1, 1, 1, precision, act="relu6", groups=groups)
+    spec = ct.explain(x, w, b, 1, 1, 1, groups, precision=precision, act="relu6")["spec"]
+    assert ",act=relu6" in spec, spec
+    r = 4 * torch.randn(y.shape, device=DEV)
+    y = ct.conv2d(x, w, b, 1, 1, 1, groups, precision=precision, act="relu6", residual=r)
+    torch.cuda.synchronize()
+    check_residual(y, x, w, b, r, 1, 1, precision, "relu6", groups)
 
 
 @pytest.mark.parametrize("precision", ["tf32", "fp32"])
@@ -469,9 +494,7 @@ def test_forward_tensors_follows_the_problems_layout():
 def check_residual(y, x, w, b, r, stride, padding, precision, act, groups=1):
     """y against act(conv + b + r) in float64, under the contract's bound
     with the residual one more term."""
-    ref = reference(x, w, b, stride, padding, 1, groups) + r.double()
-    if act == "relu":
-        ref = torch.relu(ref)
+    ref = activate(reference(x, w, b, stride, padding, 1, groups) + r.double(), act)
     assert y.shape == ref.shape and torch.isfinite(y).all()
     u = 2.0 ** -11 if precision == "tf32" else 2.0 ** -22
     lim = bound(x, w, b, stride, padding, 1, precision, groups) + \

@@ -15,6 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 import convtune.torch as ct  # noqa: E402
 
@@ -487,11 +488,11 @@ class _Relus(nn.Module):
 def _cpu_conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
                 precision="auto", act="none", residual=None):
     """What convtune.torch.conv2d computes, on the CPU (F.conv2d, plus the
-    residual, then the ReLU for act="relu")."""
+    residual, then the activation act names)."""
     y = torch.nn.functional.conv2d(x, weight, bias, stride, padding, dilation, groups)
     if residual is not None:
         y = y + residual
-    return torch.relu(y) if act == "relu" else y
+    return {"none": y, "relu": torch.relu(y), "relu6": F.relu6(y)}[act]
 
 
 class _Blocks(nn.Module):
@@ -683,6 +684,65 @@ def test_patch_fuses_relus_and_computes_the_same(monkeypatch, lib):
     assert all(m.act == "none" for m in kept.modules() if isinstance(m, ct.Conv2d))
     with torch.no_grad():
         assert torch.allclose(kept(x), net(x), rtol=1e-4, atol=1e-5)
+
+
+class _Relu6s(nn.Module):
+    """A ReLU6 after a convolution in each form patch() fuses (nn.ReLU6
+    in place, F.relu6, nn.Hardtanh(0, 6), F.hardtanh(x, 0, 6),
+    torch.clamp(x, 0, 6), Tensor.clamp(min=0, max=6)), two clamps it fuses
+    as a ReLU (torch.clip(x, min=0), Tensor.clamp_(0)), and four it must
+    leave: nn.Hardtanh() (bounds -1 and 1), F.hardtanh(x, 0, 5),
+    torch.clamp(x, max=6), Tensor.clamp(0.5, 6).  The outputs are scaled by
+    4 after each so that the convolutions' sums pass 6."""
+
+    def __init__(self):
+        super().__init__()
+        for i in range(12):
+            setattr(self, "c%d" % i, nn.Conv2d(3 if i == 0 else 8, 8, 3, padding=1))
+        self.r6 = nn.ReLU6(inplace=True)
+        self.ht = nn.Hardtanh(0.0, 6.0)
+        self.unit = nn.Hardtanh()
+
+    def forward(self, x):
+        x = self.r6(self.c0(x)) * 4
+        x = F.relu6(self.c1(x)) * 4
+        x = self.ht(self.c2(x)) * 4
+        x = F.hardtanh(self.c3(x), 0.0, 6.0) * 4
+        x = torch.clamp(self.c4(x), 0, 6) * 4
+        x = self.c5(x).clamp(min=0, max=6) * 4
+        x = torch.clip(self.c6(x), min=0)
+        x = self.c7(x).clamp_(0)
+        x = self.unit(self.c8(x)) * 4
+        x = F.hardtanh(self.c9(x), 0, 5) * 4
+        x = torch.clamp(self.c10(x), max=6)
+        return self.c11(x).clamp(0.5, 6)
+
+
+def test_patch_fuses_relu6_forms_and_computes_the_same(monkeypatch, lib):
+    net = _Relu6s().eval()
+    patched, report = ct.patch(net)
+    fused = {r["name"]: r["fused_relu"] for r in report["replaced"]}
+    assert fused == {"c0": "r6", "c1": "relu6", "c2": "ht", "c3": "relu6", "c4": "relu6",
+                     "c5": "relu6", "c6": "relu", "c7": "relu", "c8": None, "c9": None,
+                     "c10": None, "c11": None}, fused
+    assert [patched.get_submodule("c%d" % i).act for i in range(12)] == \
+        ["relu6"] * 6 + ["relu"] * 2 + ["none"] * 4
+    assert "act='relu6'" in repr(patched.c0)
+    monkeypatch.setattr(ct, "conv2d", _cpu_conv2d)
+    x = 4 * torch.randn(2, 3, 9, 11)
+    seen = []
+    handles = [getattr(net, "c%d" % i).register_forward_hook(
+        lambda m, a, o: seen.append(bool((o > 6).any()))) for i in range(6)]
+    with torch.no_grad():
+        want = net(x)
+        assert torch.allclose(patched(x), want, rtol=1e-4, atol=1e-5)
+    assert all(seen) and len(seen) == 6  # each fused ReLU6 clamps outputs above 6
+    for h in handles:
+        h.remove()
+    got = ct.collect(net, x, precision="fp32")
+    acts = {m: p["spec"] for p in got["problems"] for m in p["modules"]}
+    assert [acts["c%d" % i].endswith(",act=relu6") for i in range(12)] == [True] * 6 + [False] * 6
+    assert acts["c6"].endswith(",act=relu") and "act=" not in acts["c8"]
 
 
 def test_collect_fuses_as_patch_does(lib):
