@@ -21,6 +21,7 @@ for s in \
   'n=2,c=5,h=17,w=15,k=16,r=5,s=3,stride=2x1,pad=0x3,dil=1x2,bias=0,prec=fp32' \
   'prec=fp32,s=3,r=3,k=8,w=9,h=9,c=2,n=1,pad=4' \
   'act=relu,n=2,c=3,h=9,w=9,k=4,r=3,s=3,bias=0' \
+  'n=2,c=4,h=9,w=9,k=4,r=3,s=3,groups=4,act=relu6,residual=1' \
   'n=1,c=8,h=9,w=9,k=4,r=3,s=3,pad=1,prec=fp32,layout=nhwc' \
   'n=1,c=3,h=224,w=224,k=64,r=16,s=16,stride=16' \
   'n=2147483647,c=1,h=1,w=1,k=1,r=1,s=1' \

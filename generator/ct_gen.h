@@ -309,7 +309,8 @@ ct_status ct_gen_limits_for_arch(const char *arch, ct_gen_limits *lim);
 ** valid and worth offering (both the family's hard limits and its pruning
 ** heuristic pass), in a fixed order (families in table order, except
 ** that from CT_GEN_FEW_CHANNELS input channels on the few_channels families
-** come after the others; parameters odometer-wise, last parameter
+** come after the others on an ungrouped problem; parameters odometer-wise,
+** last parameter
 ** fastest).  *out is a malloc'd array the caller frees; *count may be 0.
 ** Each variant is zero-filled before it is written, so variants
 ** compare with memcmp.  Returns CT_OK, CT_ERR_INVALID_ARG,

@@ -12,7 +12,8 @@
 **
 ** Parameters (each list starts with the template's default):
 **   TP       output rows per tile (the CTA's M tile is TP*Q pixels)
-**   BN       output channels per CTA (grid.y = ceil(K/BN)), a multiple of 8
+**   BN       output channels per CTA (grid.y = G * ceil(K/G / BN) with G
+**            groups), a multiple of 8
 **   WARPS    warps per CTA
 **   WN       warps along N; WARPS/WN along M
 **   STAGES   1: band loaded synchronously; 2: cp.async double buffer
@@ -26,6 +27,11 @@
 ** the device's block or, for PERSIST c, c blocks' share of an SM; or a size
 ** leaves 32-bit range (tc_fits).  Points that cannot win are pruned as
 ** well (tc_worth_common).  The direct family covers every declined problem.
+**
+** Grouped problems (groups = G): one GEMM per group over its C/G input
+** channels, a CTA's BN output channels in one group (BN past K/G computes
+** zeros it does not store), so that grouped convolutions with few
+** channels per group (ResNeXt's 4 to 32) run on tensor cores.
 **
 ** The tile layout and shared memory are templates/ct_tc.cuh's, which the
 ** template includes too; it static_asserts that the CT_PLAN_* values agree.
@@ -62,8 +68,8 @@ static int tc_shape_of(const ct_problem *p, const ct_gen_limits *lim, const int 
   ** before multiplying them (the template needs band <= 2^24 anyway). */
   int64_t br = ct_tc_band_rows(tp, p->stride_h, p->r, p->dil_h);
   int64_t bc = ct_tc_band_cols(sh->Q, p->stride_w, p->s, p->dil_w);
-  if (br > (1 << 24) || bc > (1 << 24) || p->c * br > (1 << 24)) return 0;
-  sh->l = ct_tc_layout_of(p->n, p->c, p->k, p->r, p->s, sh->P, sh->Q, p->stride_h,
+  if (br > (1 << 24) || bc > (1 << 24) || p->c / p->groups * br > (1 << 24)) return 0;
+  sh->l = ct_tc_layout_of(p->n, p->c, p->k, p->groups, p->r, p->s, sh->P, sh->Q, p->stride_h,
                           p->stride_w, p->dil_h, p->dil_w, tp, bn, warps, wn, stages);
   /* PERSIST c: c CTAs per SM of the device, shared out over grid.y.  Any
   ** grid is correct (the template loops over tiles with a grid stride). */
@@ -121,18 +127,25 @@ static int tc_fits(const ct_problem *p, const ct_gen_limits *lim, const int *v,
       lim, &(ct_gen_budget){.threads = sh.l.threads, .smem = sh.l.smem, .blocks_per_sm = persist});
 }
 
-/* Channels computed beyond K with BN channels per CTA. */
-static int64_t tc_channel_waste(int64_t k, int64_t bn) {
-  return (k + bn - 1) / bn * bn - k;
+/* Channels computed beyond the K/G of each of p's G groups with BN
+** channels per CTA. */
+static int64_t tc_channel_waste(const ct_problem *p, int64_t bn) {
+  const int64_t kg = p->k / p->groups;
+  return ((kg + bn - 1) / bn * bn - kg) * p->groups;
 }
 
 /* The pruning heuristic, points that tc_fits passes but cannot win, to keep
 ** the space small:
 **  - BN wasting more than K/4 channels beyond the least waste of any BN
-**    listed (for K = 96: 64 is out, 96 48 32 16 stay);
+**    listed (for K = 96: 64 is out, 96 48 32 16 stay; with groups, the
+**    waste of every group);
 **  - warp tiles whose shared-memory loads per mma exceed 2.5 wavefronts
 **    (4 per m16 tile for A, 2 per n8 tile for B, 1 for the offsets),
-**    unless K <= 16 (nothing better to offer then);
+**    unless K <= 16 or the problem is grouped (nothing better to offer
+**    then: only FFMA runs it otherwise);
+**  - grouped problems with fewer than 4 output channels a group (a
+**    depthwise one's K/G of 1 or 2 fills at most a quarter of an n8
+**    tile: dw and dwc run those);
 **  - PERSIST 0 when the weight tile it re-stages per tile exceeds 16 KB;
 **  - STAGES 1 with PERSIST 1 when the same point fits double-buffered or
 **    with two CTAs per SM (either hides the band load; this one cannot). */
@@ -143,11 +156,13 @@ static int tc_worth_common(const ct_problem *p, const ct_gen_limits *lim,
   const ct_gen_param *bns = &ct_gen_family_tc.params[TC_BN];
   int64_t least = INT64_MAX;
   for (int i = 0; i < bns->n_values; i++) {
-    int64_t wst = tc_channel_waste(p->k, bns->values[i]);
+    int64_t wst = tc_channel_waste(p, bns->values[i]);
     if (wst < least) least = wst;
   }
-  if (4 * tc_channel_waste(p->k, v[TC_BN]) > 4 * least + p->k) return 0;
-  if (p->k > 16 && 2 * (4 * sh.l.mw + 2 * sh.l.ntw + 1) > 5 * sh.l.mw * sh.l.ntw)
+  if (4 * tc_channel_waste(p, v[TC_BN]) > 4 * least + p->k) return 0;
+  if (p->groups > 1 && p->k / p->groups < 4) return 0;
+  if (p->k > 16 && p->groups == 1 &&
+      2 * (4 * sh.l.mw + 2 * sh.l.ntw + 1) > 5 * sh.l.mw * sh.l.ntw)
     return 0;
   if (v[TC_PERSIST] == 0 && v[TC_BN] * sh.l.kp * 4 > 16384) return 0;
   if (v[TC_STAGES] == 1 && v[TC_PERSIST] == 1) {
@@ -205,7 +220,7 @@ static void tc3_plan(const ct_problem *p, const ct_gen_limits *lim, const int *v
 #define TC_PARAMS                        \
   {                                      \
     {"TP", 4, {2, 1, 4, 3}},             \
-    {"BN", 5, {96, 48, 32, 64, 16}},     \
+    {"BN", 6, {96, 48, 32, 64, 16, 8}},  \
     {"WARPS", 2, {4, 8}},                \
     {"WN", 3, {4, 2, 1}},                \
     {"STAGES", 2, {2, 1}},               \
@@ -219,6 +234,7 @@ const ct_gen_family ct_gen_family_tc = {
   .args = CT_GEN_ARGS_POINTERS,
   .tensor_cores = 1,
   .few_channels = 1,
+  .groups = 1,
   .n_params = 6,
   .params = TC_PARAMS,
   .valid = tc_valid,
@@ -233,6 +249,7 @@ const ct_gen_family ct_gen_family_tc3 = {
   .args = CT_GEN_ARGS_POINTERS,
   .tensor_cores = 1,
   .few_channels = 1,
+  .groups = 1,
   .n_params = 6,
   .params = TC_PARAMS,
   .valid = tc3_valid,

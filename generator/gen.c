@@ -38,7 +38,8 @@
 ** 3xTF32 twins, few_channels set) are enumerated after all the others:
 ** where they are offered on such a shape they are often far off the
 ** general families (docs/PERFORMANCE.md v30), and a short budget may
-** screen only its first seed. */
+** screen only its first seed.  A grouped problem keeps the table order
+** (direct, dw, dwc, then tc and tc3, the families that run it). */
 #define CT_GEN_FAMILY_LIST(X) \
   X(direct) \
   X(dw) X(dwc) \
@@ -282,10 +283,11 @@ static ct_status enumerate(const ct_problem *p, const ct_gen_limits *lim,
   size_t n = 0, cap = 0;
   /* The test families, then the real ones in list order; from
   ** CT_GEN_FEW_CHANNELS input channels on, the few-channel families in a
-  ** pass of their own after the rest (the search's seed order). */
+  ** pass of their own after the rest (the search's seed order).  Not for
+  ** a grouped problem: no general family runs it to be seeded first. */
   const ct_gen_family *const *lists[3] = {gen_test_families(), ct_gen_families,
                                           ct_gen_families};
-  const int defer = p->c >= CT_GEN_FEW_CHANNELS;
+  const int defer = p->groups == 1 && p->c >= CT_GEN_FEW_CHANNELS;
   for (int li = 0; li < 3; li++)
   for (size_t fi = 0; lists[li] != NULL && lists[li][fi] != NULL; fi++) {
     const ct_gen_family *f = lists[li][fi];

@@ -4,6 +4,12 @@
 //
 //   GEMM view   M = output pixels, N = output channels, Kdim = C*R*S, padded
 //               to KP = 8*KSTEPS; k = (c*R + r)*S + s.
+//   groups      With CT_GROUPS G > 1, one GEMM per group: N = the group's
+//               KG = K/G output channels, Kdim = CG*R*S over its CG = C/G
+//               input channels (w is [K][CG][R][S]).  Below, C reads CG and
+//               K reads the group's channel range: grid.y holds KBG =
+//               ceil(KG/BN) CTAs per group, and a CTA's channels past its
+//               group's last get zero weights and are not stored.
 //   tc  (SPLIT 0, precision tf32): both operands rounded to TF32 with
 //               to_tf32 (round to nearest, ties to even; truncation would double
 //               the error), one mma per product, fp32 accumulation.
@@ -40,13 +46,13 @@
 //         with koff(k) = c*BR*BC + r*DH*BC + s*DW; 0 for padded k, whose
 //         weight is 0: they add 0 * (the first element of the pixel's own
 //         window), which is non-finite only when the reference is too.
-//   band  [STAGES][C][BR][BC] — input rows ih0 .. ih0+BR-1 (ih0 = p0*SH-PH),
+//   band  [STAGES][CG][BR][BC] — input rows ih0 .. ih0+BR-1 (ih0 = p0*SH-PH),
 //         columns -PW .. -PW+BC-1, zero outside the image (written explicitly:
 //         the gather needs no bounds checks).  BR = (TP-1)*SH + (R-1)*DH + 1,
 //         BC = (Q-1)*SW + (S-1)*DW + 1.  Pixel m of the tile (row m/Q, col
 //         m%Q) has pix(m) = (m/Q)*SH*BC + (m%Q)*SW (kept per lane in
 //         bytes), and the A element (m, k) is band[pix(m) + koff(k)]: one
-//         integer add per load; the largest index is exactly C*BR*BC - 1.
+//         integer add per load; the largest index is exactly CG*BR*BC - 1.
 //         tc rounds the band to TF32 once per tile (at store for STAGES 1;
 //         for STAGES 2 in place, each element by the thread that copied it).
 //
@@ -84,6 +90,7 @@
 // Problem (defaults: KernelBench level 1 problem 50)
 
 #include "ct_problem.cuh"
+#define CT_TAKES_GROUPS 1 // a CTA's channels lie in one group (ct_act.cuh)
 #include "ct_act.cuh"
 
 // ----------------------------------------------------------------------------
@@ -127,8 +134,10 @@ constexpr bool SPLIT = CT_TC_SPLIT != 0;
 // The layout, shared with generator/family_tc.c (ct_tc.cuh); a function,
 // not a variable, so that no copy of it is emitted.
 constexpr ct_tc_layout layout() {
-  return ct_tc_layout_of(N, C, K, R, S, P, Q, SH, SW, DH, DW, TP, BN, WARPS, WN, STAGES);
+  return ct_tc_layout_of(N, C, K, CT_GROUPS, R, S, P, Q, SH, SW, DH, DW, TP, BN, WARPS, WN,
+                         STAGES);
 }
+constexpr int CG = C / CT_GROUPS, KG = K / CT_GROUPS; // channels per group, in and out
 constexpr int THREADS = (int)layout().threads;
 constexpr int NT = (int)layout().nt;      // n8 tiles per CTA
 constexpr int WGM = (int)layout().wgm;    // warps along M
@@ -150,6 +159,7 @@ static_assert(SMEM_BYTES == (WFRAG_FLOATS + KOFF_INTS + STAGES * BAND_PAD) * 4,
               "shared memory: weights, offsets, bands");
 constexpr int TILES_PER_IMG = (P + TP - 1) / TP;
 constexpr int NTILES = (int)layout().tiles;
+constexpr int KBG = (int)layout().kbg;  // CTAs along N per group
 constexpr int KBLOCKS = (int)layout().kblocks;
 constexpr int PQ = P * Q;
 constexpr int CHW = C * H * W;
@@ -166,7 +176,7 @@ static_assert(STAGES == 1 || PERSIST > 0, "double buffering needs a persistent g
 static_assert(SMEM_BYTES <= 232448, "shared memory above any device's 227 KB");
 static_assert(KBLOCKS <= 65535, "grid.y above 65535");
 // Sizes formed in int below (the family declines larger points first).
-static_assert((long long)C * BR * BC <= (1LL << 24) &&
+static_assert((long long)CG * BR * BC <= (1LL << 24) &&
               (long long)KSTEPS * NT * 64 <= (1LL << 24) &&
               (long long)BN * KP <= (1LL << 24) &&
               (long long)MT * 16 <= (1LL << 24) &&
@@ -182,7 +192,9 @@ static_assert(PERSIST > 0 || CT_PLAN_GRID_X_IN(NTILES, NTILES),
 // ----------------------------------------------------------------------------
 // PTX helpers (and those of ct_ptx.cuh)
 
-// d += A(16x8) * B(8x8), TF32 in, fp32 accumulate.
+// d += A(16x8) * B(8x8), TF32 in, fp32 accumulate.  (CT_EMULATED: the CPU
+// emulation's, tests/emu_kernel.cc.)
+#ifndef CT_EMULATED
 __device__ __forceinline__ void mma_tf32(float (&d)[4], unsigned a0, unsigned a1,
                                          unsigned a2, unsigned a3, unsigned b0,
                                          unsigned b1) {
@@ -192,20 +204,22 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], unsigned a0, unsigned a1
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+#endif
 
 // ----------------------------------------------------------------------------
 // Staging
 
-// The band of tile (img, p0) into band[C][BR][BC]: warps take rows, lanes
-// columns (coalesced).  ASYNC: cp.async, raw values; else loaded, rounded to
-// TF32 unless SPLIT, and stored.
+// The band of tile (img, p0) into band[CG][BR][BC], from input channel c0
+// (the CTA's group's first) on: warps take rows, lanes columns (coalesced).
+// ASYNC: cp.async, raw values; else loaded, rounded to TF32 unless SPLIT,
+// and stored.
 template <bool ASYNC>
 __device__ __forceinline__ void band_fill(float *band, const float *__restrict__ x,
-                                          int img, int p0, int warp, int lane) {
+                                          int img, int p0, int c0, int warp, int lane) {
   const int ih0 = p0 * SH - PH;
-  const float *__restrict__ xn = x + img * CHW;
+  const float *__restrict__ xn = x + img * CHW + c0 * H * W;
 #pragma unroll 1
-  for (int row = warp; row < C * BR; row += WARPS) {
+  for (int row = warp; row < CG * BR; row += WARPS) {
     const int c = row / BR;
     const int ih = ih0 + (row - c * BR);
     const bool row_in = (unsigned)ih < (unsigned)H;
@@ -229,7 +243,7 @@ __device__ __forceinline__ void band_fill(float *band, const float *__restrict__
 // (its own cp.async writes are visible to it after cp_async_wait).
 __device__ __forceinline__ void band_round_own(float *band, int warp, int lane) {
 #pragma unroll 1
-  for (int row = warp; row < C * BR; row += WARPS) {
+  for (int row = warp; row < CG * BR; row += WARPS) {
     float *drow = band + row * BC;
 #pragma unroll 4
     for (int col = lane; col < BC; col += 32) drow[col] = round_tf32(drow[col]);
@@ -331,11 +345,11 @@ __device__ __forceinline__ void flush(float (&master)[MW][NTW][4],
 }
 
 // Writes a warp's results (+ bias) for tile (img, p0): pixel m valid when
-// m < mlim, channel when < K.
+// m < mlim, channel when < kend (the end of the CTA's group).
 __device__ __forceinline__ void epilogue(const float (&res)[MW][NTW][4],
                                          const float *__restrict__ b,
                                          float *__restrict__ y, int img, int p0,
-                                         int n0, int wm, int wn, int g, int t) {
+                                         int n0, int kend, int wm, int wn, int g, int t) {
   const int mlim = TM < (P - p0) * Q ? TM : (P - p0) * Q;
   float *__restrict__ yt = y + img * K * PQ + p0 * Q; // channel 0, pixel 0
 #pragma unroll
@@ -343,8 +357,8 @@ __device__ __forceinline__ void epilogue(const float (&res)[MW][NTW][4],
     const int k0 = n0 + (wn * NTW + j) * 8 + 2 * t; // channel of c0 / c2
     float bias0 = 0.0f, bias1 = 0.0f;
 #if CT_BIAS
-    if (k0 < K) bias0 = __ldg(b + k0);
-    if (k0 + 1 < K) bias1 = __ldg(b + k0 + 1);
+    if (k0 < kend) bias0 = __ldg(b + k0);
+    if (k0 + 1 < kend) bias1 = __ldg(b + k0 + 1);
 #else
     (void)b;
 #endif
@@ -356,8 +370,9 @@ __device__ __forceinline__ void epilogue(const float (&res)[MW][NTW][4],
       for (int hh = 0; hh < 2; ++hh) {
         const int m = mt * 16 + g + 8 * hh; // row g (c0, c1) or g+8 (c2, c3)
         if (m < mlim) {
-          if (k0 < K) __stcs(yt + k0 * PQ + m, ct_act(res[i][j][2 * hh] + bias0));
-          if (k0 + 1 < K) __stcs(yt + (k0 + 1) * PQ + m, ct_act(res[i][j][2 * hh + 1] + bias1));
+          if (k0 < kend) __stcs(yt + k0 * PQ + m, ct_act(res[i][j][2 * hh] + bias0));
+          if (k0 + 1 < kend)
+            __stcs(yt + (k0 + 1) * PQ + m, ct_act(res[i][j][2 * hh + 1] + bias1));
         }
       }
     }
@@ -367,7 +382,8 @@ __device__ __forceinline__ void epilogue(const float (&res)[MW][NTW][4],
 } // namespace tc
 
 // ----------------------------------------------------------------------------
-// The kernel.  Launch: grid (CT_PLAN_GRID_X, ceil(K/BN)), block (32*WARPS),
+// The kernel.  Launch: grid (CT_PLAN_GRID_X, G * ceil(K/G / BN)): blockIdx.y
+// is the group times KBG plus the CTA's channel block in it; block (32*WARPS),
 // CT_PLAN_SMEM bytes of dynamic shared memory.  Any grid.x in 1 .. NTILES is
 // correct.  ws is unused.
 
@@ -388,14 +404,19 @@ conv_tc(const float *__restrict__ x, const float *__restrict__ w,
   // get different wm, which evens out their m16 tile counts when WGM does
   // not divide MT.
   const int wn = warp % WN, wm = warp / WN;
-  const int n0 = blockIdx.y * BN;
+  // The CTA's group: 0 without groups, so that the three below fold into
+  // constants and an ungrouped kernel holds no register more for them.
+  const int grp = CT_GROUPS > 1 ? (int)blockIdx.y / KBG : 0;
+  const int n0 = grp * KG + (blockIdx.y - grp * KBG) * BN; // its first channel
+  const int kend = (grp + 1) * KG;                       // past its group's last
+  const int c0 = grp * CG;                               // the group's first input
   const int tile0 = blockIdx.x;
   if (tile0 >= NTILES) return; // never with a planned grid; uniform per CTA
 
   // The first band's copy overlaps the weight staging.
   if constexpr (STAGES == 2) {
     const int img = tile0 / TILES_PER_IMG;
-    band_fill<true>(band0, x, img, (tile0 - img * TILES_PER_IMG) * TP, warp, lane);
+    band_fill<true>(band0, x, img, (tile0 - img * TILES_PER_IMG) * TP, c0, warp, lane);
     cp_async_commit();
   }
 
@@ -404,7 +425,7 @@ conv_tc(const float *__restrict__ x, const float *__restrict__ w,
   for (int u = tid; u < BN * KP; u += THREADS) {
     const int nl = u / KP, k = u - nl * KP;
     const int kg = n0 + nl;
-    const float v = (k < CRS && kg < K) ? __ldg(w + kg * CRS + k) : 0.0f;
+    const float v = (k < CRS && kg < kend) ? __ldg(w + kg * CRS + k) : 0.0f;
     const int ks = k >> 3, kk = k & 7;
     const int e = (((ks * NT + (nl >> 3)) * 32 + (nl & 7) * 4 + (kk & 3)) << 1) + (kk >> 2);
     wsm[e] = SPLIT ? v : round_tf32(v);
@@ -451,7 +472,7 @@ conv_tc(const float *__restrict__ x, const float *__restrict__ w,
       if (next < NTILES) {
         const int nimg = next / TILES_PER_IMG;
         band_fill<true>(band0 + (stage ^ 1) * BAND_PAD, x, nimg,
-                        (next - nimg * TILES_PER_IMG) * TP, warp, lane);
+                        (next - nimg * TILES_PER_IMG) * TP, c0, warp, lane);
       }
       cp_async_commit();
       cp_async_wait<1>();
@@ -459,7 +480,7 @@ conv_tc(const float *__restrict__ x, const float *__restrict__ w,
       __syncthreads(); // band (and on the first tile wfrag, koff) visible
     } else {
       __syncthreads(); // the previous tile's math is done with the band
-      band_fill<false>(band, x, img, p0, warp, lane);
+      band_fill<false>(band, x, img, p0, c0, warp, lane);
       __syncthreads();
     }
 
@@ -499,9 +520,9 @@ conv_tc(const float *__restrict__ x, const float *__restrict__ w,
     if constexpr (SPLIT) flush(master, acc);
 
     if constexpr (SPLIT)
-      epilogue(master, b, y, img, p0, n0, wm, wn, g, t);
+      epilogue(master, b, y, img, p0, n0, kend, wm, wn, g, t);
     else
-      epilogue(acc, b, y, img, p0, n0, wm, wn, g, t);
+      epilogue(acc, b, y, img, p0, n0, kend, wm, wn, g, t);
 
     if constexpr (STAGES == 2) {
       __syncthreads(); // everyone is done with this band before it is refilled

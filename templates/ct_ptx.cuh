@@ -1,5 +1,8 @@
 // ct_ptx.cuh — PTX helpers shared by the tensor-core templates: TF32
 // rounding and cp.async.  The generator expands this #include in place.
+// With CT_EMULATED defined (tests/emu_kernel.cc, which runs kernels on the
+// CPU; never for NVRTC) the helpers written in PTX are left out and the
+// emulation supplies its own.
 
 // fp32 -> TF32, round to nearest, ties to even (cuDNN's rounding of its
 // TF32 operands, so that a tf32 result differs from cuDNN's by the sums'
@@ -24,11 +27,13 @@ __device__ __forceinline__ unsigned to_tf32(float f) {
 // Ties away: wgr's weight fragments alone (its consumers have no register
 // for to_tf32's adjust); it differs from to_tf32 on exact ties and on the
 // NaNs whose payload lies in the dropped bits.
+#ifndef CT_EMULATED
 __device__ __forceinline__ unsigned to_tf32_rna(float f) {
   unsigned r;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
   return r;
 }
+#endif
 __device__ __forceinline__ float round_tf32(float f) {
   return __uint_as_float(to_tf32(f));
 }
@@ -44,6 +49,7 @@ __device__ __forceinline__ void split_tf32(float v, unsigned &hi, unsigned &lo) 
   lo = to_tf32_rna(v - __uint_as_float(hi));
 }
 
+#ifndef CT_EMULATED
 // 4-byte global -> shared copy; zero-fills dst when !valid (src not read).
 __device__ __forceinline__ void cp_async4(float *dst, const float *src, bool valid) {
   const unsigned saddr = (unsigned)__cvta_generic_to_shared(dst);
@@ -59,3 +65,4 @@ __device__ __forceinline__ void cp_async_commit() {
 template <int pending> __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 }
+#endif // CT_EMULATED

@@ -1,13 +1,20 @@
-// emu_kernel.cc — runs one variant of a one-kernel FFMA family (`direct`,
-// `dw`: its generated source, included as KERNEL_SRC, its kernel
-// KERNEL_FN) on the CPU and checks it against the float64 reference under
-// the problem's precision contract; for tests/test_emulated.sh, which
-// builds it per variant.
+// emu_kernel.cc — runs one variant of a one-kernel family (the FFMA
+// families `direct`, `dw`, `dwc`, and the mma.sync families `tc`, `tc3`:
+// its generated source, included as KERNEL_SRC, its kernel KERNEL_FN) on
+// the CPU and checks it against the float64 reference under the
+// problem's precision contract; for tests/test_emulated.sh, which builds
+// it per variant.
 //
-// The emulation: the blocks run one after another; within a block each
-// CUDA thread is a std::thread, __syncthreads a std::barrier, and the
-// dynamic shared memory one buffer (the kernel's `extern __shared__` array
-// is this file's smem4).  x, w and b are surrounded by NaN and y by a
+// The emulation: the blocks run one after another (blockIdx.y outer);
+// within a block each CUDA thread is a std::thread, __syncthreads a
+// std::barrier, and the dynamic shared memory one buffer (the kernel's
+// `extern __shared__` array is this file's smem4).  CT_EMULATED leaves the
+// templates' PTX helpers out and this file supplies them: cp.async as a
+// plain copy (commit and wait do nothing), cvt.rna.tf32 on the bits, and
+// mma.sync.m16n8k8 TF32 as its warp's 32 threads meeting at a barrier,
+// each publishing its fragments and then summing its own four outputs
+// from the whole A and B, their operands cut to TF32's bits as the tensor
+// cores read them.  x, w and b are surrounded by NaN and y by a
 // canary, so that a read past a tensor shows as a non-finite output and a
 // write past y as a changed canary; y starts as NaN (or as the residual,
 // which the reference then adds), so that an output never stored fails.
@@ -22,9 +29,12 @@
 #include <vector>
 
 struct float2 { float x, y; };
+struct int2 { int x, y; };
+using std::isnan;
 struct float4 { float x, y, z, w; };
 struct emu_dim { unsigned x = 0, y = 0, z = 0; };
 static thread_local emu_dim threadIdx, blockIdx;
+static emu_dim gridDim;
 static thread_local std::barrier<> *emu_barrier;
 float4 smem4[16384]; // 256 KiB: more than a block may have
 
@@ -42,8 +52,63 @@ static inline unsigned __float_as_uint(float f) {
   memcpy(&u, &f, sizeof u);
   return u;
 }
+static inline float __uint_as_float(unsigned u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+template <class T> static inline void __stcs(T *p, T v) { *p = v; }
 static inline float2 make_float2(float a, float b) { return {a, b}; }
 static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+
+// The PTX helpers (CT_EMULATED).  cvt.rna.tf32.f32: to nearest, ties away
+// from zero, on the bits (a carry steps the exponent; NaN stays NaN).
+static inline unsigned to_tf32_rna(float f) {
+  const unsigned u = __float_as_uint(f);
+  return std::isnan(f) ? u | 0x400000u : (u + 0x1000u) & 0xffffe000u;
+}
+static inline void cp_async4(float *dst, const float *src, bool valid) {
+  *dst = valid ? *src : 0.0f;
+}
+static inline void cp_async_commit() {}
+template <int pending> static inline void cp_async_wait() {}
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 of one warp: lane
+// 4g+t holds a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4],
+// b0 = B[t][g], b1 = B[t+4][g], and d = C[g][2t], C[g][2t+1], C[g+8][2t],
+// C[g+8][2t+1] (PTX ISA, "Matrix Fragments for mma.m16n8k8").  The
+// products are exact in double, each output's eight summed there and added
+// to d once: a finer rounding than the tensor cores', never a coarser one.
+struct emu_warp {
+  std::barrier<> meet{32};
+  unsigned a[32][4], b[32][2];
+};
+static emu_warp *emu_warps; // the block's, warp w at emu_warps[w]
+static inline double tf32_operand(unsigned u) { return __uint_as_float(u & 0xffffe000u); }
+static inline void mma_tf32(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                            unsigned b0, unsigned b1) {
+  const unsigned lane = threadIdx.x & 31;
+  emu_warp &wp = emu_warps[threadIdx.x >> 5];
+  wp.a[lane][0] = a0, wp.a[lane][1] = a1, wp.a[lane][2] = a2, wp.a[lane][3] = a3;
+  wp.b[lane][0] = b0, wp.b[lane][1] = b1;
+  wp.meet.arrive_and_wait();
+  auto A = [&](unsigned row, unsigned k) { // A[row][k], row < 16, k < 8
+    return tf32_operand(wp.a[(row & 7) * 4 + (k & 3)][(row >> 3) + 2 * (k >> 2)]);
+  };
+  auto B = [&](unsigned k, unsigned n) { // B[k][n], k < 8, n < 8
+    return tf32_operand(wp.b[n * 4 + (k & 3)][k >> 2]);
+  };
+  const unsigned g = lane >> 2, t = lane & 3;
+  for (unsigned e = 0; e < 4; e++) {
+    const unsigned row = g + 8 * (e >> 1), col = 2 * t + (e & 1);
+    double sum = 0.0;
+    for (unsigned k = 0; k < 8; k++) sum += A(row, k) * B(k, col);
+    d[e] = (float)((double)d[e] + sum);
+  }
+  wp.meet.arrive_and_wait(); // no lane publishes again before all have read
+}
+
+#define CT_EMULATED 1
 #define __CUDACC__ 1 // the templates' constexpr launch arithmetic (ct_direct.cuh, ct_dw.cuh)
 #include KERNEL_SRC
 #undef __CUDACC__
@@ -117,18 +182,23 @@ int main(int argc, char **argv) {
   }
 
   const ct_gen_launch &l = v.kernels[0];
-  for (unsigned bx = 0; bx < l.grid[0]; bx++) {
-    std::barrier<> barrier(l.block[0]);
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < l.block[0]; t++)
-      threads.emplace_back([&, t, bx] {
-        threadIdx.x = t;
-        blockIdx.x = bx;
-        emu_barrier = &barrier;
-        KERNEL_FN(x.data(), w.data(), b.data(), y.data(), nullptr);
-      });
-    for (auto &t : threads) t.join();
-  }
+  gridDim.x = l.grid[0], gridDim.y = l.grid[1], gridDim.z = l.grid[2];
+  std::vector<emu_warp> warps((l.block[0] + 31) / 32);
+  emu_warps = warps.data();
+  for (unsigned by = 0; by < l.grid[1]; by++)
+    for (unsigned bx = 0; bx < l.grid[0]; bx++) {
+      std::barrier<> barrier(l.block[0]);
+      std::vector<std::thread> threads;
+      for (unsigned t = 0; t < l.block[0]; t++)
+        threads.emplace_back([&, t, bx, by] {
+          threadIdx.x = t;
+          blockIdx.x = bx;
+          blockIdx.y = by;
+          emu_barrier = &barrier;
+          KERNEL_FN(x.data(), w.data(), b.data(), y.data(), nullptr);
+        });
+      for (auto &t : threads) t.join();
+    }
 
   std::vector<double> ref(ny), abs_sum(ny), sq_sum(ny);
   if (ct_tune_reference_cpu_residual(&p, x.data(), w.data(), p.bias ? b.data() : nullptr,

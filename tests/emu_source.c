@@ -1,6 +1,6 @@
 /*
 ** emu_source.c — prints the CUDA source of one variant of a problem, as
-** the tuner compiles it, for tests/test_direct_emulated.sh:
+** the tuner compiles it, for tests/test_emulated.sh:
 **
 **   emu_source SPEC PREC VARIANT > kernel.cu
 */

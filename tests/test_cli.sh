@@ -137,13 +137,16 @@ expect tune-unknown-family 2 "unknown family 'nosuch'" "$ct" tune --families nos
 expect space-no-variant 1 'no valid variant' "$ct" space --arch sm_80 --families wgr
 # A depthwise problem (a channel multiplier of 2): direct, its channel tiles
 # within a group (K/G = 2: TK = 1), and dw; a grouped one that is not
-# depthwise: direct alone; the families that decline say why.
+# depthwise: direct and tc (8 output channels a group: BN = 8); the
+# families that decline say why.
 gspec="n=2,c=32,h=28,w=28,k=64,r=3,s=3,pad=1,groups=32"
 expect space-groups 0 '^32 valid variants in 2 families$' "$ct" space --arch sm_90a --problem "$gspec"
 expect space-groups-tk1 0 'direct:THREADS=64,TP=1,TK=1$' "$ct" space --arch sm_90a --problem "$gspec"
 expect space-groups-dw 0 'dw:THREADS=128,TP=2,BQ=32$' "$ct" space --arch sm_90a --problem "$gspec"
-expect space-groups-8 0 '^27 valid variants in 1 family$' "$ct" space --arch sm_90a \
+expect space-groups-8 0 '^39 valid variants in 2 families$' "$ct" space --arch sm_90a \
   --problem "n=2,c=32,h=28,w=28,k=64,r=3,s=3,pad=1,groups=8"
+expect space-groups-8-tc 0 'tc:TP=2,BN=8,WARPS=4,WN=1,STAGES=2,PERSIST=1$' "$ct" space \
+  --arch sm_90a --problem "n=2,c=32,h=28,w=28,k=64,r=3,s=3,pad=1,groups=8"
 expect space-groups-declined 1 'groups=32 on sm_90a in families gm,wg (wg: no groups; gm: no groups)' \
   "$ct" space --arch sm_90a --problem "$gspec" --families gm,wg
 expect space-groups-bad 2 'groups = 3 must divide both c = 32 and k = 64' \

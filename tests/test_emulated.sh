@@ -10,11 +10,15 @@
 # multiplier, a residual and a ReLU, tiles overhanging the plane, one
 # channel).  `dwc`: depthwise NHWC problems (partial channel and column
 # tiles, a channel multiplier with stride, dilation, residual and ReLU, a
-# 60-tap filter read tap by tap).  ReLU6 in each family.  Six mutated
-# kernels (a group's input channels, NHWC weights read at the stride of C,
-# the epilogue without its residual and ReLU, dw's tile without its
-# padding, dwc's channel multiplier ignored, ReLU6 without its clamp to 6)
-# must fail, so that the check can.
+# 60-tap filter read tap by tap).  ReLU6 in each family.  `tc` and `tc3`
+# (mma.sync, emulated warp by warp): a stem-like 5x5 over 3 channels,
+# grouped problems with 4 output channels a group (BN = 8, half past each
+# group) and with two channel blocks a group.  Nine mutated kernels (a
+# group's input channels, NHWC weights read at the stride of C, the
+# epilogue without its residual and ReLU, dw's tile without its padding,
+# dwc's channel multiplier ignored, ReLU6 without its clamp to 6, tc's
+# band from group 0, an A fragment from the wrong pixel, tc3 with its
+# hi x hi products alone) must fail, so that the check can.
 #   tests/test_emulated.sh EMU_SOURCE CXX SOURCE_ROOT LIBCT_TUNE LIBCT_GEN
 set -u
 src_tool=${1:?usage: test_emulated.sh EMU_SOURCE CXX SOURCE_ROOT LIBCT_TUNE LIBCT_GEN}
@@ -32,19 +36,21 @@ fi
 # its check, 1: fails it, 2: no source, a mutation that changes nothing,
 # or no build.
 run() {
-  local dir="$tmp/$1"
+  local dir="$tmp/$1" prec=fp32 fam=${3%%:*}
+  case "$2" in *prec=tf32*) prec=tf32 ;; esac
   mkdir -p "$dir"
-  "$src_tool" "$2" fp32 "$3" > "$dir/k.cu" || { echo "FAIL $2 $3: no source"; return 2; }
+  "$src_tool" "$2" $prec "$3" > "$dir/k.cu" || { echo "FAIL $2 $3: no source"; return 2; }
   if [ -n "${4:-}" ]; then # a control: the mutation must change the source
     sed "$4" "$dir/k.cu" > "$dir/m.cu" && ! cmp -s "$dir/k.cu" "$dir/m.cu" ||
       { echo "FAIL $2 $3: the mutation '$4' changes nothing"; return 2; }
     mv "$dir/m.cu" "$dir/k.cu"
   fi
-  "$cxx" -std=c++20 -O1 -w -DKERNEL_SRC="\"$dir/k.cu\"" -DKERNEL_FN="conv_${3%%:*}" \
+  # a 3xTF32 twin's kernel is its family's (tc3: conv_tc)
+  "$cxx" -std=c++20 -O1 -w -DKERNEL_SRC="\"$dir/k.cu\"" -DKERNEL_FN="conv_${fam%3}" \
     -I"$root/runtime" -I"$root/generator" -I"$root/tuner" -I"$root/templates" \
     "$root/tests/emu_kernel.cc" $libs -lm -lpthread \
     -o "$dir/emu" 2> "$dir/cc.log" || { echo "FAIL $2 $3: does not build"; head -5 "$dir/cc.log"; return 2; }
-  "$dir/emu" "$2" fp32 "$3"
+  "$dir/emu" "$2" $prec "$3"
 }
 export -f run
 export tmp src_tool cxx root libs
@@ -77,6 +83,11 @@ cases=(
   "n=2,c=16,h=9,w=11,k=20,r=3,s=3,pad=1,act=relu6|direct:THREADS=64,TP=4,TK=4"
   "n=2,c=6,h=13,w=17,k=12,r=3,s=3,stride=2,pad=1,groups=6,act=relu6,residual=1|dw:THREADS=64,TP=2,BQ=16"
   "n=2,c=48,h=7,w=9,k=48,r=3,s=3,pad=1,groups=48,layout=nhwc,act=relu6|dwc:CB=16,TP=2,RB=2"
+  "n=2,c=3,h=35,w=33,k=40,r=5,s=5,stride=2,pad=2,act=relu,prec=tf32|tc:TP=2,BN=48,WARPS=4,WN=2,STAGES=2,PERSIST=1"
+  "n=2,c=3,h=35,w=33,k=40,r=5,s=5,stride=2,pad=2,prec=fp32|tc3:TP=3,BN=48,WARPS=4,WN=2,STAGES=1,PERSIST=0"
+  "n=2,c=32,h=9,w=33,k=32,r=3,s=3,stride=2,pad=1,groups=8,act=relu6,prec=tf32|tc:TP=4,BN=8,WARPS=4,WN=1,STAGES=2,PERSIST=1"
+  "n=2,c=32,h=9,w=33,k=32,r=3,s=3,stride=2,pad=1,groups=8,bias=0,prec=fp32|tc3:TP=3,BN=8,WARPS=4,WN=1,STAGES=1,PERSIST=0"
+  "n=3,c=48,h=7,w=7,k=96,r=3,s=3,pad=1,groups=3,prec=tf32|tc:TP=4,BN=16,WARPS=4,WN=2,STAGES=1,PERSIST=2"
 )
 i=0
 for c in "${cases[@]}"; do
@@ -105,6 +116,9 @@ control "no residual, no ReLU" 13 's/ct_out(acc\[kk\]\[i\] + bv, yp)/(acc[kk][i]
 control "dw: the tile without its padding" 18 's/ : 0.0f;/ : 1.0f;/'
 control "dwc: the channel multiplier ignored" 22 's/const int c = k \/ M;/const int c = k % C;/'
 control "ReLU6 without its clamp to 6" 24 's/v > 6.0f ? 6.0f : v/v/'
+control "tc: the band from group 0" 29 's/ + c0 \* H \* W;/;/'
+control "tc: an A fragment from the wrong pixel" 27 's/f.a\[i\]\[1\] = lds_at(bandb, pb\[i\]\[1\]/f.a[i][1] = lds_at(bandb, pb[i][0]/'
+control "tc3: hi x hi alone (TF32 products)" 28 's/for (int term = 0; term < 3; ++term)/for (int term = 2; term < 3; ++term)/'
 
 echo "emulated: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -62,7 +62,12 @@ static ct_tune_gpu g;
 ** over 360-pixel planes (pw's 16-byte runs, pwq), one over 7 x 7 planes
 ** (pw's runs, its scalar stores) and an NHWC 3x3 (gm's NHWC epilogue,
 ** its 8-byte pairs: K even).  And an NHWC 3x3 with K = 37, odd: gm's
-** scalar NHWC stores. */
+** scalar NHWC stores.  Last, grouped problems (direct; dw and dwc where
+** depthwise; tc and tc3 where NCHW with 4 or more output channels a
+** group): 2 groups, depthwise at stride 2 with a ReLU6, depthwise NHWC
+** with a channel multiplier of 3, 8 groups with a residual and a ReLU,
+** 16 groups of 4 channels at stride 2 with a ReLU6 (tc's BN = 8 half
+** past each group), and 3 groups of 64 output channels over 7 x 7. */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
@@ -113,6 +118,8 @@ static const char *shapes[] = {
     "n=4,c=32,h=29,w=31,k=32,r=3,s=3,stride=2,pad=1,act=relu6,groups=32",
     "n=2,c=24,h=14,w=14,k=72,r=5,s=5,pad=2,layout=nhwc,groups=24",
     "n=2,c=64,h=9,w=13,k=64,r=3,s=3,pad=1,residual=1,act=relu,groups=8",
+    "n=2,c=64,h=17,w=33,k=64,r=3,s=3,stride=2,pad=1,act=relu6,groups=16",
+    "n=3,c=96,h=7,w=7,k=192,r=3,s=3,pad=1,groups=3",
 };
 
 /* The GPU reference equals the CPU reference bit for bit (the same sums in

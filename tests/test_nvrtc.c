@@ -517,13 +517,14 @@ static void test_residual(void) {
   ASSERT_TRUE(v.family->residual);
 }
 
-/* groups > 1: only direct is offered, and dw (NCHW) or dwc (NHWC) where
-** the problem is depthwise; each of their variants (direct's whose channel tile
-** lies in one group) and the reference carry the groups' define and
-** compile, in both layouts, depthwise and with a channel multiplier; a
-** family that declines cannot be named.  Every other template stops at its
-** #error when given CT_GROUPS, so that no source of it can mix the groups'
-** channels. */
+/* groups > 1: only direct is offered, dw (NCHW) or dwc (NHWC) where the
+** problem is depthwise, and tc or tc3 (by precision) where it is NCHW with
+** at least 4 output channels a group; each of their variants (direct's
+** whose channel tile lies in one group) and the reference carry the
+** groups' define and compile, in both layouts, depthwise and with a
+** channel multiplier; a family that declines cannot be named.  Every
+** other template stops at its #error when given CT_GROUPS, so that no
+** source of it can mix the groups' channels. */
 static void test_groups(void) {
   static const char *const specs[] = {
     "groups=2,n=2,c=64,h=28,w=28,k=96,r=3,s=3,pad=1,prec=tf32",
@@ -531,8 +532,10 @@ static void test_groups(void) {
     "groups=16,layout=nhwc,n=1,c=16,h=14,w=14,k=48,r=5,s=5,pad=2,prec=tf32",
     "groups=4,layout=nhwc,residual=1,n=2,c=64,h=9,w=13,k=64,r=1,s=3,dil=1x2,prec=fp32",
     "groups=3,n=1,c=3,h=8,w=6000,k=3,r=1,s=1500,prec=tf32", /* w from global memory */
+    "groups=8,act=relu6,n=2,c=64,h=13,w=31,k=32,r=3,s=3,stride=2,pad=1,prec=fp32",
   };
-  static const int depthwise[] = {0, 1, 1, 0, 1}; /* dw's (NCHW) or dwc's (NHWC) */
+  static const int depthwise[] = {0, 1, 1, 0, 1, 0}; /* dw's (NCHW) or dwc's (NHWC) */
+  static const int tensor_cores[] = {1, 0, 0, 0, 0, 1}; /* tc's or tc3's */
   ct_gen_limits lim;
   ASSERT_EQ_INT(ct_gen_limits_for_arch(ARCH, &lim), CT_OK);
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
@@ -545,15 +548,19 @@ static void test_groups(void) {
     job *jobs = calloc(nv + 1, sizeof *jobs);
     size_t n = 0;
     const char *dw_family = p.layout == CT_LAYOUT_NHWC ? "dwc" : "dw";
-    int ok = jobs != NULL && nv >= 1, dw = 0;
+    const char *tc_family = p.precision == CT_PREC_FP32 ? "tc3" : "tc";
+    int ok = jobs != NULL && nv >= 1, dw = 0, tc = 0;
     for (size_t j = 0; j < nv && ok; j++) {
-      dw += strcmp(v[j].family->name, dw_family) == 0;
-      ok = (strcmp(v[j].family->name, "direct") == 0 || dw > 0) &&
+      const int is_dw = strcmp(v[j].family->name, dw_family) == 0;
+      const int is_tc = strcmp(v[j].family->name, tc_family) == 0;
+      dw += is_dw;
+      tc += is_tc;
+      ok = (strcmp(v[j].family->name, "direct") == 0 || is_dw || is_tc) &&
            add_variant_job(jobs, &n, &p, &v[j], tag) == 0 &&
            strstr(jobs[n - 1].src, "\n#define CT_GROUPS ") != NULL;
     }
     free(v);
-    ok = ok && (dw > 0) == depthwise[i];
+    ok = ok && (dw > 0) == depthwise[i] && (tc > 0) == tensor_cores[i];
     ok = ok && add_reference_job(jobs, &n, &p, tag) == 0 &&
          strstr(jobs[n - 1].src, "\n#define CT_GROUPS ") != NULL;
     int failures = jobs != NULL ? compile_report_free(jobs, n) : 0;
@@ -576,9 +583,8 @@ static void test_groups(void) {
   p.groups = 32; /* K/G = 3: TK = 1 alone */
   ASSERT_EQ_INT(ct_gen_default_variant(&p, &lim, &v), CT_OK);
   ASSERT_EQ_STR(v.name, "direct:THREADS=128,TP=4,TK=1");
-  static const char *const ungrouped[] = {"conv_gm.cu",  "conv_s2d.cu", "conv_tc.cu",
-                                          "conv_wg.cu",  "conv_wgr.cu", "conv_wgs.cu",
-                                          "test_faults.cu"};
+  static const char *const ungrouped[] = {"conv_gm.cu",  "conv_s2d.cu", "conv_wg.cu",
+                                          "conv_wgr.cu", "conv_wgs.cu", "test_faults.cu"};
   for (size_t i = 0; i < sizeof ungrouped / sizeof ungrouped[0]; i++) {
     char *t = NULL, *src;
     ASSERT_EQ_INT(ct_gen_template_source(ungrouped[i], &t), CT_OK);

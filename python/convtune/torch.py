@@ -61,7 +61,8 @@ Groups: any groups F.conv2d takes (groups dividing C and K; weight of
 shape (K, C / groups, R, S); depthwise: groups = C, K a multiple of C),
 ",groups=G" in the spec.  The library runs them on its FFMA families,
 which meet tf32 and fp32 alike: direct (any groups), dw and dwc
-(depthwise, NCHW and NHWC); patch(), collect() and tune() leave grouped
+(depthwise, NCHW and NHWC), and on tc and tc3 (tensor cores; NCHW, 4 or
+more output channels a group); patch(), collect() and tune() leave grouped
 convolutions to PyTorch unless given grouped=True (the report says so).
 
 Unsupported cases raise UnsupportedError naming the reason; nothing falls
@@ -1220,8 +1221,8 @@ def _grouped_reason(module, grouped):
     `module` to PyTorch (grouped=False), or None."""
     if grouped or module.groups == 1 or isinstance(module, Conv2d):
         return None
-    return ("groups=%d: left to PyTorch (convtune runs grouped convolutions on FFMA, "
-            "direct, dw and dwc, which may be slower than PyTorch's); pass grouped=True to "
+    return ("groups=%d: left to PyTorch (convtune's grouped kernels, direct, dw, dwc, tc "
+            "and tc3, are not yet measured against PyTorch's); pass grouped=True to "
             "replace it" % module.groups)
 
 
@@ -1510,11 +1511,12 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, grouped=F
     Whether a problem's sizes fit is checked when it runs (Conv2d raises
     UnsupportedError then).
 
-    grouped (off by default in 0.4.0): grouped and depthwise convolutions
-    are replaced too (groups kept), BatchNorms, ReLUs and additions after
-    them folded and fused alike.  They run on convtune's FFMA families
-    (direct, dw, dwc), which may be slower than PyTorch's grouped kernels: off, they
-    stay PyTorch's, each with that reason in the report.
+    grouped (off by default): grouped and depthwise convolutions are
+    replaced too (groups kept), BatchNorms, ReLUs and additions after them
+    folded and fused alike.  They run on convtune's FFMA families (direct,
+    dw, dwc) and, NCHW with 4 or more output channels a group, on tc and
+    tc3, which may be slower than PyTorch's grouped kernels: off, they stay
+    PyTorch's, each with that reason in the report.
 
     fold_bn: each eval-mode BatchNorm2d fed by such a convolution alone is
     folded into it, once, now (weight * gamma / sqrt(var + eps), and the
