@@ -808,7 +808,7 @@ def test_patch_depthwise_separable_matches_the_original(pack, fuse_residual):
     randomize_bn(net).eval()
     x = torch.rand(2, 32, 19, 17, device=DEV)
     patched, report = ct.patch(net, precision="fp32", pack_weights=pack,
-                               fuse_residual=fuse_residual)
+                               fuse_residual=fuse_residual, grouped=True)
     assert report["left"] == []
     assert [(r["name"], r["folded_bn"], r["fused_relu"]) for r in report["replaced"]] == [
         ("dw", "dw_bn", "relu"), ("pw", "pw_bn", "relu"),
@@ -818,7 +818,7 @@ def test_patch_depthwise_separable_matches_the_original(pack, fuse_residual):
     assert fused == ({"residual": "pw", "inplace": False} if fuse_residual else None)
     assert [patched.get_submodule(n).groups for n in ("dw", "pw", "g")] == [32, 1, 4]
     nhwc, _ = ct.patch(net, precision="fp32", pack_weights=pack, fuse_residual=fuse_residual,
-                       channels_last=True)
+                       channels_last=True, grouped=True)
     with torch.no_grad():
         ref = copy.deepcopy(net).double()(x.double())
         for model in (patched, nhwc):
