@@ -147,6 +147,12 @@ CONVTUNE_TEST_FAKE_MS=100 "$ct" tune "${common[@]}" --db "$db" --budget 2 --json
 check "--budget 2: exit 0 with a winner" "[ $? -eq 0 ] && [ '$(jget "$tmp/t.json" winner)' != null ]"
 check "--budget 2: stops in time" "below $(jget "$tmp/t.json" wall_s) 3.0"
 check "--budget 2: screened only part" "[ $(jget "$tmp/t.json" screened) -lt $n ]"
+# A budget spent on a failing screen: the search goes on until a variant
+# passes (test_wrong, listed first, fails; the winner is direct's).
+db="$tmp/budget3.db"
+CONVTUNE_TEST_FAMILIES=1 CONVTUNE_TEST_FAKE_MS=300 "$ct" tune --problem "$spec" \
+  --families test_wrong,direct --no-priors --budget 0.1 --db "$db" --json > "$tmp/t3.json" 2>/dev/null
+check "--budget 0.1 past a failing screen: a winner, direct's" "[ $? -eq 0 ] && [ '$(status_of "$tmp/t3.json" test_wrong)' = wrong ] && case '$(jget "$tmp/t3.json" winner)' in direct:*) true ;; *) false ;; esac"
 # A search that stops before a family's first variant names the families
 # it left untried; an exhaustive one names none.
 check "exhaustive: no family left untried" "[ '$(jget "$tmp/base.json" unscreened_families)' = '[]' ]"

@@ -709,13 +709,19 @@ static ct_status tune_screen(tune_run *t, char *err, size_t len) {
   t->pg.phase = "screening";
   t->pg.screen_t0 = now_s();
   double slowest = NAN, job_wall = 0.0, best_ms = INFINITY;
+  int passed = 0; /* a variant passed: screened now, or resumed */
+  for (size_t i = 0; i < t->n; i++)
+    passed |= r->rows[i].origin == CT_TUNE_RESUMED && r->rows[i].trial.status == CT_TRIAL_TIMED;
   for (;;) {
     if (stopped(o)) {
       r->interrupted = 1;
       break;
     }
-    if (o->budget_s > 0 && r->n_screened > 0) {
-      /* Keep time for the finalists: each a verification and a re-time. */
+    if (o->budget_s > 0 && passed && r->n_screened > 0) {
+      /* Keep time for the finalists: each a verification and a re-time.
+      ** Not before a variant has passed: past the budget, the search goes
+      ** on until one does (or the space is done), so that a short budget
+      ** whose first screens failed still ends with a winner. */
       double per = job_wall / (double)r->n_screened;
       double reserve = o->finalists * (per + o->final_trials *
                                        (isfinite(best_ms) ? best_ms : 1.0) / 1e3);
@@ -755,6 +761,7 @@ static ct_status tune_screen(tune_run *t, char *err, size_t len) {
       job_wall += oc.wall_s;
       trial_from_outcome(tr, &oc);
       if (tr->status == CT_TRIAL_TIMED) {
+        passed = 1;
         if (!(tr->mean_ms <= slowest)) slowest = tr->mean_ms;
         if (tr->mean_ms < best_ms) best_ms = tr->mean_ms;
       }
