@@ -193,10 +193,10 @@ void ct_close(ct_context *ctx);
 ** gm and pw on an NCHW 1x1 problem with C % 4 = 0 read w so) needs that
 ** tensor 16-byte aligned, and returns CT_ERR_INVALID_ARG, saying so,
 ** otherwise (PyTorch's allocations are).  With p->act = CT_ACT_RELU, y
-** holds the ReLU of the sum (plus bias); CT_ACT_RELU6, its ReLU6.  With p->residual = 1, y is read
-** too: each output element is the residual it held on entry plus the sum
-** (plus bias), through the activation; the same holds for
-** ct_forward_packed.
+** holds the ReLU of the sum (plus bias); with CT_ACT_RELU6, its ReLU6.
+** With p->residual = 1, y is read too: each output element is the residual
+** it held on entry plus the sum (plus bias), through the activation; the
+** same holds for ct_forward_packed.
 ** Asynchronous: returns once the work is queued.
 **
 ** The first call for a problem (per context) validates it and loads its
