@@ -60,8 +60,9 @@ static ct_tune_gpu g;
 ** block and tile), 5 x 5 with C = 40, a fused ReLU.  Last, residual=1
 ** (y read, then written): a 3x3 with a ReLU (gm, gmk, tap, direct), a 1x1
 ** over 360-pixel planes (pw's 16-byte runs, pwq), one over 7 x 7 planes
-** (pw's runs, its scalar stores) and an NHWC 3x3 (gm's NHWC epilogue,
-** its 8-byte pairs: K even).  And an NHWC 3x3 with K = 37, odd: gm's
+** (pw's runs, its scalar stores), an NHWC 3x3 (gm's NHWC epilogue,
+** its 8-byte pairs: K even) and an NHWC 1x1 with K = 256 and a ReLU
+** (ResNet-50's first bottleneck's last layer: gm at BN = 256 too).  And an NHWC 3x3 with K = 37, odd: gm's
 ** scalar NHWC stores.  Last, grouped problems (direct; dw and dwc where
 ** depthwise; tc and tc3 where NCHW with 4 or more output channels a
 ** group): 2 groups, depthwise at stride 2 with a ReLU6, depthwise NHWC
@@ -113,6 +114,7 @@ static const char *shapes[] = {
     "n=3,c=130,h=12,w=30,k=70,r=1,s=1,residual=1",
     "n=3,c=132,h=7,w=7,k=70,r=1,s=1,act=relu,bias=0,residual=1",
     "n=4,c=64,h=15,w=13,k=70,r=3,s=3,pad=1,layout=nhwc,residual=1",
+    "n=4,c=64,h=56,w=56,k=256,r=1,s=1,act=relu,layout=nhwc,residual=1",
     "n=2,c=32,h=9,w=11,k=37,r=3,s=3,pad=1,layout=nhwc",
     "n=2,c=64,h=15,w=13,k=96,r=3,s=3,pad=1,groups=2",
     "n=4,c=32,h=29,w=31,k=32,r=3,s=3,stride=2,pad=1,act=relu6,groups=32",
