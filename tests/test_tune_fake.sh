@@ -153,6 +153,16 @@ db="$tmp/budget3.db"
 CONVTUNE_TEST_FAMILIES=1 CONVTUNE_TEST_FAKE_MS=300 "$ct" tune --problem "$spec" \
   --families test_wrong,direct --no-priors --budget 0.1 --db "$db" --json > "$tmp/t3.json" 2>/dev/null
 check "--budget 0.1 past a failing screen: a winner, direct's" "[ $? -eq 0 ] && [ '$(status_of "$tmp/t3.json" test_wrong)' = wrong ] && case '$(jget "$tmp/t3.json" winner)' in direct:*) true ;; *) false ;; esac"
+# A listed problem no variant passes: its error says what was tried and the
+# first failure.
+printf '%s\n' "$spec" > "$tmp/fail.txt"
+CONVTUNE_TEST_FAMILIES=1 "$ct" tune --problems "$tmp/fail.txt" --families test_wrong,test_refuse \
+  --db "$tmp/fail.db" --json > "$tmp/fail.json" 2>/dev/null
+check "a list problem without a winner: exit 1, its error says why" "[ $? -eq 1 ] && python3 -c '
+import json, sys
+e = json.load(open(sys.argv[1]))[\"problems\"][0][\"error\"]
+sys.exit(e != \"no variant passed its precision contract (2 tried, 1 wrong, 1 launch-failed; \"
+              \"test_wrong: Frobenius: far off (fake))\")' '$tmp/fail.json'"
 # A search that stops before a family's first variant names the families
 # it left untried; an exhaustive one names none.
 check "exhaustive: no family left untried" "[ '$(jget "$tmp/base.json" unscreened_families)' = '[]' ]"

@@ -392,6 +392,31 @@ typedef struct list_row {
   char error[512];
 } list_row;
 
+/* Why a tune that ran ended without a winner: how many variants were
+** tried, by outcome, and the first failure's variant and message. */
+static void no_winner_reason(const ct_tune_result *r, char *buf, size_t len) {
+  size_t count[CT_TRIAL_TIMEOUT + 1] = {0}, tried = 0;
+  const ct_tune_row *first = NULL;
+  for (size_t i = 0; i < r->n_rows; i++) {
+    const ct_tune_row *row = &r->rows[i];
+    if (row->origin == CT_TUNE_UNTRIED || (unsigned)row->trial.status > CT_TRIAL_TIMEOUT)
+      continue;
+    tried++;
+    count[row->trial.status]++;
+    if (!first && row->trial.status != CT_TRIAL_TIMED) first = row;
+  }
+  size_t used = (size_t)snprintf(buf, len, "no variant passed its precision contract (%zu tried",
+                                 tried);
+  for (int s = 0; s <= CT_TRIAL_TIMEOUT && used < len; s++)
+    if (count[s])
+      used += (size_t)snprintf(buf + used, len - used, ", %zu %s", count[s],
+                               ct_trial_status_name((ct_trial_status)s));
+  if (first && used < len)
+    used += (size_t)snprintf(buf + used, len - used, "; %s: %s", first->trial.variant,
+                             first->trial.message);
+  if (used < len) snprintf(buf + used, len - used, ")");
+}
+
 static double list_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -557,6 +582,8 @@ static void *list_device(void *arg) {
     const double t1 = list_now();
     ct_status st = ct_tune_run(&o, &l->r, l->error, sizeof l->error);
     l->wall_s = list_now() - t1;
+    if (st == CT_OK && !l->r.interrupted && !l->r.skipped && !l->r.winner_variant[0])
+      no_winner_reason(&l->r, l->error, sizeof l->error); /* before the rows go */
     ct_tune_result brief = l->r;
     brief.rows = NULL;
     brief.n_rows = 0;
@@ -580,7 +607,7 @@ static void *list_device(void *arg) {
       l->status = "interrupted";
       run->stop_all = quit = 1;
     } else {
-      l->error[0] = '\0';
+      if (l->r.winner_variant[0] || l->r.skipped) l->error[0] = '\0';
       if (!o.known_device) {
         known_device = l->r.device;
         known_limits = l->r.limits;
@@ -593,10 +620,7 @@ static void *list_device(void *arg) {
         run->n_tuned++;
         run->tuning_s += l->wall_s;
         l->status = l->r.winner_variant[0] ? "tuned" : "failed";
-        if (!l->r.winner_variant[0]) {
-          run->n_failed++;
-          snprintf(l->error, sizeof l->error, "no variant passed its precision contract");
-        }
+        if (!l->r.winner_variant[0]) run->n_failed++; /* l->error: no_winner_reason's */
       }
       run->done++;
       d->n_done++;
