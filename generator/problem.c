@@ -329,18 +329,19 @@ static const char *const key_names[K_COUNT] = {
     "n",      "c",   "h",   "w",    "k",    "r",   "s",
     "stride", "pad", "dil", "bias", "prec", "act", "layout", "residual", "groups"};
 
-/* Parses the value v[0 .. vlen) of a two-way key into *index: 0 for
-** `first`, 1 for `second`; CT_ERR_PARSE, with "key: 'v' must be first or
-** second" in err, for anything else. */
-static ct_status parse_choice(const char *key, const char *v, size_t vlen, const char *first,
-                              const char *second, int *index, char *err, size_t errlen) {
-  const char *const names[2] = {first, second};
-  for (int i = 0; i < 2; i++)
+/* Parses the value v[0 .. vlen) of a key with n (2 or 3) named choices
+** into *index, the position of its name in names; CT_ERR_PARSE, with
+** "key: 'v' must be a or b" ("a, b or c") in err, for anything else. */
+static ct_status parse_choice(const char *key, const char *v, size_t vlen,
+                              const char *const *names, int n, int *index, char *err,
+                              size_t errlen) {
+  for (int i = 0; i < n; i++)
     if (vlen == strlen(names[i]) && memcmp(v, names[i], vlen) == 0) {
       *index = i;
       return CT_OK;
     }
-  set_err(err, errlen, "%s: '%.*s' must be %s or %s", key, (int)vlen, v, first, second);
+  set_err(err, errlen, "%s: '%.*s' must be %s%s%s or %s", key, (int)vlen, v, names[0],
+          n > 2 ? ", " : "", n > 2 ? names[1] : "", names[n - 1]);
   return CT_ERR_PARSE;
 }
 
@@ -352,7 +353,8 @@ static ct_status parse_value(int key, const char *v, size_t vlen,
                                  &q->k, &q->r, &q->s};
   if (key < K_REQUIRED)
     return parse_int(name, v, vlen, single[key], err, errlen);
-  int i = 0; /* a two-way key's choice */
+  static const char *const bits[] = {"0", "1"};
+  int i = 0; /* a named key's choice */
   ct_status rc;
   switch (key) {
   case K_STRIDE:
@@ -362,30 +364,35 @@ static ct_status parse_value(int key, const char *v, size_t vlen,
   case K_DIL:
     return parse_pair(name, v, vlen, &q->dil_h, &q->dil_w, err, errlen);
   case K_BIAS:
-    rc = parse_choice(name, v, vlen, "0", "1", &i, err, errlen);
+    rc = parse_choice(name, v, vlen, bits, 2, &i, err, errlen);
     if (rc == CT_OK) q->bias = i;
     return rc;
   case K_PREC:
-    rc = parse_choice(name, v, vlen, ct_precision_name(CT_PREC_TF32),
-                      ct_precision_name(CT_PREC_FP32), &i, err, errlen);
+  {
+    const char *const precs[] = {ct_precision_name(CT_PREC_TF32),
+                                 ct_precision_name(CT_PREC_FP32)};
+    rc = parse_choice(name, v, vlen, precs, 2, &i, err, errlen);
     if (rc == CT_OK) q->precision = i ? CT_PREC_FP32 : CT_PREC_TF32;
     return rc;
+  }
   case K_ACT:
-    for (ct_activation a = CT_ACT_NONE; ct_activation_name(a); a++)
-      if (vlen == strlen(ct_activation_name(a)) &&
-          memcmp(v, ct_activation_name(a), vlen) == 0) {
-        q->act = a;
-        return CT_OK;
-      }
-    set_err(err, errlen, "%s: '%.*s' must be none, relu or relu6", name, (int)vlen, v);
-    return CT_ERR_PARSE;
+  {
+    const char *const acts[] = {ct_activation_name(CT_ACT_NONE), ct_activation_name(CT_ACT_RELU),
+                                ct_activation_name(CT_ACT_RELU6)}; /* the enum's order */
+    rc = parse_choice(name, v, vlen, acts, 3, &i, err, errlen);
+    if (rc == CT_OK) q->act = (ct_activation)i;
+    return rc;
+  }
   case K_LAYOUT:
-    rc = parse_choice(name, v, vlen, ct_layout_name(CT_LAYOUT_NCHW),
-                      ct_layout_name(CT_LAYOUT_NHWC), &i, err, errlen);
+  {
+    const char *const layouts[] = {ct_layout_name(CT_LAYOUT_NCHW),
+                                   ct_layout_name(CT_LAYOUT_NHWC)};
+    rc = parse_choice(name, v, vlen, layouts, 2, &i, err, errlen);
     if (rc == CT_OK) q->layout = i ? CT_LAYOUT_NHWC : CT_LAYOUT_NCHW;
     return rc;
+  }
   case K_RESIDUAL:
-    rc = parse_choice(name, v, vlen, "0", "1", &i, err, errlen);
+    rc = parse_choice(name, v, vlen, bits, 2, &i, err, errlen);
     if (rc == CT_OK) q->residual = i;
     return rc;
   case K_GROUPS:
