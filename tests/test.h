@@ -59,8 +59,11 @@ static int ct_test_failures = 0;
   } while (0)
 
 /* Runs one test function and reports it by name. */
+/* With CT_TEST_ONLY set, only the tests whose names contain it run. */
 #define RUN_TEST(fn)                                                          \
   do {                                                                        \
+    const char *ct_only_ = getenv("CT_TEST_ONLY");                            \
+    if (ct_only_ && *ct_only_ && !strstr(#fn, ct_only_)) break;               \
     int ct_before_ = ct_test_failures;                                        \
     fn();                                                                     \
     fprintf(stderr, "%s %s\n", ct_test_failures == ct_before_ ? "ok  " : "FAIL", #fn); \
