@@ -197,6 +197,108 @@ static void test_reference_matches_cpu(void) {
   }
 }
 
+/* A residual problem's second verification run (y = 2^-100, the outputs
+** still 2^-100 counted as never written) on sums that cancel to exactly 0:
+** x in eighths, and the weights of every even output channel (u, -u, v, -v)
+** over the four channels, so that any order of the sum gives 0.0f and the
+** output, act(0 + 2^-100), is the probe again.  The "kernel" is the host: it
+** reads y, adds the float64 convolution (exact on these values), applies
+** the ReLU and writes every output back.  It passes; leaving one output
+** unwritten in its second run fails it where that output's sum is not 0,
+** and passes it where it is (the contract cannot tell that output from a
+** written one: it holds the residual either way). */
+typedef struct {
+  const ct_problem *p;
+  const float *x, *w;
+  int64_t skip; /* the output left as it was in the second run; -1: none */
+  int calls;
+} host_conv;
+
+static ct_status host_conv_run(void *arg, const ct_tune_data *d, CUstream s, char *err,
+                               size_t len) {
+  host_conv *h = arg;
+  float *y = malloc(d->ny * sizeof *y), *res = malloc(d->ny * sizeof *res);
+  double *ref = malloc(d->ny * sizeof *ref), *as = malloc(d->ny * sizeof *as),
+         *sq = malloc(d->ny * sizeof *sq);
+  ct_status rc = CT_ERR_NOMEM;
+  snprintf(err, len, "the host convolution failed");
+  if (y && res && ref && as && sq && ct_drv.cuStreamSynchronize(s) == CUDA_SUCCESS &&
+      ct_drv.cuMemcpyDtoH(res, d->y, d->ny * sizeof *res) == CUDA_SUCCESS &&
+      (rc = ct_tune_reference_cpu_residual(h->p, h->x, h->w, NULL, res, ref, as, sq)) == CT_OK) {
+    h->calls++;
+    for (size_t i = 0; i < d->ny; i++)
+      y[i] = h->calls == 2 && (int64_t)i == h->skip ? res[i] : (float)ref[i];
+    if (ct_drv.cuMemcpyHtoD(d->y, y, d->ny * sizeof *y) != CUDA_SUCCESS) rc = CT_ERR_CUDA;
+  }
+  free(y), free(res), free(ref), free(as), free(sq);
+  return rc;
+}
+
+static void test_unwritten_on_cancelling_sums(void) {
+  ct_problem p;
+  ASSERT_EQ_INT(ct_problem_parse("n=2,c=4,h=6,w=5,k=6,r=1,s=1,bias=0,act=relu,residual=1", &p,
+                                 NULL, 0), CT_OK);
+  ct_tune_data d;
+  char err[512];
+  ASSERT_EQ_INT(ct_tune_data_create_mode(&g, &p, ct_tune_fresh_seed(), CT_TUNE_REF_FUSED, &d,
+                                         err, sizeof err), CT_OK);
+  float x[2 * 4 * 6 * 5], w[6 * 4];
+  ASSERT_EQ_INT((long long)d.nx, (long long)(sizeof x / sizeof x[0]));
+  ASSERT_EQ_INT((long long)d.nw, (long long)(sizeof w / sizeof w[0]));
+  uint64_t r = ct_tune_fresh_seed() | 1;
+  /* x (NCHW): channels 1 and 3 copies of 0 and 2, in eighths. */
+  for (size_t i = 0; i < d.nx; i++) {
+    const size_t plane = 6 * 5, c = i / plane % 4;
+    r = r * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = c % 2 ? x[i - plane] : (float)(1 + (r >> 61)) / 8.0f; /* 1/8 .. 1 */
+  }
+  /* w: even k (1/2, -1/2, 1/4, -1/4), a sum of 0; odd k in quarters, > 0. */
+  for (int k = 0; k < 6; k++)
+    for (int c = 0; c < 4; c++) {
+      r = r * 6364136223846793005ull + 1442695040888963407ull;
+      w[k * 4 + c] = k % 2 ? (float)(1 + (r >> 62)) / 4.0f
+                           : (c < 2 ? 0.5f : 0.25f) * (c % 2 ? -1.0f : 1.0f);
+    }
+  ASSERT_EQ_INT(ct_drv.cuMemcpyHtoD(d.x, x, sizeof x), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuMemcpyHtoD(d.w, w, sizeof w), CUDA_SUCCESS);
+
+  /* Outputs whose sum is 0 (every even channel's) and one whose is not. */
+  double *s = malloc(d.ny * sizeof *s), *as = malloc(d.ny * sizeof *as),
+         *sq = malloc(d.ny * sizeof *sq);
+  ASSERT_TRUE(s && as && sq);
+  ct_problem conv = p;
+  conv.residual = 0;
+  conv.act = CT_ACT_NONE;
+  ASSERT_EQ_INT(ct_tune_reference_cpu(&conv, x, w, NULL, s, as, sq), CT_OK);
+  int64_t zero = -1, nonzero = -1;
+  size_t zeros = 0;
+  for (size_t i = 0; i < d.ny; i++) {
+    if (s[i] == 0.0 && as[i] > 0.0) zeros++, zero = zero < 0 ? (int64_t)i : zero;
+    if (fabs(s[i]) > 0.1 && nonzero < 0) nonzero = (int64_t)i;
+  }
+  ASSERT_EQ_INT((long long)zeros, (long long)d.ny / 2);
+  ASSERT_TRUE(nonzero >= 0);
+
+  const struct {
+    int64_t skip;
+    int passes;
+  } cases[] = {{-1, 1}, {nonzero, 0}, {zero, 1}};
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    host_conv h = {&p, x, w, cases[ci].skip, 0};
+    ct_tune_check chk;
+    ASSERT_EQ_INT(ct_tune_verify(&g, &d, host_conv_run, &h, &chk, err, sizeof err), CT_OK);
+    printf("cancelling sums (%zu of %zu outputs), output %lld left in the second run: %s\n",
+           zeros, d.ny, (long long)cases[ci].skip, chk.passes ? "passes" : chk.reason);
+    ASSERT_EQ_INT(h.calls, 2);
+    ASSERT_EQ_INT(chk.passes, cases[ci].passes);
+    char want[64];
+    snprintf(want, sizeof want, "1 of %zu outputs never written", d.ny);
+    if (!cases[ci].passes) ASSERT_TRUE(strstr(chk.reason, want) != NULL);
+  }
+  free(s), free(as), free(sq);
+  ct_tune_data_destroy(&d);
+}
+
 /* Every variant of every shape and precision through the tuning loop
 ** (parallel NVRTC, verification on fresh inputs), into a scratch database:
 ** each must end "timed", none wrong or failed. */
@@ -368,6 +470,7 @@ int main(void) {
   gpu_open_or_skip(&g);
   RUN_TEST(test_tf32_rounding);
   RUN_TEST(test_reference_matches_cpu);
+  RUN_TEST(test_unwritten_on_cancelling_sums);
   RUN_TEST(test_every_variant);
   ct_tune_gpu_close(&g);
   TEST_EXIT();

@@ -294,15 +294,20 @@ out:
 /* ---------------------------------------------------------------------- */
 /* Verification and timing                                                 */
 
+/* The contract's coefficients for d's problem (ct_tune_contract_coeffs). */
+static ct_status contract_coeffs(const ct_tune_data *d, double *elem_coef, double *close_tol,
+                                 char *err, size_t len) {
+  if (ct_tune_contract_coeffs(&d->p, elem_coef, close_tol)) return CT_OK;
+  snprintf(err, len, "unknown precision %d", (int)d->p.precision);
+  return CT_ERR_INVALID_PROBLEM;
+}
+
 ct_status ct_tune_check_output(ct_tune_gpu *g, ct_tune_data *d, CUdeviceptr y,
                                ct_tune_check *check, char *err, size_t len) {
   ct_status rc = CT_OK;
   memset(check, 0, sizeof *check);
   double elem_coef = 0.0, close_tol = 0.0;
-  if (!ct_tune_contract_coeffs(&d->p, &elem_coef, &close_tol)) {
-    snprintf(err, len, "unknown precision %d", (int)d->p.precision);
-    return CT_ERR_INVALID_PROBLEM;
-  }
+  if ((rc = contract_coeffs(d, &elem_coef, &close_tol, err, len)) != CT_OK) return rc;
   void *stored[] = {&y, &d->ref, &d->abs_sum, &d->sq_sum, &elem_coef, &close_tol,
                     &d->tiles};
   void *fused[] = {&d->x, &d->w, &d->b, &d->res, &y, &elem_coef, &close_tol, &d->tiles};
@@ -319,19 +324,20 @@ out:
 }
 
 /* ct_tune_verify's second run for a residual problem: y filled with
-** 2^-100, the variant run, the outputs still 2^-100 counted (ct_unwritten);
-** any fails *check. */
+** 2^-100, the variant run, the outputs still 2^-100 counted (ct_unwritten:
+** those whose sum the contract keeps away from 0); any fails *check. */
 static ct_status unwritten_check(ct_tune_gpu *g, ct_tune_data *d, ct_tune_run_fn run, void *arg,
                                  ct_tune_check *check, char *err, size_t len) {
   ct_status rc = CT_OK;
+  double elem_coef = 0.0, close_tol = 0.0;
+  if ((rc = contract_coeffs(d, &elem_coef, &close_tol, err, len)) != CT_OK) return rc;
   const float probe = 0x1p-100f;
   unsigned bits;
   memcpy(&bits, &probe, sizeof bits);
   CU_TRY(ct_drv.cuMemsetD32Async(d->y, bits, d->ny, g->stream), "filling the output");
   if ((rc = run(arg, d, g->stream, err, len)) != CT_OK) goto out;
   CU_TRY(ct_drv.cuMemsetD32Async(d->unwritten, 0, 2, g->stream), "clearing the count");
-  CUdeviceptr abs_sum = d->fused ? 0 : d->abs_sum;
-  void *args[] = {&d->x, &d->w, &d->b, &d->res, &abs_sum, &d->y, (void *)&probe, &d->unwritten};
+  void *args[] = {&d->x, &d->w, &d->b, &d->y, (void *)&probe, &elem_coef, &d->unwritten};
   CU_TRY(ct_drv.cuLaunchKernel(d->unwritten_fn, (unsigned)((d->ny + 255) / 256), 1, 1, 256, 1, 1,
                                0, g->stream, args, NULL),
          "launching ct_unwritten");
