@@ -357,12 +357,14 @@ conv_direct(const float *__restrict__ x, const float *__restrict__ w,
 #else
         const float bv = 0.0f;
 #endif
+        // A residual: the row's TP loaded before any is stored (ct_act.cuh's ct_res).
+        float r[TP];
 #pragma unroll
         for (int i = 0; i < TP; ++i)
-          if (out.q0 + i < Q) {
-            float *const yp = yk0 + (I)kk * kYK + (I)i * kYQ;
-            *yp = ct_out(acc[kk][i] + bv, yp);
-          }
+          r[i] = out.q0 + i < Q ? ct_res(yk0 + (I)kk * kYK + (I)i * kYQ) : 0.0f;
+#pragma unroll
+        for (int i = 0; i < TP; ++i)
+          if (out.q0 + i < Q) yk0[(I)kk * kYK + (I)i * kYQ] = ct_fin(acc[kk][i] + bv, r[i]);
       }
     }
   }

@@ -22,7 +22,7 @@
 // channel's R x S weights in shared memory, then each thread sums its taps
 // from there, in the
 // float64 reference's order (r, then s).  Bias, residual and activation
-// come last, in ct_out.
+// come last, in ct_fin.
 //
 // The generator prepends the problem (CT_*), the parameters (THREADS, TP,
 // BQ) and the plan's launch quantities (CT_PLAN_*).  Without them the file
@@ -153,10 +153,17 @@ conv_dw(const float *__restrict__ x, const float *__restrict__ w,
     const float bv = 0.0f;
 #endif
     float *__restrict__ yrow = y + (((long long)n * K + k) * P + p) * Q;
+    float r[TP]; // a residual: all TP loaded before any is stored (ct_act.cuh's ct_res)
 #pragma unroll
     for (int i = 0; i < TP; ++i) {
       const int q = q0 + lane + i * LPR;
-      if (q < Q) yrow[q] = ct_out(acc[i] + bv, yrow + q);
+      r[i] = 0.0f;
+      if (q < Q) r[i] = ct_res(yrow + q);
+    }
+#pragma unroll
+    for (int i = 0; i < TP; ++i) {
+      const int q = q0 + lane + i * LPR;
+      if (q < Q) yrow[q] = ct_fin(acc[i] + bv, r[i]);
     }
   }
 }

@@ -20,7 +20,7 @@
 // outputs need once into registers (when they span few enough columns;
 // else it reads each tap from memory, through L1), and sums the taps in
 // the float64 reference's order (r, then s).  Bias, residual and
-// activation come last, in ct_out.
+// activation come last, in ct_fin.
 //
 // The generator prepends the problem (CT_*), the parameters (CB, TP, RB)
 // and the plan's launch quantities (CT_PLAN_*).  Without them the file
@@ -165,7 +165,10 @@ conv_dwc(const float *__restrict__ x, const float *__restrict__ w,
   const float bv = 0.0f;
 #endif
   float *__restrict__ yp = y + (((long long)n * P + p) * Q + q0) * K + k;
+  float r[TP]; // a residual: all TP loaded before any is stored (ct_act.cuh's ct_res)
+#pragma unroll
+  for (int i = 0; i < TP; ++i) r[i] = q0 + i < Q ? ct_res(yp + (long long)i * K) : 0.0f;
 #pragma unroll
   for (int i = 0; i < TP; ++i)
-    if (q0 + i < Q) yp[(long long)i * K] = ct_out(acc[i] + bv, yp + (long long)i * K);
+    if (q0 + i < Q) yp[(long long)i * K] = ct_fin(acc[i] + bv, r[i]);
 }

@@ -148,6 +148,15 @@ constexpr int A_PARTS = POINTWISE ? 1 : PARTS; // pw3 splits A in registers
 constexpr bool PING = CT_GM_PING != 0;       // pwq: a 64-row tile per consumer, in turn
 constexpr int WRES = CT_GM_WRES;             // pw: weights resident, WRES channel blocks
 constexpr bool RESIDENT = WRES > 0;
+// A residual epilogue's batch (ct_act.cuh's ct_res): channel steps j
+// whose residuals are loaded before any of them is stored.  The 3xTF32
+// kernels keep more live and take less, so that none spills: gm3 half,
+// pw3 (A split in registers too) one step, each load before its store.
+// Without a residual, 1: the epilogue is the loop it was before batches.
+constexpr int RES_BATCH = !CT_RESIDUAL ? 1
+                          : (BN / 8 < CT_RES_BATCH ? BN / 8 : CT_RES_BATCH) /
+                                (!SPLIT ? 1 : POINTWISE ? CT_RES_BATCH : 2);
+static_assert(RES_BATCH >= 1 && BN / 8 % RES_BATCH == 0, "whole residual batches");
 constexpr int CWG = PING ? 2 : BM / 64;      // consumer warpgroups
 constexpr int THREADS = CT_GM_THREADS(PING ? 128 : BM);
 constexpr int ROW = BK * 4;                  // bytes of a stage row
@@ -803,24 +812,44 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         yr[h] = (CT_LAYOUT == 1 ? y + (long long)m * K : y + ((long long)img * K * PQ + pq)) +
                 (n0 + 2 * t) * kst;
       }
+      // A residual (CT_RESIDUAL) is loaded RES_BATCH channel steps j at a
+      // time, before any of their stores (ct_act.cuh's ct_res).
       auto store = [&](auto whole) {
         constexpr bool WHOLE = decltype(whole)::value;
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int k0 = n0 + 8 * j + 2 * t;
-          const bool in0 = WHOLE || k0 < K, in1 = WHOLE || k0 + 1 < K;
-          const float b0 = b && in0 ? __ldg(b + k0) : 0.0f, b1 = b && in1 ? __ldg(b + k0 + 1) : 0.0f;
+        for (int j0 = 0; j0 < BN / 8; j0 += RES_BATCH) {
+          float2 r[RES_BATCH][2]; // the residuals of row h's channels k0, k0 + 1
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            float *const yp = yr[h] + 8 * j * kst;
-            if (CT_LAYOUT == 1 && pair) { // in0 implies in1: K and k0 are even
-              float2 *const yv = reinterpret_cast<float2 *>(yp);
-              if (rv[h] && in0)
-                __stcs(yv, ct_out2(make_float2(acc[4 * j + 2 * h] + b0, acc[4 * j + 2 * h + 1] + b1), yv));
-              continue;
+          for (int jj = 0; jj < RES_BATCH; ++jj) {
+            const int k0 = n0 + 8 * (j0 + jj) + 2 * t;
+            const bool in0 = WHOLE || k0 < K, in1 = WHOLE || k0 + 1 < K;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const float *const yp = yr[h] + 8 * (j0 + jj) * kst;
+              if (CT_LAYOUT == 1 && pair)
+                r[jj][h] = rv[h] && in0 ? ct_res(reinterpret_cast<const float2 *>(yp)) : float2{};
+              else
+                r[jj][h] = make_float2(rv[h] && in0 ? ct_res(yp) : 0.0f, rv[h] && in1 ? ct_res(yp + kst) : 0.0f);
             }
-            if (rv[h] && in0) __stcs(yp, ct_out(acc[4 * j + 2 * h] + b0, yp));
-            if (rv[h] && in1) __stcs(yp + kst, ct_out(acc[4 * j + 2 * h + 1] + b1, yp + kst));
+          }
+#pragma unroll
+          for (int jj = 0; jj < RES_BATCH; ++jj) {
+            const int j = j0 + jj, k0 = n0 + 8 * j + 2 * t;
+            const bool in0 = WHOLE || k0 < K, in1 = WHOLE || k0 + 1 < K;
+            const float b0 = b && in0 ? __ldg(b + k0) : 0.0f, b1 = b && in1 ? __ldg(b + k0 + 1) : 0.0f;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              float *const yp = yr[h] + 8 * j * kst;
+              if (CT_LAYOUT == 1 && pair) { // in0 implies in1: K and k0 are even
+                float2 *const yv = reinterpret_cast<float2 *>(yp);
+                if (rv[h] && in0)
+                  __stcs(yv, ct_fin2(make_float2(acc[4 * j + 2 * h] + b0, acc[4 * j + 2 * h + 1] + b1),
+                                     r[jj][h]));
+                continue;
+              }
+              if (rv[h] && in0) __stcs(yp, ct_fin(acc[4 * j + 2 * h] + b0, r[jj][h].x));
+              if (rv[h] && in1) __stcs(yp + kst, ct_fin(acc[4 * j + 2 * h + 1] + b1, r[jj][h].y));
+            }
           }
         }
       };
@@ -1252,22 +1281,36 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       const bool live = pixel(p0, q0, px - 2 * odd, off);
       // Channel n0 + 2t + odd's plane at the run's first pixel.
       float *const yp = y + (long long)img * K * HW + off + (long long)(n0 + 2 * t + odd) * HW;
+      // A residual: RES_BATCH runs loaded before their stores (ct_res).
       auto store = [&](auto whole) {
         constexpr bool WHOLE = decltype(whole)::value;
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          // q: pixels px, px + 1 of channel k0 (q[0], q[2]) and k0 + 1 (q[1], q[3]).
-          const int k0 = n0 + 8 * j + 2 * t, k = k0 + odd;
-          const bool in0 = WHOLE || k0 < K, in1 = WHOLE || k0 + 1 < K;
-          const float b0 = b && in0 ? __ldg(b + k0) : 0.0f, b1 = b && in1 ? __ldg(b + k0 + 1) : 0.0f;
-          float q[4];
+        for (int j0 = 0; j0 < BN / 8; j0 += RES_BATCH) {
+          float4 res[RES_BATCH];
 #pragma unroll
-          for (int i = 0; i < 4; ++i) q[i] = ct_act_early(acc[4 * j + i] + (i % 2 ? b1 : b0));
-          const float r0 = __shfl_xor_sync(0xffffffffu, odd ? q[0] : q[1], 4);
-          const float r1 = __shfl_xor_sync(0xffffffffu, odd ? q[2] : q[3], 4);
-          float4 *const yv = reinterpret_cast<float4 *>(yp + 8LL * j * HW);
-          if (live && (WHOLE || k < K))
-            __stcs(yv, ct_out4(odd ? make_float4(r0, r1, q[1], q[3]) : make_float4(q[0], q[2], r0, r1), yv));
+          for (int jj = 0; jj < RES_BATCH; ++jj) {
+            const int k = n0 + 8 * (j0 + jj) + 2 * t + odd;
+            if (RES_BATCH > 1) // one step: loaded after the exchange, below
+              res[jj] = live && (WHOLE || k < K)
+                            ? ct_res(reinterpret_cast<const float4 *>(yp + 8LL * (j0 + jj) * HW))
+                            : float4{};
+          }
+#pragma unroll
+          for (int jj = 0; jj < RES_BATCH; ++jj) {
+            // q: pixels px, px + 1 of channel k0 (q[0], q[2]) and k0 + 1 (q[1], q[3]).
+            const int j = j0 + jj, k0 = n0 + 8 * j + 2 * t, k = k0 + odd;
+            const bool in0 = WHOLE || k0 < K, in1 = WHOLE || k0 + 1 < K;
+            const float b0 = b && in0 ? __ldg(b + k0) : 0.0f, b1 = b && in1 ? __ldg(b + k0 + 1) : 0.0f;
+            float q[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) q[i] = ct_act_early(acc[4 * j + i] + (i % 2 ? b1 : b0));
+            const float r0 = __shfl_xor_sync(0xffffffffu, odd ? q[0] : q[1], 4);
+            const float r1 = __shfl_xor_sync(0xffffffffu, odd ? q[2] : q[3], 4);
+            float4 *const yv = reinterpret_cast<float4 *>(yp + 8LL * j * HW);
+            if (live && (WHOLE || k < K))
+              __stcs(yv, ct_fin4(odd ? make_float4(r0, r1, q[1], q[3]) : make_float4(q[0], q[2], r0, r1),
+                                 RES_BATCH > 1 ? res[jj] : ct_res(yv)));
+          }
         }
       };
       if (n0 + BN <= K)
@@ -1281,11 +1324,21 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         if (!pixel(p0, q0, pxs[h], off)) continue;
         float *const yp = y + (long long)img * K * HW + off;
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int k0 = n0 + 8 * j + 2 * t;
-          float *const y0 = yp + (long long)k0 * HW, *const y1 = y0 + HW;
-          if (k0 < K) __stcs(y0, ct_out(acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f), y0));
-          if (k0 + 1 < K) __stcs(y1, ct_out(acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f), y1));
+        for (int j0 = 0; j0 < BN / 8; j0 += RES_BATCH) {
+          float2 r[RES_BATCH]; // a residual's batch first (ct_res): channels k0, k0 + 1
+#pragma unroll
+          for (int jj = 0; jj < RES_BATCH; ++jj) {
+            const int k0 = n0 + 8 * (j0 + jj) + 2 * t;
+            const float *const y0 = yp + (long long)k0 * HW;
+            r[jj] = make_float2(k0 < K ? ct_res(y0) : 0.0f, k0 + 1 < K ? ct_res(y0 + HW) : 0.0f);
+          }
+#pragma unroll
+          for (int jj = 0; jj < RES_BATCH; ++jj) {
+            const int j = j0 + jj, k0 = n0 + 8 * j + 2 * t;
+            float *const y0 = yp + (long long)k0 * HW, *const y1 = y0 + HW;
+            if (k0 < K) __stcs(y0, ct_fin(acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f), r[jj].x));
+            if (k0 + 1 < K) __stcs(y1, ct_fin(acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f), r[jj].y));
+          }
         }
       }
     }

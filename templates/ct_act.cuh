@@ -49,24 +49,35 @@ __device__ __forceinline__ float ct_out(float v, const float *yp) {
 }
 // For epilogues that move finished values between lanes before the store
 // (gm_pw's 16-byte runs): ct_act_early before the exchange (the activation
-// when no residual is still to be added), ct_out4 on the four values then
-// stored at yp (16-byte aligned): the residual and the activation.
-// ct_out2: ct_out for two neighbours stored as one 8-byte value (gm_conv's
-// NHWC pairs), the sums and biases added, not yet activated.
+// when no residual is still to be added), then ct_fin4 (below) on the four
+// values stored together: the residual and the activation.
 __device__ __forceinline__ float ct_act_early(float v) { return CT_RESIDUAL ? v : ct_act(v); }
-__device__ __forceinline__ float2 ct_out2(float2 v, const float2 *yp) {
-  if constexpr (CT_RESIDUAL) {
-    const float2 r = __ldcs(yp);
-    v.x += r.x;
-    v.y += r.y;
-  }
-  return make_float2(ct_act(v.x), ct_act(v.y));
+
+// Residuals loaded ahead of their stores.  ct_out's load comes right before
+// its store, and every __stcs is a barrier to the compiler (its asm clobbers
+// "memory"), so in an epilogue of many ct_out stores each load waits out
+// its whole latency after the store before it: 2 * BN / 8 round trips in
+// series in gm's.  Those epilogues instead load a batch of residuals with
+// ct_res (under the predicate of the store that follows, 0 without
+// CT_RESIDUAL: no load), then store each through ct_fin, ct_fin2 or
+// ct_fin4 (ct_out's arithmetic on the value already loaded; ct_fin4 after
+// ct_act_early, the activation of a value without a residual applied).
+// CT_RES_BATCH: how many of an epilogue's channel steps one batch covers.
+#define CT_RES_BATCH 4
+template <class T> __device__ __forceinline__ T ct_res(const T *yp) {
+  if constexpr (CT_RESIDUAL) return __ldcs(yp);
+  return T{};
 }
-__device__ __forceinline__ float4 ct_out4(float4 v, const float4 *yp) {
-  if constexpr (CT_RESIDUAL) {
-    const float4 r = __ldcs(yp);
+__device__ __forceinline__ float ct_fin(float v, float r) {
+  if constexpr (CT_RESIDUAL) v += r;
+  return ct_act(v);
+}
+__device__ __forceinline__ float2 ct_fin2(float2 v, float2 r) {
+  return make_float2(ct_fin(v.x, r.x), ct_fin(v.y, r.y));
+}
+__device__ __forceinline__ float4 ct_fin4(float4 v, float4 r) {
+  if constexpr (CT_RESIDUAL)
     v = make_float4(ct_act(v.x + r.x), ct_act(v.y + r.y), ct_act(v.z + r.z), ct_act(v.w + r.w));
-  }
   return v;
 }
 

@@ -112,7 +112,7 @@ control() { # NAME CASE-INDEX SED
 }
 control "the group's channels not offset" 0 's/x_row(NG > 1 ? (I)(k0 \/ KG) \* CG : 0, 0)/x_row(0, 0)/'
 control "NHWC weights at the stride of C" 4 's/\* CG + c;/* C + c;/'
-control "no residual, no ReLU" 13 's/ct_out(acc\[kk\]\[i\] + bv, yp)/(acc[kk][i] + bv)/'
+control "no residual, no ReLU" 13 's/ct_fin(acc\[kk\]\[i\] + bv, r\[i\])/(acc[kk][i] + bv)/'
 control "dw: the tile without its padding" 18 's/ : 0.0f;/ : 1.0f;/'
 control "dwc: the channel multiplier ignored" 22 's/const int c = k \/ M;/const int c = k % C;/'
 control "ReLU6 without its clamp to 6" 24 's/v > 6.0f ? 6.0f : v/v/'
