@@ -32,11 +32,16 @@ winners per family and each problem's winner with its time.
                              [--impls eager,eager_channels_last,torch_compile,convtune,
                                       convtune_channels_last]
                              [--no-compile] [--compile-mode MODE] [--no-pack]
-                             [--grouped] [--out DIR] [--seed 0] [--device 0]
+                             [--no-fuse-residual] [--grouped] [--out DIR] [--seed 0]
+                             [--device 0]
 
 The convtune rows run the model patched with pack_weights=True (each
 convolution's weights packed once, no weight pass in its calls); --no-pack
-patches without it.  --grouped tunes and patches its grouped and
+patches without it.  --no-fuse-residual tunes and patches with
+fuse_residual=False (each residual addition and the ReLU after it left to
+PyTorch), to measure what the fusion gives; write those rows to another
+--out, since rows merge by model, batch, impl and precision.  --grouped
+tunes and patches its grouped and
 depthwise convolutions too (grouped=True: e.g. mobilenet_v2:32, whose
 depthwise layers run on dw or dwc); without it they stay PyTorch's.
 
@@ -101,6 +106,9 @@ def parse_args(argv):
                    help="torch.compile's mode (default %(default)s)")
     p.add_argument("--no-pack", action="store_true",
                    help="patch without pack_weights (a weight pass in every call)")
+    p.add_argument("--no-fuse-residual", action="store_true",
+                   help="tune and patch with fuse_residual=False (the residual additions "
+                        "left to PyTorch)")
     p.add_argument("--grouped", action="store_true",
                    help="tune and patch grouped and depthwise convolutions too "
                         "(convtune.torch's grouped=True; e.g. mobilenet_v2:32)")
@@ -210,7 +218,7 @@ def run_rows(name, batch, args, dev, flush, rates, log):
             set_precision(prec)
             t0 = time.time()
             res = ct.tune(m, inp, budget=args.budget, precision=prec, db=args.db, quiet=True,
-                          fuse_residual=True, grouped=args.grouped)
+                          fuse_residual=not args.no_fuse_residual, grouped=args.grouped)
             key = prec if impl == "convtune" else prec + "_channels_last"
             tune_info[key] = dict(tune_summary(res["result"]),
                                   wall_s=round(time.time() - t0, 1))
@@ -218,10 +226,10 @@ def run_rows(name, batch, args, dev, flush, rates, log):
                 k: v for k, v in tune_info[key].items() if k != "winners"}))
     impls = {"eager": (model, x)}
     for impl, m, inp in ours:
-        patched, report = ct.patch(m, pack_weights=not args.no_pack, fuse_residual=True,
-                                   grouped=args.grouped)
+        patched, report = ct.patch(m, pack_weights=not args.no_pack,
+                                   fuse_residual=not args.no_fuse_residual, grouped=args.grouped)
         extra = {"replaced": len(report["replaced"]), "pack_weights": not args.no_pack,
-                 "grouped": args.grouped,
+                 "grouped": args.grouped, "fuse_residual": not args.no_fuse_residual,
                  "folded_bn": sum(1 for r in report["replaced"] if r["folded_bn"]),
                  "fused_relu": sum(1 for r in report["replaced"] if r["fused_relu"]),
                  "fused_residual": sum(1 for r in report["replaced"] if r["fused_residual"]),

@@ -31,6 +31,7 @@ def test_impls_choose_the_rows_and_eager_always_runs(net):
     assert net.parse_args(["--no-compile"]).impls == set(net.IMPLS) - {"torch_compile"}
     assert net.parse_args(["--compile-mode", "default"]).compile_mode == "default"
     assert not a.grouped and net.parse_args(["--grouped"]).grouped
+    assert not a.no_fuse_residual and net.parse_args(["--no-fuse-residual"]).no_fuse_residual
     for bad in (["--impls", "cudnn"], ["--impls", "eager", "--tune"], ["--models", "resnet50"],
                 ["--precision", "fp16"], ["--trials", "0"]):
         with pytest.raises(SystemExit):
