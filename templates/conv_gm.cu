@@ -658,6 +658,16 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       const int m0 = tm * BM, img = m0 / PQ, rem = m0 - img * PQ;
       const int p0 = rem / Q, q0 = rem - p0 * Q;
       const int hb = p0 * SH - PH, wb = q0 * SW - PW;
+      if constexpr (CT_RESIDUAL && CT_LAYOUT == 1 && !SPLITK) {
+        // NHWC: the tile's residual (a run of its channels per pixel)
+        // brought to L2, one bulk prefetch a pixel, ahead of the epilogue's
+        // loads (ct_act.cuh's ct_res) by the tile's mainloop.
+        if ((K & 3) == 0 && (reinterpret_cast<unsigned long long>(y) & 15u) == 0) {
+          const int cols = K - n0 < BN ? K - n0 : BN;
+          for (int i = 0; i < BM && m0 + i < M; ++i)
+            bulk_prefetch_l2(y + (long long)(m0 + i) * K + n0, 4u * cols);
+        }
+      }
       int r, s, cb;
       ct_gm_ktile(kt0, ncb, S, &r, &s, &cb);
 #pragma unroll 1
@@ -1024,6 +1034,17 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       const int tm = u / tiles_n, n0 = (u - tm * tiles_n) * BN;
       int img, p0, q0;
       origin(tm, img, p0, q0);
+      if constexpr (CT_RESIDUAL && !TAPS && !RUNS) {
+        // The tile's residual (a run of its pixels per channel) brought to
+        // L2, one bulk prefetch a channel, ahead of the epilogue's loads
+        // (ct_act.cuh's ct_res) by the tile's mainloop; where y and the
+        // runs are 16-byte aligned, as the epilogue's 16-byte stores need.
+        if ((reinterpret_cast<unsigned long long>(y) & 15u) == 0 && (HW & 3) == 0) {
+          const int rows = HW - p0 < BM ? HW - p0 : BM;
+          for (int k = n0; k < n0 + BN && k < K; ++k)
+            bulk_prefetch_l2(y + ((long long)img * K + k) * HW + p0, 4u * rows);
+        }
+      }
 #pragma unroll 1
       for (int kt = 0; kt < nkt; ++kt, ++it) {
         int r = 0, s = 0, cb = kt;

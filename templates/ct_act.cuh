@@ -1,15 +1,15 @@
 // ct_act.cuh — the fused epilogue every conv template applies to an output
 // value after its bias, right before the store: with CT_RESIDUAL 1 (the
 // problem has residual=1) the value y held on entry is added (the
-// templates whose families take a residual use ct_out, which loads it from
-// the address it then stores to), then the activation, CT_ACT 0 (none),
-// 1 (ReLU) or 2 (ReLU6, min(max(v, 0), 6)), defined by the generator when
-// the problem has act=relu or act=relu6.  Both keep NaN as NaN, as
-// torch.relu and torch.nn.functional.relu6 do (v < 0 and v > 6 are false
-// for NaN), so an output the kernel got wrong is not hidden by the
-// activation.  The float64
-// reference (ref_f64.cu) applies ct_act_f64 the same way.  The generator
-// expands this #include in place; the guard lets two templates include it.
+// templates whose families take a residual use ct_out, or ct_res and
+// ct_fin below, loading it from the address they then store to), then the
+// activation, CT_ACT 0 (none), 1 (ReLU) or 2 (ReLU6, min(max(v, 0), 6)),
+// defined by the generator when the problem has act=relu or act=relu6.
+// Both keep NaN as NaN, as torch.relu and torch.nn.functional.relu6 do
+// (v < 0 and v > 6 are false for NaN), so an output the kernel got wrong is
+// not hidden by the activation.  The float64 reference (ref_f64.cu)
+// applies ct_act_f64 the same way.  The generator expands this #include in
+// place; the guard lets two templates include it.
 #ifndef CT_ACT_CUH
 #define CT_ACT_CUH
 
