@@ -174,7 +174,7 @@ ct_check_f64_fused(const float *x, const float *w, const float *b, const float *
 // also, about once in 10^7 outputs, where the terms cancel to exactly 0.0f.
 // An output is counted only where the contract forbids such an s = 0: where
 // the float64 sum is further from 0 than the elementwise bound,
-// elem_coef * abs_sum (ct_check.cuh), allows.  An output left unwritten
+// elem_coef * abs_sum + 1e-37 (ct_check.cuh's), allows.  An output left unwritten
 // there would pass the first check as well (it holds the residual, the
 // reference the residual plus a sum within its bound of 0).
 extern "C" __global__ void __launch_bounds__(CT_REF_THREADS)
@@ -183,5 +183,5 @@ ct_unwritten(const float *x, const float *w, const float *b, const float *y, flo
   const ref::i64 idx = (ref::i64)blockIdx.x * CT_REF_THREADS + threadIdx.x;
   if (idx >= ref::kOutputs || __float_as_uint(y[idx]) != __float_as_uint(probe)) return;
   const ref::Figures f = ref::reference_sum(x, w, b, nullptr, idx);
-  if (fabs(f.y) > __dmul_rn(elem_coef, f.abs_sum)) atomicAdd(count, 1ull);
+  if (fabs(f.y) > __dadd_rn(__dmul_rn(elem_coef, f.abs_sum), 1e-37)) atomicAdd(count, 1ull);
 }

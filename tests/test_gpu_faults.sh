@@ -72,13 +72,16 @@ sys.exit(not (r[\"passes\"] and r[\"packed\"][\"passes\"]))' '$tmp/rc.json'"
 "$ct" tune --problem "$rspec" --families gme --db "$tmp/r.db" > "$tmp/rg.out" 2>&1
 check "gme is refused for a residual problem, saying why" "[ \$? -ne 0 ] && grep -q 'gme: no residual' '$tmp/rg.out'"
 # A residual variant cannot have its output poisoned (it reads y): the
-# second verified run (y = 2^-100) must find the one output test_skip
-# stores in its module's first launch only (the first run, which passes).
+# second verified run (y = 2^-100) must find the 64 outputs test_skip
+# stores in its module's first launch only (the first run, which passes),
+# all but any whose sum is within the contract's bound of 0 (a written
+# output could be 2^-100 there too; about 1 in 200 at tf32).
 CONVTUNE_TEST_FAMILIES=1 "$ct" tune --problem "$rspec" --families test_skip,direct \
   --trials 3 --final-trials 5 --db "$tmp/r.db" --fresh --json > "$tmp/rs.json" 2> /dev/null
-check "test_skip on a residual problem is wrong: 1 of 65536 outputs never written" "python3 -c '
-import json, sys
+check "test_skip on a residual problem is wrong: 56 to 64 of 65536 outputs never written" "python3 -c '
+import json, re, sys
 t = [t for t in json.load(open(sys.argv[1]))[\"trials\"] if t[\"variant\"] == \"test_skip\"]
-sys.exit(not (t and t[0][\"status\"] == \"wrong\" and t[0][\"message\"] == \"1 of 65536 outputs never written\"))' '$tmp/rs.json'"
+m = t and re.fullmatch(r\"(\\d+) of 65536 outputs never written\", t[0][\"message\"])
+sys.exit(not (m and t[0][\"status\"] == \"wrong\" and 56 <= int(m.group(1)) <= 64))' '$tmp/rs.json'"
 echo "gpu faults: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

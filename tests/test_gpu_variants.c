@@ -228,7 +228,11 @@ static ct_status host_conv_run(void *arg, const ct_tune_data *d, CUstream s, cha
     h->calls++;
     for (size_t i = 0; i < d->ny; i++)
       y[i] = h->calls == 2 && (int64_t)i == h->skip ? res[i] : (float)ref[i];
-    if (ct_drv.cuMemcpyHtoD(d->y, y, d->ny * sizeof *y) != CUDA_SUCCESS) rc = CT_ERR_CUDA;
+    /* From pageable memory the copy may still be in flight on return:
+    ** the context synchronised before the check's kernels read y. */
+    if (ct_drv.cuMemcpyHtoD(d->y, y, d->ny * sizeof *y) != CUDA_SUCCESS ||
+        ct_drv.cuCtxSynchronize() != CUDA_SUCCESS)
+      rc = CT_ERR_CUDA;
   }
   free(y), free(res), free(ref), free(as), free(sq);
   return rc;
@@ -261,6 +265,7 @@ static void test_unwritten_on_cancelling_sums(void) {
     }
   ASSERT_EQ_INT(ct_drv.cuMemcpyHtoD(d.x, x, sizeof x), CUDA_SUCCESS);
   ASSERT_EQ_INT(ct_drv.cuMemcpyHtoD(d.w, w, sizeof w), CUDA_SUCCESS);
+  ASSERT_EQ_INT(ct_drv.cuCtxSynchronize(), CUDA_SUCCESS);
 
   /* Outputs whose sum is 0 (every even channel's) and one whose is not. */
   double *s = malloc(d.ny * sizeof *s), *as = malloc(d.ny * sizeof *as),
