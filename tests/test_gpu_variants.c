@@ -199,9 +199,9 @@ static void test_reference_matches_cpu(void) {
 
 /* A residual problem's second verification run (y = 2^-100, the outputs
 ** still 2^-100 counted as never written) on sums that cancel to exactly 0:
-** x in eighths, and the weights of every even output channel (u, -u, v, -v)
-** over the four channels, so that any order of the sum gives 0.0f and the
-** output, act(0 + 2^-100), is the probe again.  The "kernel" is the host: it
+** x in eighths, its channels 1 and 3 copies of 0 and 2, and the weights of
+** every even output channel (1/2, -1/2, 1/4, -1/4), so that any order of
+** the sum gives 0.0f and the output, act(0 + 2^-100), is the probe again.  The "kernel" is the host: it
 ** reads y, adds the float64 convolution (exact on these values), applies
 ** the ReLU and writes every output back.  It passes; leaving one output
 ** unwritten in its second run fails it where that output's sum is not 0,
