@@ -40,13 +40,6 @@ __device__ __forceinline__ double ct_act_f64(double v) {
   if constexpr (CT_ACT == 2) v = v > 6.0 ? 6.0 : v;
   return CT_ACT != 0 && v < 0.0 ? 0.0 : v;
 }
-// The output at yp: v (the sum plus the bias), plus the residual *yp when
-// CT_RESIDUAL, through the activation.  Called only where the caller then
-// stores to yp, so the load is bounded as the store is.
-__device__ __forceinline__ float ct_out(float v, const float *yp) {
-  if constexpr (CT_RESIDUAL) v += __ldcs(yp);
-  return ct_act(v);
-}
 // For epilogues that move finished values between lanes before the store
 // (gm_pw's 16-byte runs): ct_act_early before the exchange (the activation
 // when no residual is still to be added), then ct_fin4 (below) on the four
@@ -72,6 +65,11 @@ __device__ __forceinline__ float ct_fin(float v, float r) {
   if constexpr (CT_RESIDUAL) v += r;
   return ct_act(v);
 }
+// The output at yp: v (the sum plus the bias), plus the residual *yp when
+// CT_RESIDUAL, through the activation, loaded right before the store (for
+// epilogues of one store a thread).  Called only where the caller then
+// stores to yp, so the load is bounded as the store is.
+__device__ __forceinline__ float ct_out(float v, const float *yp) { return ct_fin(v, ct_res(yp)); }
 __device__ __forceinline__ float2 ct_fin2(float2 v, float2 r) {
   return make_float2(ct_fin(v.x, r.x), ct_fin(v.y, r.y));
 }

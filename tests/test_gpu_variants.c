@@ -62,8 +62,8 @@ static ct_tune_gpu g;
 ** over 360-pixel planes (pw's 16-byte runs, pwq), one over 7 x 7 planes
 ** (pw's runs, its scalar stores), an NHWC 3x3 (gm's NHWC epilogue,
 ** its 8-byte pairs: K even) and an NHWC 1x1 with K = 256 and a ReLU
-** (ResNet-50's first bottleneck's last layer: gm at BN = 256 too).  And an NHWC 3x3 with K = 37, odd: gm's
-** scalar NHWC stores.  Last, grouped problems (direct; dw and dwc where
+** (ResNet-50's first bottleneck's last layer: gm at BN = 256 too).  And an
+** NHWC 3x3 with K = 37, odd: gm's scalar NHWC stores.  Last, grouped problems (direct; dw and dwc where
 ** depthwise; tc and tc3 where NCHW with 4 or more output channels a
 ** group): 2 groups, depthwise at stride 2 with a ReLU6, depthwise NHWC
 ** with a channel multiplier of 3, 8 groups with a residual and a ReLU,
