@@ -34,6 +34,7 @@ winners per family and each problem's winner with its time.
                              [--no-compile] [--compile-mode MODE] [--no-pack]
                              [--no-fuse-residual] [--grouped] [--out DIR] [--seed 0]
                              [--device 0]
+    python3 bench/network.py --merge RUN.json [RUN.json ...] [--out DIR]
 
 The convtune rows run the model patched with pack_weights=True (each
 convolution's weights packed once, no weight pass in its calls); --no-pack
@@ -59,7 +60,10 @@ precision, date, mean_ms, median_ms, min_ms, max_ms, passes, max_abs_err,
 rel_err, bias, conv_floor_ms, x_conv_floor, speed_vs_best_pytorch} (date:
 when the run that measured the row started, so that rows merged from
 several runs say which is which) and, with matplotlib,
-network-<gpu>.png.
+network-<gpu>.png.  --merge runs nothing: it merges the files that runs
+on other machines or in other directories wrote (a run per call where one
+call cannot hold them all) into <out>'s file, as if each run had written
+there.
 Exits 1 when a convtune row fails its check or cannot run.
 """
 
@@ -113,6 +117,9 @@ def parse_args(argv):
                    help="tune and patch grouped and depthwise convolutions too "
                         "(convtune.torch's grouped=True; e.g. mobilenet_v2:32)")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--merge", nargs="+", metavar="JSON",
+                   help="run nothing: merge these results files (runs in parts, in order) "
+                        "into --out's file of their GPU")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", type=int, default=0)
     args = p.parse_args(argv)
@@ -391,9 +398,63 @@ def plot(rows, path, title):
     return True
 
 
+def write_results(out_dir, doc, log):
+    """Merges doc (a run's results: rows, models and the run's fields) into
+    <out_dir>/network-<gpu>.json, where the run's rows replace those with
+    their key and its fields the file's, and draws the chart; returns the
+    merged rows."""
+    slug = bench.gpu_slug(doc["machine"]["gpu"])
+    os.makedirs(out_dir, exist_ok=True)
+    json_path = os.path.join(out_dir, "network-%s.json" % slug)
+    old = {}
+    if os.path.exists(json_path):
+        with open(json_path) as f:
+            old = json.load(f)
+    if old and old.get("machine", {}).get("gpu") != doc["machine"]["gpu"]:
+        raise ValueError("%s holds rows of %s, not of %s"
+                         % (json_path, old.get("machine", {}).get("gpu"), doc["machine"]["gpu"]))
+    all_rows = merge(old.get("rows", []), doc["rows"])
+    add_ratios(all_rows)
+    doc = dict(doc, models=merge_models(old.get("models", {}), doc["models"]), rows=all_rows)
+    with open(json_path, "w") as f:
+        json.dump(bench.finite_or_none(doc), f, indent=2, allow_nan=False)
+        f.write("\n")
+    log("wrote    %s" % json_path)
+    png_path = os.path.join(out_dir, "network-%s.png" % slug)
+    if plot(all_rows, png_path, "%s: whole networks, KernelBench protocol"
+            % doc["machine"]["gpu"]):
+        log("wrote    %s" % png_path)
+    return all_rows
+
+
+def merge_files(paths, out_dir, log):
+    """--merge: the results files of runs in parts, each as its run wrote
+    it, merged in order into <out_dir>/network-<gpu>.json, as if each run
+    had written there; every file must come from the file's GPU."""
+    all_rows = None
+    for path in paths:
+        with open(path) as f:
+            doc = json.load(f)
+        if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list) or \
+                "gpu" not in doc.get("machine", {}):
+            raise ValueError("%s is not a network.py results file" % path)
+        doc.setdefault("models", {})
+        all_rows = write_results(out_dir, doc, log)
+    return all_rows
+
+
 def main(argv=None):
     args = parse_args(argv)
     _import_runtime(args.lib)
+    if args.merge:
+        try:
+            rows = merge_files(args.merge, args.out, print)
+        except (OSError, ValueError) as e:
+            print("network: --merge: %s" % e, file=sys.stderr)
+            return 1
+        print()
+        print(table(rows))
+        return 0
     if not torch.cuda.is_available():
         print("network: PyTorch sees no CUDA device; the benchmark needs a GPU", file=sys.stderr)
         return 1
@@ -423,17 +484,8 @@ def main(argv=None):
         if extra:  # a run without the convtune row leaves its model's record alone
             models["%s:%d" % (name, batch)] = extra
 
-    slug = bench.gpu_slug(machine["gpu"])
-    os.makedirs(args.out, exist_ok=True)
-    json_path = os.path.join(args.out, "network-%s.json" % slug)
-    old = {}
-    if os.path.exists(json_path):
-        with open(json_path) as f:
-            old = json.load(f)
     for r in rows:
         r["date"] = run_date
-    all_rows = merge(old.get("rows", []), rows)
-    add_ratios(all_rows)
     doc = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine, "trials": args.trials, "seed": args.seed,
@@ -446,17 +498,10 @@ def main(argv=None):
         "compile_mode": args.compile_mode,
         "check": "float64 model on the same input; passes = finite and rel_err <= "
                  "max(%g x eager NCHW's rel_err, %s)" % (REL_FACTOR, REL_FLOOR),
-        "models": merge_models(old.get("models", {}), models),
-        "rows": all_rows,
+        "models": models,
+        "rows": rows,
     }
-    with open(json_path, "w") as f:
-        json.dump(bench.finite_or_none(doc), f, indent=2, allow_nan=False)
-        f.write("\n")
-    log("wrote    %s" % json_path)
-    png_path = os.path.join(args.out, "network-%s.png" % slug)
-    if plot(all_rows, png_path, "%s: whole networks, mean of %d trials, KernelBench protocol"
-            % (machine["gpu"], args.trials)):
-        log("wrote    %s" % png_path)
+    all_rows = write_results(args.out, doc, log)
     print()
     print(table(all_rows))
     bad = [r for r in rows if r["impl"] == "convtune" and not r.get("passes")]
