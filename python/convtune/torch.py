@@ -29,7 +29,7 @@ extension is compiled against PyTorch).
         which kernel runs for that call and why (path, variant, reason,
         database state).
     collect(model, *example_inputs, precision="auto", fold_bn=True,
-            fuse_relu=True, fuse_residual=False, grouped=False, ...)
+            fuse_relu=True, fuse_residual=True, grouped=False, ...)
         the conv2d problems one forward pass of a model runs (forward hooks
         on its nn.Conv2d modules; BatchNorms folded, additions, ReLUs and
         ReLU6s fused as patch() does),
@@ -39,7 +39,7 @@ extension is compiled against PyTorch).
     tune(model, *example_inputs, budget=None, ...)
         collect(), then `convtune tune --problems` on them, with its
         progress; returns its result.
-    patch(model, fold_bn=True, fuse_relu=True, fuse_residual=False,
+    patch(model, fold_bn=True, fuse_relu=True, fuse_residual=True,
           grouped=False, channels_last=False, precision="auto", inplace=False)
         the model for inference with its nn.Conv2d modules replaced by
         Conv2d (eval-mode BatchNorms folded into the convolution before
@@ -982,7 +982,7 @@ def _collected_problem(module, x, precision, act="none", residual=None):
 
 
 def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=True,
-            fuse_residual=False, grouped=False, channels_last=False, **example_kwargs):
+            fuse_residual=True, grouped=False, channels_last=False, **example_kwargs):
     """The conv2d problems one forward pass of `model` runs.
 
     Runs model(*example_inputs, **example_kwargs) once under torch.no_grad()
@@ -1104,7 +1104,7 @@ def _find_cli(cli):
 
 
 def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=None,
-         weighted=False, fresh=False, fold_bn=True, fuse_relu=True, fuse_residual=False,
+         weighted=False, fresh=False, fold_bn=True, fuse_relu=True, fuse_residual=True,
          grouped=False, channels_last=False, cli=None, problems_file=None, quiet=False, args=(),
          **example_kwargs):
     """Tunes the conv2d problems of one forward pass of `model` on a GPU.
@@ -1498,7 +1498,7 @@ def _fuse(model, fold_bn, fuse_relu, fuse_residual=False, grouped=True):
     return gm, folded, relu, residual
 
 
-def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, grouped=False,
+def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=True, grouped=False,
           channels_last=False, precision="auto", inplace=False, pack_weights=False):
     """The model for inference on convtune's convolutions.
 
@@ -1533,10 +1533,10 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=False, grouped=F
     BatchNorm) alone is taken out of the graph and the convolution applies
     it as it stores each output (act="relu" or act="relu6"): Conv -> BN ->
     ReLU (MobileNetV2's ReLU6) becomes one convtune call.
-    fuse_residual (off by default in 0.3.0): each addition of such a
-    convolution's output (after its folded BatchNorm) alone and another
-    value (a ResNet block's identity)
-    becomes the convolution's call with that residual, which its kernel
+    fuse_residual (on by default; False leaves the additions to torch):
+    each addition of such a convolution's output (after its folded
+    BatchNorm) alone and another value (a ResNet block's identity) becomes
+    the convolution's call with that residual, which its kernel
     adds before the ReLU, fused too where one follows the addition: Conv ->
     BN -> + identity -> ReLU becomes one convtune call (residual=1 in its
     spec).  Where the identity is another convolution's output that nothing

@@ -540,7 +540,7 @@ class _Blocks(nn.Module):
 
 def test_patch_fuses_residuals_and_computes_the_same(monkeypatch, lib):
     net = _randomize_bn(_Blocks()).eval()
-    patched, report = ct.patch(net, fuse_residual=True)
+    patched, report = ct.patch(net)  # fuse_residual is on by default
     fused = {r["name"]: r["fused_residual"] for r in report["replaced"]}
     assert fused == {"c": {"residual": "x", "inplace": False},
                      "a1": None,
@@ -565,8 +565,8 @@ def test_patch_fuses_residuals_and_computes_the_same(monkeypatch, lib):
         want = net(x)
         got = patched(x)
     assert all(torch.allclose(g, w, rtol=1e-4, atol=1e-5) for g, w in zip(got, want))
-    # Without fuse_residual (the default) the additions stay.
-    kept, report = ct.patch(net)
+    # With fuse_residual=False the additions stay.
+    kept, report = ct.patch(net, fuse_residual=False)
     assert all(r["fused_residual"] is None for r in report["replaced"])
     with torch.no_grad():
         assert all(torch.allclose(g, w, rtol=1e-4, atol=1e-5) for g, w in zip(kept(x), want))
@@ -651,14 +651,14 @@ def test_patch_residual_traps(monkeypatch, lib):
 
 def test_collect_fuses_residuals_as_patch_does(lib):
     net = _randomize_bn(_Blocks()).eval()
-    got = ct.collect(net, torch.randn(2, 8, 12, 10), precision="fp32", fuse_residual=True)
+    got = ct.collect(net, torch.randn(2, 8, 12, 10), precision="fp32")  # fused by default
     res = {m: p["spec"] for p in got["problems"] for m in p["modules"]}
     assert res["a2"].endswith(",act=relu,residual=1")
     assert res["b2"].endswith(",act=relu,residual=1")
     assert res["e"].endswith(",residual=1") and "act=" not in res["e"]
     assert not res["g"].endswith("residual=1")  # a broadcast: torch adds it
     assert not res["down"].endswith("residual=1") and not res["f"].endswith("residual=1")
-    plain = ct.collect(net, torch.randn(2, 8, 12, 10), precision="fp32")
+    plain = ct.collect(net, torch.randn(2, 8, 12, 10), precision="fp32", fuse_residual=False)
     assert not any("residual=" in p["spec"] for p in plain["problems"])
 
 
