@@ -148,15 +148,17 @@ constexpr int A_PARTS = POINTWISE ? 1 : PARTS; // pw3 splits A in registers
 constexpr bool PING = CT_GM_PING != 0;       // pwq: a 64-row tile per consumer, in turn
 constexpr int WRES = CT_GM_WRES;             // pw: weights resident, WRES channel blocks
 constexpr bool RESIDENT = WRES > 0;
-// A residual epilogue's batch (ct_act.cuh's ct_res): channel steps j
-// whose residuals are loaded before any of them is stored.  The 3xTF32
-// kernels keep more live and take less, so that none spills: gm3 half,
-// pw3 (A split in registers too) one step, each load before its store.
-// Without a residual, 1: the epilogue is the loop it was before batches.
-constexpr int RES_BATCH = !CT_RESIDUAL ? 1
-                          : (BN / 8 < CT_RES_BATCH ? BN / 8 : CT_RES_BATCH) /
-                                (!SPLIT ? 1 : POINTWISE ? CT_RES_BATCH : 2);
-static_assert(RES_BATCH >= 1 && BN / 8 % RES_BATCH == 0, "whole residual batches");
+// An epilogue's batch (ct_act.cuh's ct_res): channel steps j whose loads,
+// the bias pair and the residuals (CT_RESIDUAL), are all issued before any
+// of their stores, since every __stcs is a barrier to the compiler: one
+// load latency a batch, not one a step.  The 3xTF32 kernels keep more
+// live and take less, so that none spills: gm3 half, pw3 (A split in
+// registers too) one step, its loads where the loop of one store a step
+// had them.  (Whether there is a bias is the call's: b may be null, and
+// then nothing is loaded.)
+constexpr int EPI_BATCH = (BN / 8 < CT_RES_BATCH ? BN / 8 : CT_RES_BATCH) /
+                          (!SPLIT ? 1 : POINTWISE ? CT_RES_BATCH : 2);
+static_assert(EPI_BATCH >= 1 && BN / 8 % EPI_BATCH == 0, "whole epilogue batches");
 constexpr int CWG = PING ? 2 : BM / 64;      // consumer warpgroups
 constexpr int THREADS = CT_GM_THREADS(PING ? 128 : BM);
 constexpr int ROW = BK * 4;                  // bytes of a stage row
@@ -278,6 +280,13 @@ __device__ __forceinline__ void bulk_wait_read() {
 __device__ __forceinline__ void bulk_wait_all() {
   asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
+// The bias of channel k (0 without a bias: b null), and of channels k0,
+// k0 + 1, 0 for a channel past K (in0, in1 false).
+__device__ __forceinline__ float bias_at(const float *__restrict__ b, int k) { return b ? __ldg(b + k) : 0.0f; }
+__device__ __forceinline__ float2 bias_pair(const float *__restrict__ b, int k0, bool in0, bool in1) {
+  return make_float2(in0 ? bias_at(b, k0) : 0.0f, in1 ? bias_at(b, k0 + 1) : 0.0f);
+}
+
 // The staging tile (gme, pwe): [BN][STG_LD], a row an output channel, its
 // rows BM + 4 floats apart (the 32 lanes' writes of one register hit 32
 // banks).  stage_tile writes this thread's sums, bias and activation
@@ -291,13 +300,12 @@ __device__ __forceinline__ void stage_tile(float *stg, const float *acc,
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     const int k0 = n0 + 8 * j + 2 * t;
-    const float b0 = b && k0 < K ? __ldg(b + k0) : 0.0f;
-    const float b1 = b && k0 + 1 < K ? __ldg(b + k0 + 1) : 0.0f;
+    const float2 bp = bias_pair(b, k0, k0 < K, k0 + 1 < K);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float *const sp = stg + (8 * j + 2 * t) * LD + rows[h];
-      sp[0] = ct_act(acc[4 * j + 2 * h] + b0);
-      sp[LD] = ct_act(acc[4 * j + 2 * h + 1] + b1);
+      sp[0] = ct_act(acc[4 * j + 2 * h] + bp.x);
+      sp[LD] = ct_act(acc[4 * j + 2 * h + 1] + bp.y);
     }
   }
 }
@@ -822,17 +830,20 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         yr[h] = (CT_LAYOUT == 1 ? y + (long long)m * K : y + ((long long)img * K * PQ + pq)) +
                 (n0 + 2 * t) * kst;
       }
-      // A residual (CT_RESIDUAL) is loaded RES_BATCH channel steps j at a
-      // time, before any of their stores (ct_act.cuh's ct_res).
+      // The bias pairs and the residuals (CT_RESIDUAL) are loaded
+      // EPI_BATCH channel steps j at a time, before any of their stores
+      // (ct_act.cuh's ct_res).
       auto store = [&](auto whole) {
         constexpr bool WHOLE = decltype(whole)::value;
 #pragma unroll
-        for (int j0 = 0; j0 < BN / 8; j0 += RES_BATCH) {
-          float2 r[RES_BATCH][2]; // the residuals of row h's channels k0, k0 + 1
+        for (int j0 = 0; j0 < BN / 8; j0 += EPI_BATCH) {
+          float2 r[EPI_BATCH][2]; // the residuals of row h's channels k0, k0 + 1
+          float2 bias[EPI_BATCH]; // the bias of channels k0, k0 + 1
 #pragma unroll
-          for (int jj = 0; jj < RES_BATCH; ++jj) {
+          for (int jj = 0; jj < EPI_BATCH; ++jj) {
             const int k0 = n0 + 8 * (j0 + jj) + 2 * t;
             const bool in0 = WHOLE || k0 < K, in1 = WHOLE || k0 + 1 < K;
+            if (EPI_BATCH > 1) bias[jj] = bias_pair(b, k0, in0, in1);
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const float *const yp = yr[h] + 8 * (j0 + jj) * kst;
@@ -843,10 +854,11 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
             }
           }
 #pragma unroll
-          for (int jj = 0; jj < RES_BATCH; ++jj) {
+          for (int jj = 0; jj < EPI_BATCH; ++jj) {
             const int j = j0 + jj, k0 = n0 + 8 * j + 2 * t;
             const bool in0 = WHOLE || k0 < K, in1 = WHOLE || k0 + 1 < K;
-            const float b0 = b && in0 ? __ldg(b + k0) : 0.0f, b1 = b && in1 ? __ldg(b + k0 + 1) : 0.0f;
+            const float2 bp = EPI_BATCH > 1 ? bias[jj] : bias_pair(b, k0, in0, in1);
+            const float b0 = bp.x, b1 = bp.y;
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               float *const yp = yr[h] + 8 * j * kst;
@@ -1302,35 +1314,48 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       const bool live = pixel(p0, q0, px - 2 * odd, off);
       // Channel n0 + 2t + odd's plane at the run's first pixel.
       float *const yp = y + (long long)img * K * HW + off + (long long)(n0 + 2 * t + odd) * HW;
-      // A residual: RES_BATCH runs loaded before their stores (ct_res).
+      // EPI_BATCH steps' bias pairs and residual runs loaded, then their
+      // runs exchanged, then stored (ct_res).
       auto store = [&](auto whole) {
         constexpr bool WHOLE = decltype(whole)::value;
 #pragma unroll
-        for (int j0 = 0; j0 < BN / 8; j0 += RES_BATCH) {
-          float4 res[RES_BATCH];
+        for (int j0 = 0; j0 < BN / 8; j0 += EPI_BATCH) {
+          float4 res[EPI_BATCH], out[EPI_BATCH]; // the residual runs, the runs to store
+          float2 bias[EPI_BATCH];                 // channels k0, k0 + 1
 #pragma unroll
-          for (int jj = 0; jj < RES_BATCH; ++jj) {
-            const int k = n0 + 8 * (j0 + jj) + 2 * t + odd;
-            if (RES_BATCH > 1) // one step: loaded after the exchange, below
+          for (int jj = 0; jj < EPI_BATCH; ++jj) {
+            const int k0 = n0 + 8 * (j0 + jj) + 2 * t, k = k0 + odd;
+            if (EPI_BATCH > 1) { // one step: loaded in the loop below, the residual after the exchange
+              bias[jj] = bias_pair(b, k0, WHOLE || k0 < K, WHOLE || k0 + 1 < K);
               res[jj] = live && (WHOLE || k < K)
                             ? ct_res(reinterpret_cast<const float4 *>(yp + 8LL * (j0 + jj) * HW))
                             : float4{};
+            }
           }
 #pragma unroll
-          for (int jj = 0; jj < RES_BATCH; ++jj) {
+          for (int jj = 0; jj < EPI_BATCH; ++jj) {
             // q: pixels px, px + 1 of channel k0 (q[0], q[2]) and k0 + 1 (q[1], q[3]).
             const int j = j0 + jj, k0 = n0 + 8 * j + 2 * t, k = k0 + odd;
-            const bool in0 = WHOLE || k0 < K, in1 = WHOLE || k0 + 1 < K;
-            const float b0 = b && in0 ? __ldg(b + k0) : 0.0f, b1 = b && in1 ? __ldg(b + k0 + 1) : 0.0f;
+            const float2 bp = EPI_BATCH > 1 ? bias[jj] : bias_pair(b, k0, WHOLE || k0 < K, WHOLE || k0 + 1 < K);
+            const float b0 = bp.x, b1 = bp.y;
             float q[4];
 #pragma unroll
             for (int i = 0; i < 4; ++i) q[i] = ct_act_early(acc[4 * j + i] + (i % 2 ? b1 : b0));
             const float r0 = __shfl_xor_sync(0xffffffffu, odd ? q[0] : q[1], 4);
             const float r1 = __shfl_xor_sync(0xffffffffu, odd ? q[2] : q[3], 4);
+            auto run = [&] { return odd ? make_float4(r0, r1, q[1], q[3]) : make_float4(q[0], q[2], r0, r1); };
             float4 *const yv = reinterpret_cast<float4 *>(yp + 8LL * j * HW);
-            if (live && (WHOLE || k < K))
-              __stcs(yv, ct_fin4(odd ? make_float4(r0, r1, q[1], q[3]) : make_float4(q[0], q[2], r0, r1),
-                                 RES_BATCH > 1 ? res[jj] : ct_res(yv)));
+            if (EPI_BATCH > 1)
+              out[jj] = ct_fin4(run(), res[jj]);
+            else if (live && (WHOLE || k < K))
+              __stcs(yv, ct_fin4(run(), ct_res(yv)));
+          }
+          // The batch's exchanges done, its stores in a row (a shuffle does
+          // not move across a __stcs either).
+#pragma unroll
+          for (int jj = 0; jj < (EPI_BATCH > 1 ? EPI_BATCH : 0); ++jj) {
+            const int j = j0 + jj, k = n0 + 8 * j + 2 * t + odd;
+            if (live && (WHOLE || k < K)) __stcs(reinterpret_cast<float4 *>(yp + 8LL * j * HW), out[jj]);
           }
         }
       };
@@ -1345,20 +1370,24 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
         if (!pixel(p0, q0, pxs[h], off)) continue;
         float *const yp = y + (long long)img * K * HW + off;
 #pragma unroll
-        for (int j0 = 0; j0 < BN / 8; j0 += RES_BATCH) {
-          float2 r[RES_BATCH]; // a residual's batch first (ct_res): channels k0, k0 + 1
+        for (int j0 = 0; j0 < BN / 8; j0 += EPI_BATCH) {
+          // A batch's loads first (ct_res): channels k0, k0 + 1's residuals and bias.
+          float2 r[EPI_BATCH], bias[EPI_BATCH];
 #pragma unroll
-          for (int jj = 0; jj < RES_BATCH; ++jj) {
+          for (int jj = 0; jj < EPI_BATCH; ++jj) {
             const int k0 = n0 + 8 * (j0 + jj) + 2 * t;
             const float *const y0 = yp + (long long)k0 * HW;
             r[jj] = make_float2(k0 < K ? ct_res(y0) : 0.0f, k0 + 1 < K ? ct_res(y0 + HW) : 0.0f);
+            if (EPI_BATCH > 1) bias[jj] = bias_pair(b, k0, k0 < K, k0 + 1 < K);
           }
 #pragma unroll
-          for (int jj = 0; jj < RES_BATCH; ++jj) {
+          for (int jj = 0; jj < EPI_BATCH; ++jj) {
             const int j = j0 + jj, k0 = n0 + 8 * j + 2 * t;
             float *const y0 = yp + (long long)k0 * HW, *const y1 = y0 + HW;
-            if (k0 < K) __stcs(y0, ct_fin(acc[4 * j + 2 * h] + (b ? __ldg(b + k0) : 0.0f), r[jj].x));
-            if (k0 + 1 < K) __stcs(y1, ct_fin(acc[4 * j + 2 * h + 1] + (b ? __ldg(b + k0 + 1) : 0.0f), r[jj].y));
+            // One step a batch (pw3): each bias loaded under its store's test.
+            if (k0 < K) __stcs(y0, ct_fin(acc[4 * j + 2 * h] + (EPI_BATCH > 1 ? bias[jj].x : bias_at(b, k0)), r[jj].x));
+            if (k0 + 1 < K)
+              __stcs(y1, ct_fin(acc[4 * j + 2 * h + 1] + (EPI_BATCH > 1 ? bias[jj].y : bias_at(b, k0 + 1)), r[jj].y));
           }
         }
       }
