@@ -25,7 +25,6 @@ import json
 import math
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -38,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import convtune_ctypes as ct  # noqa: E402
-from suite import finite_or_none  # noqa: E402  (JSON has no Infinity or NaN)
+from suite import finite_or_none, gpu_slug  # noqa: E402,F401  (JSON has no Infinity or NaN)
 
 # -------------------------------------------------------------------------
 # The precision contract — tuner/verify.h, computed as tuner/verify.c's
@@ -323,16 +322,6 @@ def floors(problem, rates):
 
 # -------------------------------------------------------------------------
 # Machine and versions
-
-def gpu_slug(name):
-    """"NVIDIA H200" -> "h200": lowercased, vendor dropped, non-alphanumeric
-    runs -> '-'."""
-    s = name.lower()
-    for vendor in ("nvidia", "amd", "intel"):
-        if s.startswith(vendor):
-            s = s[len(vendor):]
-    return re.sub(r"[^a-z0-9]+", "-", s).strip("-") or "gpu"
-
 
 def _nvidia_smi_driver(index):
     """The driver version nvidia-smi reports; None without nvidia-smi."""

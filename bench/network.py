@@ -78,6 +78,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from suite import finite_or_none, gpu_slug  # noqa: E402  (no torch: --merge runs without it)
+
 DEFAULT_MODELS = "resnet50:32,resnet50:1,vgg16_bn:8"
 IMPLS = ("eager", "eager_channels_last", "torch_compile", "convtune", "convtune_channels_last")
 PYTORCH_IMPLS = IMPLS[:3]
@@ -123,6 +126,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", type=int, default=0)
     args = p.parse_args(argv)
+    if args.merge:  # runs nothing: the run's options do not matter
+        return args
     args.model_list = []
     for item in args.models.split(","):
         name, _, batch = item.strip().partition(":")
@@ -402,59 +407,84 @@ def write_results(out_dir, doc, log):
     """Merges doc (a run's results: rows, models and the run's fields) into
     <out_dir>/network-<gpu>.json, where the run's rows replace those with
     their key and its fields the file's, and draws the chart; returns the
-    merged rows."""
-    slug = bench.gpu_slug(doc["machine"]["gpu"])
+    file's path and its merged rows."""
+    slug = gpu_slug(doc["machine"]["gpu"])
     os.makedirs(out_dir, exist_ok=True)
     json_path = os.path.join(out_dir, "network-%s.json" % slug)
     old = {}
     if os.path.exists(json_path):
         with open(json_path) as f:
             old = json.load(f)
-    if old and old.get("machine", {}).get("gpu") != doc["machine"]["gpu"]:
-        raise ValueError("%s holds rows of %s, not of %s"
-                         % (json_path, old.get("machine", {}).get("gpu"), doc["machine"]["gpu"]))
     all_rows = merge(old.get("rows", []), doc["rows"])
     add_ratios(all_rows)
     doc = dict(doc, models=merge_models(old.get("models", {}), doc["models"]), rows=all_rows)
     with open(json_path, "w") as f:
-        json.dump(bench.finite_or_none(doc), f, indent=2, allow_nan=False)
+        json.dump(finite_or_none(doc), f, indent=2, allow_nan=False)
         f.write("\n")
     log("wrote    %s" % json_path)
     png_path = os.path.join(out_dir, "network-%s.png" % slug)
-    if plot(all_rows, png_path, "%s: whole networks, KernelBench protocol"
-            % doc["machine"]["gpu"]):
+    title = "%s: whole networks, KernelBench protocol" % doc["machine"]["gpu"]
+    if plot(all_rows, png_path, title):
         log("wrote    %s" % png_path)
-    return all_rows
+    return json_path, all_rows
+
+
+def read_results(path):
+    """A network.py results file (ValueError, naming it, where it is not
+    one: its machine's gpu, rows keyed by model, batch, impl and
+    precision, a models record or none)."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except ValueError as e:
+        raise ValueError("%s is not JSON: %s" % (path, e)) from None
+    keys = ("model", "batch", "impl", "precision")
+    machine = doc.get("machine") if isinstance(doc, dict) else None
+    rows = doc.get("rows") if isinstance(doc, dict) else None
+    if not isinstance(machine, dict) or not isinstance(machine.get("gpu"), str) or \
+            not machine["gpu"] or not isinstance(rows, list) or \
+            not all(isinstance(r, dict) and all(k in r for k in keys) for r in rows) or \
+            not isinstance(doc.get("models") or {}, dict):
+        raise ValueError("%s is not a network.py results file" % path)
+    return dict(doc, models=doc.get("models") or {})
 
 
 def merge_files(paths, out_dir, log):
     """--merge: the results files of runs in parts, each as its run wrote
-    it, merged in order into <out_dir>/network-<gpu>.json, as if each run
-    had written there; every file must come from the file's GPU."""
-    all_rows = None
-    for path in paths:
-        with open(path) as f:
-            doc = json.load(f)
-        if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list) or \
-                "gpu" not in doc.get("machine", {}):
-            raise ValueError("%s is not a network.py results file" % path)
-        doc.setdefault("models", {})
-        all_rows = write_results(out_dir, doc, log)
-    return all_rows
+    it, merged in order into <out_dir>/network-<gpu>.json of its GPU, as if
+    each run had written there.  Every file (and each GPU's file in
+    out_dir) is read and checked before anything is written.  Returns
+    {written file: its merged rows}."""
+    docs = [read_results(p) for p in paths]
+    gpus = {}
+    for path, doc in zip(paths, docs):
+        gpus.setdefault(gpu_slug(doc["machine"]["gpu"]), {})[doc["machine"]["gpu"]] = path
+    for slug, names in gpus.items():
+        target = os.path.join(out_dir, "network-%s.json" % slug)
+        if os.path.exists(target):
+            names.setdefault(read_results(target)["machine"]["gpu"], target)
+        if len(names) > 1:
+            raise ValueError("network-%s.json would mix GPUs: %s" % (
+                slug, ", ".join("%s (%s)" % (g, p) for g, p in sorted(names.items()))))
+    written = {}
+    for doc in docs:
+        json_path, rows = write_results(out_dir, doc, log)
+        written[json_path] = rows
+    return written
 
 
 def main(argv=None):
     args = parse_args(argv)
-    _import_runtime(args.lib)
     if args.merge:
         try:
-            rows = merge_files(args.merge, args.out, print)
+            written = merge_files(args.merge, args.out, print)
         except (OSError, ValueError) as e:
             print("network: --merge: %s" % e, file=sys.stderr)
             return 1
-        print()
-        print(table(rows))
+        for json_path, rows in written.items():
+            print("\n%s\n%s" % (json_path, table(rows)))
         return 0
+    _import_runtime(args.lib)
     if not torch.cuda.is_available():
         print("network: PyTorch sees no CUDA device; the benchmark needs a GPU", file=sys.stderr)
         return 1
@@ -501,7 +531,7 @@ def main(argv=None):
         "models": models,
         "rows": rows,
     }
-    all_rows = write_results(args.out, doc, log)
+    _, all_rows = write_results(args.out, doc, log)
     print()
     print(table(all_rows))
     bad = [r for r in rows if r["impl"] == "convtune" and not r.get("passes")]

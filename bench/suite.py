@@ -312,6 +312,17 @@ def annotate(rows):
     return rows
 
 
+def gpu_slug(name):
+    """"NVIDIA H200" -> "h200": lowercased, vendor dropped, non-alphanumeric
+    runs -> '-' (the results files' names; here for the reason
+    finite_or_none is)."""
+    s = name.lower()
+    for vendor in ("nvidia", "amd", "intel"):
+        if s.startswith(vendor):
+            s = s[len(vendor):]
+    return re.sub(r"[^a-z0-9]+", "-", s).strip("-") or "gpu"
+
+
 def finite_or_none(v):
     """JSON has no Infinity or NaN: such figures become null.  Here, not in
     bench.py, which imports torch: --report runs without it, and bench.py

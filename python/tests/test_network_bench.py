@@ -4,7 +4,6 @@ model's convolutions, and how rows of runs in parts merge and get their
 ratios."""
 
 import importlib.util
-import json
 import os
 
 import pytest
@@ -70,48 +69,6 @@ def test_rows_of_runs_in_parts_merge_and_get_ratios(net):
     # a failing PyTorch row is no one's baseline
     assert by["convtune"]["speed_vs_best_pytorch"] == pytest.approx(3.0 / 5.0)
     assert "torch_compile" in net.table(rows)
-
-
-def test_merge_adds_files_of_runs_in_parts_to_their_gpus_file(net, tmp_path):
-    """--merge: each file as if its run had written into --out, in order
-    (a later row replaces one with its key, the ratios recomputed over the
-    merged rows); another GPU's rows go to that GPU's file."""
-    pytest.importorskip("torchvision")
-    net._import_runtime(None)
-
-    def run(name, gpu, date, rows, models=None):
-        path = tmp_path / name
-        rows = [{"model": "resnet50", "batch": 32, "impl": impl, "precision": "tf32",
-                 "mean_ms": ms, "rel_err": 1e-4, "passes": True, "date": date}
-                for impl, ms in rows]
-        path.write_text(json.dumps({"date": date, "machine": {"gpu": gpu}, "rows": rows,
-                                    "models": models or {}}))
-        return str(path)
-
-    first = run("a.json", "NVIDIA H200", "d1", [("eager", 6.0), ("convtune", 2.0)],
-                {"resnet50:32": {"replaced": 53, "tune": {"tf32": {"wall_s": 80.0}}}})
-    later = run("b.json", "NVIDIA H200", "d2", [("eager", 5.0), ("torch_compile", 4.0)])
-    other = run("c.json", "NVIDIA H100 80GB HBM3", "d3", [("eager", 7.0)])
-    out = tmp_path / "out"
-    rows = net.merge_files([first, later, other], str(out), lambda msg: None)
-    assert [r["mean_ms"] for r in rows] == [7.0]
-    doc = json.loads((out / "network-h200.json").read_text())
-    by = {r["impl"]: r for r in doc["rows"]}
-    assert sorted(by) == ["convtune", "eager", "torch_compile"]
-    assert (by["eager"]["mean_ms"], by["eager"]["date"]) == (5.0, "d2")
-    assert by["convtune"]["date"] == "d1"
-    assert by["convtune"]["speed_vs_best_pytorch"] == pytest.approx(2.0)
-    assert doc["models"]["resnet50:32"]["tune"] == {"tf32": {"wall_s": 80.0}}
-    assert doc["date"] == "d2"
-    h100 = json.loads((out / "network-h100-80gb-hbm3.json").read_text())
-    assert [r["mean_ms"] for r in h100["rows"]] == [7.0]
-
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"rows": []}))
-    with pytest.raises(ValueError, match="not a network.py results file"):
-        net.merge_files([str(bad)], str(out), lambda msg: None)
-    with pytest.raises(SystemExit):
-        net.parse_args(["--merge"])
 
 
 def test_models_of_runs_in_parts_keep_each_precisions_tune(net):

@@ -1,0 +1,95 @@
+"""bench/network.py --merge, which runs nothing and needs no torch: the
+results files of runs in parts merged into --out's file of each one's GPU,
+as if each run had written there, every file checked before anything is
+written."""
+
+import importlib.util
+import json
+import os
+
+import pytest
+
+from conftest import PYTHON_DIR
+
+NETWORK_PY = os.path.join(os.path.dirname(PYTHON_DIR), "bench", "network.py")
+
+
+@pytest.fixture(scope="module")
+def net():
+    spec = importlib.util.spec_from_file_location("convtune_bench_network_merge", NETWORK_PY)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _run(tmp_path, name, gpu, date, rows, models=None):
+    """A results file as a run writes it: rows of resnet50 b32 tf32."""
+    path = tmp_path / name
+    rows = [{"model": "resnet50", "batch": 32, "impl": impl, "precision": "tf32",
+             "mean_ms": ms, "rel_err": 1e-4, "passes": True, "date": date} for impl, ms in rows]
+    path.write_text(json.dumps({"date": date, "machine": {"gpu": gpu}, "rows": rows,
+                                "models": models or {}}))
+    return str(path)
+
+
+def test_merge_adds_files_of_runs_in_parts_to_their_gpus_file(net, tmp_path, capsys):
+    """In order, a later row replacing one with its key, the ratios
+    recomputed over the merged rows, the models' tune records kept; another
+    GPU's rows go to that GPU's file."""
+    first = _run(tmp_path, "a.json", "NVIDIA H200", "d1", [("eager", 6.0), ("convtune", 2.0)],
+                 {"resnet50:32": {"replaced": 53, "tune": {"tf32": {"wall_s": 80.0}}}})
+    later = _run(tmp_path, "b.json", "NVIDIA H200", "d2", [("eager", 5.0), ("torch_compile", 4.0)])
+    other = _run(tmp_path, "c.json", "NVIDIA H100 80GB HBM3", "d3", [("eager", 7.0)])
+    out = tmp_path / "out"
+    assert net.main(["--merge", first, later, other, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "network-h200.json" in printed and "network-h100-80gb-hbm3.json" in printed
+    doc = json.loads((out / "network-h200.json").read_text())
+    by = {r["impl"]: r for r in doc["rows"]}
+    assert sorted(by) == ["convtune", "eager", "torch_compile"]
+    assert (by["eager"]["mean_ms"], by["eager"]["date"]) == (5.0, "d2")
+    assert by["convtune"]["date"] == "d1"
+    assert by["convtune"]["speed_vs_best_pytorch"] == pytest.approx(2.0)  # torch_compile's 4.0
+    assert doc["models"]["resnet50:32"]["tune"] == {"tf32": {"wall_s": 80.0}}
+    assert doc["date"] == "d2"
+    h100 = json.loads((out / "network-h100-80gb-hbm3.json").read_text())
+    assert [r["mean_ms"] for r in h100["rows"]] == [7.0]
+    # Merged again on top: the file's rows stay, the new ones replace theirs.
+    again = _run(tmp_path, "d.json", "NVIDIA H200", "d4", [("convtune", 1.0)])
+    written = net.merge_files([again], str(out), lambda msg: None)
+    rows = {r["impl"]: r for r in written[str(out / "network-h200.json")]}
+    assert rows["convtune"]["mean_ms"] == 1.0 and rows["eager"]["date"] == "d2"
+    assert rows["convtune"]["speed_vs_best_pytorch"] == pytest.approx(4.0)
+
+
+def test_merge_checks_every_file_before_writing(net, tmp_path, capsys):
+    out = tmp_path / "out"
+    good = _run(tmp_path, "good.json", "NVIDIA H200", "d1", [("eager", 6.0)])
+    bad_json = tmp_path / "bad.json"
+    bad_json.write_text("{not json")
+    no_gpu = tmp_path / "nogpu.json"
+    no_gpu.write_text(json.dumps({"machine": None, "rows": []}))
+    keyless = tmp_path / "keyless.json"
+    keyless.write_text(json.dumps({"machine": {"gpu": "NVIDIA H200"}, "rows": [{"impl": "eager"}]}))
+    for bad, says in ((str(bad_json), "bad.json is not JSON"),
+                      (str(no_gpu), "nogpu.json is not a network.py results file"),
+                      (str(keyless), "keyless.json is not a network.py results file"),
+                      (str(tmp_path / "missing.json"), "missing.json")):
+        assert net.main(["--merge", good, bad, "--out", str(out)]) == 1
+        assert says in capsys.readouterr().err
+        assert not out.exists()  # the good file before it was not written either
+    # Two GPUs whose names give one file, or a file of another GPU in --out.
+    clash = _run(tmp_path, "clash.json", "NVIDIA-H200", "d2", [("eager", 5.0)])
+    with pytest.raises(ValueError, match="would mix GPUs"):
+        net.merge_files([good, clash], str(out), lambda msg: None)
+    assert not out.exists()
+    net.merge_files([clash], str(out), lambda msg: None)
+    with pytest.raises(ValueError, match="would mix GPUs"):
+        net.merge_files([good], str(out), lambda msg: None)
+
+
+def test_merge_ignores_the_run_options(net):
+    a = net.parse_args(["--merge", "x.json", "--tune", "--impls", "eager"])
+    assert a.merge == ["x.json"]
+    with pytest.raises(SystemExit):
+        net.parse_args(["--merge"])
