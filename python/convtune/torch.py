@@ -1522,9 +1522,9 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=True, grouped=Fa
     folded into it, once, now (weight * gamma / sqrt(var + eps), and the
     bias likewise), so Conv -> BN becomes one convtune call.  This traces
     the model with torch.fx and returns an fx.GraphModule (ValueError,
-    naming fold_bn=False, fuse_relu=False, when the model cannot be
-    traced); convolutions its forward never calls are not in it (the
-    report lists them).
+    naming fold_bn=False, fuse_relu=False, fuse_residual=False, when the
+    model cannot be traced); convolutions its forward never calls are not
+    in it (the report lists them).
     fuse_relu: likewise each ReLU (nn.ReLU, torch.relu, F.relu, their
     in-place forms, Tensor.relu, a clamp from 0 with no upper bound) or
     ReLU6 (nn.ReLU6, F.relu6, nn.Hardtanh and F.hardtanh with bounds 0
