@@ -760,12 +760,18 @@ __device__ __forceinline__ void epilogue_staged(const float (&res)[MW][NACC],
     for (int c = wq; c < nch; c += 4) {
       const int kc = cb + c; // channel n0 + kc
       if (FULL_K || n0 + kc < K) {
+        // The channel's MT * 2 values read first, then stored: a read after
+        // a __stcs (whose asm clobbers memory) waits out its latency.
+        // SPITCH >= MT * 64: the reads stay in the channel's row.
         const float bias = bsm[kc];
         const float *sc = st + c * SPITCH;
         float *__restrict__ yc = yt + kc * PQ;
+        float v[MT * 2];
 #pragma unroll
-        for (int m = lane; m < MT * 64; m += 32)
-          if (m < mlim) __stcs(yc + m, ct_act(sc[m] + bias));
+        for (int u = 0; u < MT * 2; ++u) v[u] = ct_act(sc[lane + 32 * u] + bias);
+#pragma unroll
+        for (int u = 0; u < MT * 2; ++u)
+          if (lane + 32 * u < mlim) __stcs(yc + lane + 32 * u, v[u]);
       }
     }
     wg_sync(wgi);
