@@ -2,6 +2,7 @@
 are.  Run from the source tree: python3 -m pytest python/tests (with
 $CONVTUNE_LIB set, or a build in build/)."""
 
+import importlib.util
 import os
 import sys
 
@@ -13,6 +14,17 @@ if PYTHON_DIR not in sys.path:
     sys.path.insert(0, PYTHON_DIR)
 
 import convtune  # noqa: E402
+
+BENCH_DIR = os.path.join(os.path.dirname(PYTHON_DIR), "bench")
+
+
+def load_bench_script(filename, name):
+    """bench/<filename> imported as a module called name (the bench
+    scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH_DIR, filename))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def mock_driver_path():

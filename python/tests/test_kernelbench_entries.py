@@ -3,18 +3,16 @@ entries' kernels (each distinct build once, in threads of the process that
 then checks the entries, a failure reported and left to the entry's first
 call), with stand-in entries and with real load_inline builds."""
 
-import importlib.util
 import os
 import shutil
 import threading
 
 import pytest
 
-from conftest import PYTHON_DIR
+from conftest import load_bench_script
 
 pytest.importorskip("torch")
 
-SCRIPT = os.path.join(os.path.dirname(PYTHON_DIR), "bench", "kernelbench_entries.py")
 
 # An entry's build interface, as `convtune kernelbench` writes it: _SOURCES
 # names each precision's build digest, _extension builds one and keeps it in
@@ -37,10 +35,7 @@ def _extension(precision):
 
 @pytest.fixture(scope="module")
 def entries():
-    spec = importlib.util.spec_from_file_location("convtune_kb_entries", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench_script("kernelbench_entries.py", "convtune_kb_entries")
 
 
 def fake(entries, marks, **digests):

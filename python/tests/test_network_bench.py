@@ -3,23 +3,16 @@
 model's convolutions, and how rows of runs in parts merge and get their
 ratios."""
 
-import importlib.util
-import os
 
 import pytest
 
-from conftest import PYTHON_DIR
+from conftest import load_bench_script
 
 torch = pytest.importorskip("torch")
 
-NETWORK_PY = os.path.join(os.path.dirname(PYTHON_DIR), "bench", "network.py")
-
-
 @pytest.fixture(scope="module")
 def net():
-    spec = importlib.util.spec_from_file_location("convtune_bench_network", NETWORK_PY)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench_script("network.py", "convtune_bench_network")
     mod.torch = torch
     return mod
 

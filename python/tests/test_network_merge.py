@@ -3,23 +3,16 @@ results files of runs in parts merged into --out's file of each one's GPU,
 as if each run had written there, every file checked before anything is
 written."""
 
-import importlib.util
 import json
-import os
 
 import pytest
 
-from conftest import PYTHON_DIR
-
-NETWORK_PY = os.path.join(os.path.dirname(PYTHON_DIR), "bench", "network.py")
+from conftest import load_bench_script
 
 
 @pytest.fixture(scope="module")
 def net():
-    spec = importlib.util.spec_from_file_location("convtune_bench_network_merge", NETWORK_PY)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench_script("network.py", "convtune_bench_network_merge")
 
 
 def _run(tmp_path, name, gpu, date, rows, models=None):

@@ -6,7 +6,6 @@ and the merging of rows into the suite JSON.  Where torch is installed
 of bench.py and suite.py's blocked Reference for grouped problems against
 a plain float64 computation."""
 
-import importlib.util
 import json
 import math
 import os
@@ -17,7 +16,7 @@ import pytest
 
 import convtune
 from convtune import _lib
-from conftest import PYTHON_DIR
+from conftest import PYTHON_DIR, load_bench_script
 
 REPO = os.path.dirname(PYTHON_DIR)
 SUITE_PY = os.path.join(REPO, "bench", "suite.py")
@@ -29,14 +28,7 @@ NO_TORCH = ("import runpy, sys; sys.modules['torch'] = None; sys.argv = sys.argv
             "runpy.run_path(sys.argv[0], run_name='__main__')")
 
 
-def load_suite_module():
-    spec = importlib.util.spec_from_file_location("convtune_bench_suite", SUITE_PY)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-suite = load_suite_module()
+suite = load_bench_script("suite.py", "convtune_bench_suite")
 
 
 def write(tmp_path, text, name="s.txt"):
