@@ -282,7 +282,9 @@ __device__ __forceinline__ void bulk_wait_all() {
 }
 // The bias of channel k (0 without a bias: b null), and of channels k0,
 // k0 + 1, 0 for a channel past K (in0, in1 false).
-__device__ __forceinline__ float bias_at(const float *__restrict__ b, int k) { return b ? __ldg(b + k) : 0.0f; }
+__device__ __forceinline__ float bias_at(const float *__restrict__ b, int k) {
+  return b ? __ldg(b + k) : 0.0f;
+}
 __device__ __forceinline__ float2 bias_pair(const float *__restrict__ b, int k0, bool in0, bool in1) {
   return make_float2(in0 ? bias_at(b, k0) : 0.0f, in1 ? bias_at(b, k0 + 1) : 0.0f);
 }
@@ -1385,9 +1387,11 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
             const int j = j0 + jj, k0 = n0 + 8 * j + 2 * t;
             float *const y0 = yp + (long long)k0 * HW, *const y1 = y0 + HW;
             // One step a batch (pw3): each bias loaded under its store's test.
-            if (k0 < K) __stcs(y0, ct_fin(acc[4 * j + 2 * h] + (EPI_BATCH > 1 ? bias[jj].x : bias_at(b, k0)), r[jj].x));
+            if (k0 < K)
+              __stcs(y0, ct_fin(acc[4 * j + 2 * h] + (EPI_BATCH > 1 ? bias[jj].x : bias_at(b, k0)), r[jj].x));
             if (k0 + 1 < K)
-              __stcs(y1, ct_fin(acc[4 * j + 2 * h + 1] + (EPI_BATCH > 1 ? bias[jj].y : bias_at(b, k0 + 1)), r[jj].y));
+              __stcs(y1,
+                     ct_fin(acc[4 * j + 2 * h + 1] + (EPI_BATCH > 1 ? bias[jj].y : bias_at(b, k0 + 1)), r[jj].y));
           }
         }
       }

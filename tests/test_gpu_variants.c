@@ -63,12 +63,13 @@ static ct_tune_gpu g;
 ** (pw's runs, its scalar stores), an NHWC 3x3 (gm's NHWC epilogue,
 ** its 8-byte pairs: K even) and an NHWC 1x1 with K = 256 and a ReLU
 ** (ResNet-50's first bottleneck's last layer: gm at BN = 256 too).  And an
-** NHWC 3x3 with K = 37, odd: gm's scalar NHWC stores.  Last, grouped problems (direct; dw and dwc where
-** depthwise; tc and tc3 where NCHW with 4 or more output channels a
-** group): 2 groups, depthwise at stride 2 with a ReLU6, depthwise NHWC
-** with a channel multiplier of 3, 8 groups with a residual and a ReLU,
-** 16 groups of 4 channels at stride 2 with a ReLU6 (tc's BN = 8 half
-** past each group), and 3 groups of 64 output channels over 7 x 7. */
+** NHWC 3x3 with K = 37, odd: gm's scalar NHWC stores.  Last, grouped
+** problems (direct; dw and dwc where depthwise; tc and tc3 where NCHW with
+** 4 or more output channels a group): 2 groups, depthwise at stride 2
+** with a ReLU6, depthwise NHWC with a channel multiplier of 3, 8 groups
+** with a residual and a ReLU, 16 groups of 4 channels at stride 2 with a
+** ReLU6 (tc's BN = 8 half past each group), and 3 groups of 64 output
+** channels over 7 x 7. */
 static const char *shapes[] = {
     "n=2,c=3,h=67,w=59,k=96,r=11,s=11,stride=4,pad=2",
     "n=1,c=1,h=17,w=23,k=5,r=3,s=3,stride=1,pad=1",
@@ -201,12 +202,13 @@ static void test_reference_matches_cpu(void) {
 ** still 2^-100 counted as never written) on sums that cancel to exactly 0:
 ** x in eighths, its channels 1 and 3 copies of 0 and 2, and the weights of
 ** every even output channel (1/2, -1/2, 1/4, -1/4), so that any order of
-** the sum gives 0.0f and the output, act(0 + 2^-100), is the probe again.  The "kernel" is the host: it
-** reads y, adds the float64 convolution (exact on these values), applies
-** the ReLU and writes every output back.  It passes; leaving one output
-** unwritten in its second run fails it where that output's sum is not 0,
-** and passes it where it is (the contract cannot tell that output from a
-** written one: it holds the residual either way). */
+** the sum gives 0.0f and the output, act(0 + 2^-100), is the probe again.
+** The "kernel" is the host: it reads y, adds the float64 convolution
+** (exact on these values), applies the ReLU and writes every output back.
+** It passes; leaving one output unwritten in its second run fails it where
+** that output's sum is not 0, and passes it where it is (the contract
+** cannot tell that output from a written one: it holds the residual either
+** way). */
 typedef struct {
   const ct_problem *p;
   const float *x, *w;
