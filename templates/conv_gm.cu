@@ -125,6 +125,13 @@
 #define SK 4 // gmk: runs asked for; the plan's SPLITS slot has the runs made
 #endif
 
+// gm_conv and gm_pw add a residual (CT_RESIDUAL) into a tile's sums before
+// their epilogues (RES_SUMS below), so ct_act.cuh's epilogue functions add
+// none there.  gmk's gm_reduce adds it to the partials' sum (ct_out); the
+// epilogues of gm and pw of BN = 256 and of pw3 and tap3 add it as they
+// store.
+#define CT_RES_IN_SUMS (!CT_GM_SPLITK && (CT_GM_SPLIT ? !CT_GM_PW : BN <= 128))
+
 #include "ct_ptx.cuh"
 #include "ct_wgmma.cuh"
 #include "ct_tmap.cuh"
@@ -148,14 +155,30 @@ constexpr int A_PARTS = POINTWISE ? 1 : PARTS; // pw3 splits A in registers
 constexpr bool PING = CT_GM_PING != 0;       // pwq: a 64-row tile per consumer, in turn
 constexpr int WRES = CT_GM_WRES;             // pw: weights resident, WRES channel blocks
 constexpr bool RESIDENT = WRES > 0;
+// RES_SUMS: a tile's residual, y's values at its outputs on entry (0 past
+// M and K), is loaded before its mainloop: gm3 starts its fp32 masters
+// from it, gm, pw and tap load it into rsum and add their sums to it at
+// the tile's end.  Every load of the tile is in flight at once and waited
+// for at the first chunk's flush (gm3) or the tile's end, where the
+// epilogue waited for them a batch at a time: 64 values a thread of a
+// 128 x 128 tile against a batch's 8.  (Not into the wgmma accumulators
+// themselves: an accumulator defined by a load makes ptxas serialize
+// every wgmma of the kernel, its C7515.  rsum's BN / 2 registers beside
+// d's fit where BN <= 128; BN = 256 keeps the epilogue's batches, as pw3
+// and tap3 do: their A is split in registers too, and the masters' loads
+// made them spill.)  The epilogues below then have no residual to add:
+// their ct_res loads nothing, ct_fin and ct_fin4 add nothing
+// (CT_RES_IN_SUMS).
+constexpr bool RES_SUMS = CT_RESIDUAL && CT_RES_IN_SUMS;
+constexpr int RSUM = RES_SUMS && !SPLIT ? BN / 2 : 1; // rsum's floats
 // An epilogue's batch (ct_act.cuh's ct_res): channel steps j whose loads,
-// the bias pair and the residuals (CT_RESIDUAL), are all issued before any
-// of their stores, since every __stcs is a barrier to the compiler: one
-// load latency a batch, not one a step.  The 3xTF32 kernels keep more
-// live and take less, so that none spills: gm3 half, pw3 (A split in
-// registers too) one step, its loads where the loop of one store a step
-// had them.  (Whether there is a bias is the call's: b may be null, and
-// then nothing is loaded.)
+// the bias pair (and, without RES_SUMS, the residuals), are all issued
+// before any of their stores, since every __stcs is a barrier to the
+// compiler: one load latency a batch, not one a step.  The 3xTF32
+// kernels keep more live and take less, so that none spills: gm3 half,
+// pw3 (A split in registers too) one step, its loads where the loop of one
+// store a step had them.  (Whether there is a bias is the call's: b may
+// be null, and then nothing is loaded.)
 constexpr int EPI_BATCH = (BN / 8 < CT_RES_BATCH ? BN / 8 : CT_RES_BATCH) /
                           (!SPLIT ? 1 : POINTWISE ? CT_RES_BATCH : 2);
 static_assert(EPI_BATCH >= 1 && BN / 8 % EPI_BATCH == 0, "whole epilogue batches");
@@ -343,6 +366,16 @@ __device__ __forceinline__ const float *tile_sums(float (&master)[SPLIT ? BN / 2
     }
   }
   return SPLIT ? master : d;
+}
+// gm and pw with RES_SUMS: the tile's sums acc (wgmma retired) added to
+// its residual in rsum, which the epilogue then stores; else acc.
+__device__ __forceinline__ const float *add_residual(const float *acc, float (&rsum)[RSUM]) {
+  if constexpr (RSUM > 1) {
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) rsum[i] += acc[i];
+    return rsum;
+  }
+  return acc;
 }
 
 // A run of 4 floats into a workspace copy at dst (16-byte aligned), rounded
@@ -670,8 +703,9 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       const int hb = p0 * SH - PH, wb = q0 * SW - PW;
       if constexpr (CT_RESIDUAL && CT_LAYOUT == 1 && !SPLITK) {
         // NHWC: the tile's residual (a run of its channels per pixel)
-        // brought to L2, one bulk prefetch a pixel, ahead of the epilogue's
-        // loads (ct_act.cuh's ct_res) by the tile's mainloop.
+        // brought to L2, one bulk prefetch a pixel, ahead of the consumers'
+        // loads at the tile's start (RES_SUMS) by as far as the ring runs
+        // ahead of them.
         if ((K & 3) == 0 && (reinterpret_cast<unsigned long long>(y) & 15u) == 0) {
           const int cols = K - n0 < BN ? K - n0 : BN;
           for (int i = 0; i < BM && m0 + i < M; ++i)
@@ -717,6 +751,38 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   float *const stg = reinterpret_cast<float *>(smem + STAGES * STAGE_BYTES + BAR_BYTES);
   const bool bulk = EP && (reinterpret_cast<unsigned long long>(y) & 15u) == 0 && PQ % 4 == 0;
   float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; // gm3's sums: see tile_sums (gm: d alone)
+  float rsum[RSUM]; // gm: the tile's residual (RES_SUMS), then its sums added
+  // RES_SUMS: the tile's residual into s (gm3's masters, gm's rsum; an
+  // array of one float is never loaded), in the accumulator's layout (the
+  // epilogue's below).  The address steps 8 channels a j and the tests
+  // compare 8 j (+ 1) with the channels left, so that nothing per j is
+  // kept across tiles (ptxas kept each j's channel, and spilled).
+  auto residual_sums = [&](auto &s, int tm, int n0) {
+    if constexpr (sizeof(s) == BN / 2 * sizeof(float)) {
+      const long long kst = CT_LAYOUT == 1 ? 1 : PQ;
+      const bool pair = CT_LAYOUT == 1 && (K & 1) == 0 && (reinterpret_cast<unsigned long long>(y) & 7u) == 0;
+      const int kl = K - n0 - 2 * t; // channels from n0 + 2t on
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
+        const int img = m / PQ, pq = m - img * PQ;
+        const float *yp =
+            (CT_LAYOUT == 1 ? y + (long long)m * K : y + ((long long)img * K * PQ + pq)) + (n0 + 2 * t) * kst;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j, yp += 8 * kst) {
+          float2 v{};
+          if (CT_LAYOUT == 1 && pair) {
+            if (m < M && 8 * j < kl) v = __ldcs(reinterpret_cast<const float2 *>(yp));
+          } else {
+            if (m < M && 8 * j < kl) v.x = __ldcs(yp);
+            if (m < M && 8 * j + 1 < kl) v.y = __ldcs(yp + kst);
+          }
+          s[4 * j + 2 * h] = v.x;
+          s[4 * j + 2 * h + 1] = v.y;
+        }
+      }
+    }
+  };
   unsigned it = 0;
 #pragma unroll 1
   for (int u = blockIdx.x; u < units; u += gridDim.x) {
@@ -724,7 +790,12 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     const int kt1 = (split + 1) * kt_per < ktiles ? (split + 1) * kt_per : ktiles;
     const int nk = kt1 - split * kt_per; // this unit's k-tiles (>= 1 by the plan)
     const int tm = tile / tiles_n, n0 = (tile - tm * tiles_n) * BN;
-    if constexpr (SPLIT) {
+    if constexpr (RES_SUMS) {
+      if constexpr (SPLIT)
+        residual_sums(master, tm, n0);
+      else
+        residual_sums(rsum, tm, n0);
+    } else if constexpr (SPLIT) {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) master[i] = 0.0f;
     }
@@ -765,7 +836,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     }
     wgmma_wait<0>();
     if (lt == 0) mbar_arrive(empty + prev);
-    const float *const acc = tile_sums(master, d, e);
+    const float *const acc = add_residual(tile_sums(master, d, e), rsum);
 
     if constexpr (SPLITK) {
       // The unit's sum into partials[split][m][k], as it is.
@@ -1050,9 +1121,10 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       origin(tm, img, p0, q0);
       if constexpr (CT_RESIDUAL && !TAPS && !RUNS) {
         // The tile's residual (a run of its pixels per channel) brought to
-        // L2, one bulk prefetch a channel, ahead of the epilogue's loads
-        // (ct_act.cuh's ct_res) by the tile's mainloop; where y and the
-        // runs are 16-byte aligned, as the epilogue's 16-byte stores need.
+        // L2, one bulk prefetch a channel, ahead of the consumers' loads at
+        // the tile's start (RES_SUMS) by as far as the ring runs ahead of
+        // them; where y and the runs are 16-byte aligned, as bulk
+        // prefetches need.
         if ((reinterpret_cast<unsigned long long>(y) & 15u) == 0 && (HW & 3) == 0) {
           const int rows = HW - p0 < BM ? HW - p0 : BM;
           for (int k = n0; k < n0 + BN && k < K; ++k)
@@ -1144,6 +1216,36 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   };
   const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem);
   float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; // pw3's sums: see tile_sums (pw: d alone)
+  float rsum[RSUM]; // pw: the tile's residual (RES_SUMS), then its sums added
+  // RES_SUMS: the tile's residual into s (rsum; an array of one float is
+  // never loaded), as gm_conv's: rows g, g + 8 are pixels pxs[0], pxs[1],
+  // for pw neighbours px, px + 1 (px even), one 8-byte load a channel
+  // where the plane's runs are 16-byte aligned (vec_store).
+  auto residual_sums = [&](auto &s, int img, int p0, int q0, int n0) {
+    if constexpr (sizeof(s) == BN / 2 * sizeof(float)) {
+      int off[2];
+      bool in[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) in[h] = pixel(p0, q0, pxs[h], off[h]);
+      const int kl = K - n0 - 2 * t; // channels from n0 + 2t on
+      const float *yk = y + ((long long)img * K + n0 + 2 * t) * HW;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j, yk += 8LL * HW)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float *const ye = yk + (e ? HW : 0); // channel n0 + 8j + 2t + e's plane
+          float2 v{};
+          if (vec_store) {
+            if (in[0] && 8 * j + e < kl) v = __ldcs(reinterpret_cast<const float2 *>(ye + off[0]));
+          } else {
+            if (in[0] && 8 * j + e < kl) v.x = __ldcs(ye + off[0]);
+            if (in[1] && 8 * j + e < kl) v.y = __ldcs(ye + off[1]);
+          }
+          s[4 * j + e] = v.x;
+          s[4 * j + 2 + e] = v.y;
+        }
+    }
+  };
   // Two sets of fragments, hi (and pw3's lo, rn(a - hi)) per k8 step.
   unsigned fa[PARTS][BK / 8][4], fb[PARTS][BK / 8][4];
   unsigned it = 0, prev = 0;
@@ -1257,7 +1359,9 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       col0 = (p0 + pxs[0]) % W - PW;
       col1 = (p0 + pxs[1]) % W - PW;
     }
-    if constexpr (SPLIT) {
+    if constexpr (RES_SUMS) {
+      residual_sums(rsum, img, p0, q0, n0); // pw, tap (pw3 and tap3 have none)
+    } else if constexpr (SPLIT) {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) master[i] = 0.0f;
     }
@@ -1272,7 +1376,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
     wgmma_wait<0>();
     if (lt == 0) mbar_arrive(empty + prev);
     if (PING && ct_gm_ping_passes(wi, blockIdx.x, gridDim.x, tiles)) turn_pass(1 - c);
-    const float *const acc = tile_sums(master, d, e);
+    const float *const acc = add_residual(tile_sums(master, d, e), rsum);
 
     // Epilogue: acc[4j + 2h + e] = D[row g + 8h][8j + 2t + e], pixel pxs[h].
     if (bulk) {

@@ -2,9 +2,10 @@
 // value after its bias, right before the store: with CT_RESIDUAL 1 (the
 // problem has residual=1) the value y held on entry is added (the
 // templates whose families take a residual use ct_out, or ct_res and
-// ct_fin below, loading it from the address they then store to), then the
-// activation, CT_ACT 0 (none), 1 (ReLU) or 2 (ReLU6, min(max(v, 0), 6)),
-// defined by the generator when the problem has act=relu or act=relu6.
+// ct_fin below, loading it from the address they then store to, or add it
+// to their sums themselves: CT_RES_IN_SUMS), then the activation, CT_ACT
+// 0 (none), 1 (ReLU) or 2 (ReLU6, min(max(v, 0), 6)), defined by the
+// generator when the problem has act=relu or act=relu6.
 // Both keep NaN as NaN, as torch.relu and torch.nn.functional.relu6 do
 // (v < 0 and v > 6 are false for NaN), so an output the kernel got wrong is
 // not hidden by the activation.  The float64 reference (ref_f64.cu)
@@ -21,6 +22,14 @@ static_assert(CT_ACT == 0 || CT_ACT == 1 || CT_ACT == 2, "CT_ACT: 0 (none), 1 (R
 #define CT_RESIDUAL 0
 #endif
 static_assert(CT_RESIDUAL == 0 || CT_RESIDUAL == 1, "CT_RESIDUAL: 0 (y written) or 1 (y read, then written)");
+// CT_RES_IN_SUMS 1: the template adds the residual to its sums itself,
+// before its epilogue (conv_gm.cu's RES_SUMS), so the functions below see
+// none: ct_res loads nothing, ct_fin and ct_fin4 add nothing, and
+// ct_act_early is the activation.
+#ifndef CT_RES_IN_SUMS
+#define CT_RES_IN_SUMS 0
+#endif
+constexpr bool CT_RES_EPI = CT_RESIDUAL && !CT_RES_IN_SUMS; // the epilogue adds the residual
 // Groups (CT_GROUPS > 1, the problem's groups): only a template that
 // defines CT_TAKES_GROUPS before this #include indexes its channels by
 // group; any other stops here, so that a grouped problem can never compile
@@ -44,7 +53,7 @@ __device__ __forceinline__ double ct_act_f64(double v) {
 // (gm_pw's 16-byte runs): ct_act_early before the exchange (the activation
 // when no residual is still to be added), then ct_fin4 (below) on the four
 // values stored together: the residual and the activation.
-__device__ __forceinline__ float ct_act_early(float v) { return CT_RESIDUAL ? v : ct_act(v); }
+__device__ __forceinline__ float ct_act_early(float v) { return CT_RES_EPI ? v : ct_act(v); }
 
 // Residuals loaded ahead of their stores.  ct_out's load comes right before
 // its store, and every __stcs is a barrier to the compiler (its asm clobbers
@@ -58,11 +67,11 @@ __device__ __forceinline__ float ct_act_early(float v) { return CT_RESIDUAL ? v 
 // CT_RES_BATCH: how many of an epilogue's channel steps one batch covers.
 #define CT_RES_BATCH 4
 template <class T> __device__ __forceinline__ T ct_res(const T *yp) {
-  if constexpr (CT_RESIDUAL) return __ldcs(yp);
+  if constexpr (CT_RES_EPI) return __ldcs(yp);
   return T{};
 }
 __device__ __forceinline__ float ct_fin(float v, float r) {
-  if constexpr (CT_RESIDUAL) v += r;
+  if constexpr (CT_RES_EPI) v += r;
   return ct_act(v);
 }
 // The output at yp: v (the sum plus the bias), plus the residual *yp when
@@ -74,7 +83,7 @@ __device__ __forceinline__ float2 ct_fin2(float2 v, float2 r) {
   return make_float2(ct_fin(v.x, r.x), ct_fin(v.y, r.y));
 }
 __device__ __forceinline__ float4 ct_fin4(float4 v, float4 r) {
-  if constexpr (CT_RESIDUAL)
+  if constexpr (CT_RES_EPI)
     v = make_float4(ct_act(v.x + r.x), ct_act(v.y + r.y), ct_act(v.z + r.z), ct_act(v.w + r.w));
   return v;
 }
