@@ -128,9 +128,9 @@
 // gm_conv and gm_pw add a residual (CT_RESIDUAL) into a tile's sums before
 // their epilogues (RES_SUMS below), so ct_act.cuh's epilogue functions add
 // none there.  gmk's gm_reduce adds it to the partials' sum (ct_out); the
-// epilogues of gm and pw of BN = 256 and of pw3 and tap3 add it as they
-// store.
-#define CT_RES_IN_SUMS (!CT_GM_SPLITK && (CT_GM_SPLIT ? !CT_GM_PW : BN <= 128))
+// epilogues of gm and pw of BN = 256 and of pw3, tap3 and gmp3 add it as
+// they store.
+#define CT_RES_IN_SUMS (!CT_GM_SPLITK && (CT_GM_SPLIT ? !CT_GM_PW && !CT_GM_PATCH : BN <= 128))
 
 #include "ct_ptx.cuh"
 #include "ct_wgmma.cuh"
@@ -164,9 +164,9 @@ constexpr bool RESIDENT = WRES > 0;
 // 128 x 128 tile against a batch's 8.  (Not into the wgmma accumulators
 // themselves: an accumulator defined by a load makes ptxas serialize
 // every wgmma of the kernel, its C7515.  rsum's BN / 2 registers beside
-// d's fit where BN <= 128; BN = 256 keeps the epilogue's batches, as pw3
-// and tap3 do: their A is split in registers too, and the masters' loads
-// made them spill.)  The epilogues below then have no residual to add:
+// d's fit where BN <= 128; BN = 256 keeps the epilogue's batches, as pw3,
+// tap3 and gmp3 do: the masters' loads made some of their variants
+// spill.)  The epilogues below then have no residual to add:
 // their ct_res loads nothing, ct_fin and ct_fin4 add nothing
 // (CT_RES_IN_SUMS).
 constexpr bool RES_SUMS = CT_RESIDUAL && CT_RES_IN_SUMS;
@@ -1360,7 +1360,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       col1 = (p0 + pxs[1]) % W - PW;
     }
     if constexpr (RES_SUMS) {
-      residual_sums(rsum, img, p0, q0, n0); // pw, tap (pw3 and tap3 have none)
+      residual_sums(rsum, img, p0, q0, n0); // pw, tap (pw3 and tap3 add it as they store)
     } else if constexpr (SPLIT) {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) master[i] = 0.0f;

@@ -13,11 +13,12 @@
 
 #define ARCH "sm_90a"
 
-/* 1 when ptxas reports that it serialized a kernel's wgmma (C7514,
-** C7515: an accumulator touched by another instruction while a wgmma may
-** be in flight), which costs the tensor cores their overlap. */
+/* 1 when ptxas reports that it serialized a kernel's wgmma (its C75xx
+** "Potential Performance Loss" notes: an accumulator touched by another
+** instruction while a wgmma may be in flight, too few registers for the
+** pipeline, ...), which costs the tensor cores their overlap. */
 static int wgmma_serialized(const char *log) {
-  return log != NULL && (strstr(log, "(C7514)") != NULL || strstr(log, "(C7515)") != NULL);
+  return log != NULL && strstr(log, "wgmma.mma_async instructions are serialized") != NULL;
 }
 
 /* Prints one line per job; returns the number that failed to compile,
