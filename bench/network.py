@@ -59,11 +59,13 @@ precision, so runs in parts add up) with rows {model, batch, impl,
 precision, date, mean_ms, median_ms, min_ms, max_ms, passes, max_abs_err,
 rel_err, bias, conv_floor_ms, x_conv_floor, speed_vs_best_pytorch} (date:
 when the run that measured the row started, so that rows merged from
-several runs say which is which) and, with matplotlib,
-network-<gpu>.png.  --merge runs nothing: it merges the files that runs
-on other machines or in other directories wrote (a run per call where one
-call cannot hold them all) into <out>'s file, as if each run had written
-there.
+several runs say which is which; a row replaces the one with its key
+unless that one is dated later, and so does each precision's tune record
+of a model) and, with matplotlib, network-<gpu>.png.  --merge runs
+nothing: it merges the files that runs on other machines or in other
+directories wrote (a run per call where one call cannot hold them all)
+into <out>'s file, as if each run had written there: in any order, since
+the later measurement of a row wins.
 Exits 1 when a convtune row fails its check or cannot run.
 """
 
@@ -332,18 +334,35 @@ def add_ratios(rows):
 def merge_models(old, new):
     """The models record of old with new's: a model's entry replaced, but
     its tune record keeps the precisions and layouts new did not tune (a
-    run per precision keeps both)."""
+    run per precision keeps both) and those that old tuned later."""
     merged = dict(old)
     for key, entry in new.items():
-        tune = dict(old.get(key, {}).get("tune") or {}, **(entry.get("tune") or {}))
+        tune = dict(old.get(key, {}).get("tune") or {})
+        for prec, record in (entry.get("tune") or {}).items():
+            if prec not in tune or replaces(record, tune[prec]):
+                tune[prec] = record
         merged[key] = dict(entry, tune=tune)
     return merged
+
+
+def replaces(new, old):
+    """Whether record new (a row, or a tune record) replaces old with its
+    key: unless both carry an ISO date and old's is the later (a file of an
+    earlier run, merged after a later one, carries its copies of rows that
+    the later run measured again), it does."""
+    try:
+        return datetime.datetime.fromisoformat(new["date"]) >= \
+            datetime.datetime.fromisoformat(old["date"])
+    except (KeyError, TypeError, ValueError):
+        return True
 
 
 def merge(old_rows, new_rows):
     key = lambda r: (r["model"], r["batch"], r["impl"], r["precision"])  # noqa: E731
     merged = {key(r): r for r in old_rows}
-    merged.update({key(r): r for r in new_rows})
+    for r in new_rows:
+        if key(r) not in merged or replaces(r, merged[key(r)]):
+            merged[key(r)] = r
     return list(merged.values())
 
 
@@ -516,6 +535,9 @@ def main(argv=None):
 
     for r in rows:
         r["date"] = run_date
+    for entry in models.values():
+        for record in entry["tune"].values():
+            record["date"] = run_date
     doc = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine, "trials": args.trials, "seed": args.seed,

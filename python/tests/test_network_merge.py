@@ -86,3 +86,35 @@ def test_merge_ignores_the_run_options(net):
     assert a.merge == ["x.json"]
     with pytest.raises(SystemExit):
         net.parse_args(["--merge"])
+
+
+def test_merge_keeps_the_later_measurement_of_each_row(net, tmp_path):
+    """Each file of a run in parts carries its copies of older rows: the
+    later-dated row and tune record win whatever the files' order."""
+    early, late = "2026-12-05T15:00:00+00:00", "2026-12-05T21:00:00+00:00"
+    # a tf32 run (late) whose file carries the earlier fp32 rows; an fp32 run
+    # (late) whose file carries the earlier tf32 rows
+    tf32 = tmp_path / "tf32.json"
+    fp32 = tmp_path / "fp32.json"
+
+    def doc(fresh, stale):
+        rows = [{"model": "resnet50", "batch": 32, "impl": "convtune", "precision": p,
+                 "mean_ms": ms, "rel_err": 1e-4, "passes": True, "date": d}
+                for p, ms, d in ((fresh[0], fresh[1], late), (stale[0], stale[1], early))]
+        tune = {fresh[0]: {"wall_s": 1.0, "date": late}, stale[0]: {"wall_s": 9.0, "date": early}}
+        return {"date": late, "machine": {"gpu": "NVIDIA H200"}, "rows": rows,
+                "models": {"resnet50:32": {"replaced": 53, "tune": tune}}}
+    tf32.write_text(json.dumps(doc(("tf32", 2.1), ("fp32", 4.5))))
+    fp32.write_text(json.dumps(doc(("fp32", 4.2), ("tf32", 2.6))))
+    for order in ((tf32, fp32), (fp32, tf32)):
+        out = tmp_path / ("out-" + order[0].stem)
+        written = net.merge_files([str(p) for p in order], str(out), lambda msg: None)
+        rows = {r["precision"]: r for r in written[str(out / "network-h200.json")]}
+        assert (rows["tf32"]["mean_ms"], rows["fp32"]["mean_ms"]) == (2.1, 4.2)
+        models = json.loads((out / "network-h200.json").read_text())["models"]
+        assert models["resnet50:32"]["tune"] == {"tf32": {"wall_s": 1.0, "date": late},
+                                                 "fp32": {"wall_s": 1.0, "date": late}}
+    # undated rows (or dates that are not ISO) keep the files' order
+    assert net.merge([{"model": "m", "batch": 1, "impl": "i", "precision": "p", "date": "b"}],
+                     [{"model": "m", "batch": 1, "impl": "i", "precision": "p", "date": "a"}]
+                     )[0]["date"] == "a"
