@@ -65,7 +65,8 @@ of a model) and, with matplotlib, network-<gpu>.png.  --merge runs
 nothing: it merges the files that runs on other machines or in other
 directories wrote (a run per call where one call cannot hold them all)
 into <out>'s file, as if each run had written there: in any order, since
-the later measurement of a row wins.
+the later measurement of a row wins.  The file is rewritten after every
+row, so a run cut off keeps the rows it measured.
 Exits 1 when a convtune row fails its check or cannot run.
 """
 
@@ -212,8 +213,10 @@ def conv_floor_ms(model, x, prec, rates):
                for e in listed["problems"])
 
 
-def run_rows(name, batch, args, dev, flush, rates, log):
-    """Every impl of one model and batch at each precision: rows (dicts)."""
+def run_rows(name, batch, args, dev, flush, rates, log, progress=lambda rows, extra: None):
+    """Every impl of one model and batch at each precision: rows (dicts)
+    and the model's record; progress(rows, extra) after each row, so that
+    a run cut off keeps the rows it measured."""
     model = make_model(name, args.seed, dev)
     torch.manual_seed(args.seed + 2)
     x = torch.randn(batch, 3, 224, 224, device=dev)
@@ -281,6 +284,7 @@ def run_rows(name, batch, args, dev, flush, rates, log):
                 row["error"] = "%s: %s" % (type(e).__name__, e)
                 rows.append(row)
                 log("  %-22s %s %s: %s" % (impl, prec, name, row["error"]))
+                progress(rows, extra)
                 continue
             if impl == "eager":
                 eager_rel = rel
@@ -293,6 +297,7 @@ def run_rows(name, batch, args, dev, flush, rates, log):
             log("  %-22s %s b%-3d %-5s %9.4f ms  rel %.2e  %s"
                 % (impl, name, batch, prec, row["mean_ms"], rel,
                    "ok" if row["passes"] else "FAILS"))
+            progress(rows, extra)
     del impls, model, model_cl, ref
     torch.cuda.empty_cache()
     return rows, extra
@@ -422,11 +427,11 @@ def plot(rows, path, title):
     return True
 
 
-def write_results(out_dir, doc, log):
+def write_results(out_dir, doc, log, chart=True):
     """Merges doc (a run's results: rows, models and the run's fields) into
     <out_dir>/network-<gpu>.json, where the run's rows replace those with
-    their key and its fields the file's, and draws the chart; returns the
-    file's path and its merged rows."""
+    their key and its fields the file's, and (with chart) draws the chart;
+    returns the file's path and its merged rows."""
     slug = gpu_slug(doc["machine"]["gpu"])
     os.makedirs(out_dir, exist_ok=True)
     json_path = os.path.join(out_dir, "network-%s.json" % slug)
@@ -437,9 +442,13 @@ def write_results(out_dir, doc, log):
     all_rows = merge(old.get("rows", []), doc["rows"])
     add_ratios(all_rows)
     doc = dict(doc, models=merge_models(old.get("models", {}), doc["models"]), rows=all_rows)
-    with open(json_path, "w") as f:
+    tmp_path = json_path + ".tmp"
+    with open(tmp_path, "w") as f:
         json.dump(finite_or_none(doc), f, indent=2, allow_nan=False)
         f.write("\n")
+    os.replace(tmp_path, json_path)  # a run cut off mid-write leaves the file whole
+    if not chart:
+        return json_path, all_rows
     log("wrote    %s" % json_path)
     png_path = os.path.join(out_dir, "network-%s.png" % slug)
     title = "%s: whole networks, KernelBench protocol" % doc["machine"]["gpu"]
@@ -492,6 +501,46 @@ def merge_files(paths, out_dir, log):
     return written
 
 
+def run_models(model_list, run, save, log):
+    """run(name, batch, progress) of each model, and save(rows, models,
+    chart) of the run's rows and models' records so far after each of its
+    rows (chart False) and once at the end (chart True), so that a run cut
+    off keeps every row it measured.  Returns the run's rows and save's
+    last answer's merged rows."""
+    rows, models = [], {}
+    for name, batch in model_list:
+        log("%s, batch %d" % (name, batch))
+        key = "%s:%d" % (name, batch)
+
+        def progress(got, extra, key=key):
+            # a run without the convtune rows leaves its model's record alone
+            save(rows + got, dict(models, **({key: extra} if extra else {})), False)
+        got, extra = run(name, batch, progress)
+        rows += got
+        if extra:
+            models[key] = extra
+    return rows, save(rows, models, True)[1]
+
+
+def results_doc(args, machine, rates, models, rows):
+    """A run's results file: its fields, its models' records and rows."""
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine, "trials": args.trials, "seed": args.seed,
+        "database": bench.db_description(args.db),
+        "protocol": "KernelBench (bench.py time_call) on one forward pass under no_grad",
+        "rates": rates,
+        "floors": "conv_floor_ms: the sum over the model's convolutions (convtune.torch."
+                  "collect, calls counted, BatchNorms folded) of bench.floors' class_ms at "
+                  "the row's precision; the other layers are not in it",
+        "compile_mode": args.compile_mode,
+        "check": "float64 model on the same input; passes = finite and rel_err <= "
+                 "max(%g x eager NCHW's rel_err, %s)" % (REL_FACTOR, REL_FLOOR),
+        "models": models,
+        "rows": rows,
+    }
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.merge:
@@ -525,35 +574,18 @@ def main(argv=None):
         % (rates["copy_bytes_per_s"] / 1e12, rates["tf32_flop_per_s"] / 1e12,
            rates["fp32_flop_per_s"] / 1e12))
     run_date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    rows, models = [], {}
-    for name, batch in args.model_list:
-        log("%s, batch %d" % (name, batch))
-        got, extra = run_rows(name, batch, args, dev, flush, rates, log)
-        rows += got
-        if extra:  # a run without the convtune row leaves its model's record alone
-            models["%s:%d" % (name, batch)] = extra
 
-    for r in rows:
-        r["date"] = run_date
-    for entry in models.values():
-        for record in entry["tune"].values():
-            record["date"] = run_date
-    doc = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine, "trials": args.trials, "seed": args.seed,
-        "database": bench.db_description(args.db),
-        "protocol": "KernelBench (bench.py time_call) on one forward pass under no_grad",
-        "rates": rates,
-        "floors": "conv_floor_ms: the sum over the model's convolutions (convtune.torch."
-                  "collect, calls counted, BatchNorms folded) of bench.floors' class_ms at "
-                  "the row's precision; the other layers are not in it",
-        "compile_mode": args.compile_mode,
-        "check": "float64 model on the same input; passes = finite and rel_err <= "
-                 "max(%g x eager NCHW's rel_err, %s)" % (REL_FACTOR, REL_FLOOR),
-        "models": models,
-        "rows": rows,
-    }
-    _, all_rows = write_results(args.out, doc, log)
+    def save(rows, models, chart):
+        for r in rows:
+            r["date"] = run_date
+        for entry in models.values():
+            for record in entry["tune"].values():
+                record["date"] = run_date
+        return write_results(args.out, results_doc(args, machine, rates, models, rows), log, chart)
+
+    rows, all_rows = run_models(
+        args.model_list, lambda name, batch, progress: run_rows(
+            name, batch, args, dev, flush, rates, log, progress), save, log)
     print()
     print(table(all_rows))
     bad = [r for r in rows if r["impl"] == "convtune" and not r.get("passes")]

@@ -118,3 +118,37 @@ def test_merge_keeps_the_later_measurement_of_each_row(net, tmp_path):
     assert net.merge([{"model": "m", "batch": 1, "impl": "i", "precision": "p", "date": "b"}],
                      [{"model": "m", "batch": 1, "impl": "i", "precision": "p", "date": "a"}]
                      )[0]["date"] == "a"
+
+
+def test_a_run_cut_off_keeps_the_rows_it_measured(net, tmp_path):
+    """run_models saves after every row: a run killed in its second model
+    leaves the first model's rows, its record and the second's rows so far
+    in the results file, whole."""
+    out = tmp_path / "out"
+
+    def save(rows, models, chart):
+        doc = {"date": "2026-12-05T21:00:00+00:00", "machine": {"gpu": "NVIDIA H200"},
+               "models": models, "rows": rows}
+        return net.write_results(str(out), doc, lambda msg: None, chart=False)
+
+    def run(name, batch, progress):
+        rows = []
+        for impl, ms in (("eager", 6.0), ("convtune", 2.0)):
+            if name == "vgg16_bn" and impl == "convtune":
+                raise KeyboardInterrupt  # the run's time ran out
+            rows.append({"model": name, "batch": batch, "impl": impl, "precision": "tf32",
+                         "mean_ms": ms, "passes": True})
+            progress(rows, {"replaced": 53, "tune": {}} if impl == "convtune" else {})
+        return rows, {"replaced": 53, "tune": {}}
+
+    with pytest.raises(KeyboardInterrupt):
+        net.run_models([("resnet50", 32), ("vgg16_bn", 8)], run, save, lambda msg: None)
+    doc = json.loads((out / "network-h200.json").read_text())
+    assert sorted((r["model"], r["impl"]) for r in doc["rows"]) == [
+        ("resnet50", "convtune"), ("resnet50", "eager"), ("vgg16_bn", "eager")]
+    assert list(doc["models"]) == ["resnet50:32"]
+    assert not list(out.glob("*.tmp"))
+    # run through: every row, and save's last answer
+    rows, merged = net.run_models([("resnet50", 1)], lambda n, b, p: run(n, b, p)[:1] + ({},),
+                                  save, lambda msg: None)
+    assert [r["impl"] for r in rows] == ["eager", "convtune"] and len(merged) == 5
