@@ -752,6 +752,17 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
   const bool bulk = EP && (reinterpret_cast<unsigned long long>(y) & 15u) == 0 && PQ % 4 == 0;
   float d[BN / 2], e[BN / 2], master[SPLIT ? BN / 2 : 1]; // gm3's sums: see tile_sums (gm: d alone)
   float rsum[RSUM]; // gm: the tile's residual (RES_SUMS), then its sums added
+  // Row h (0, 1) of this thread in tile tm: the address in y of its pixel
+  // m at channel n0 + 2t, and whether m < M (valid).  (kst, y's stride
+  // from a channel to the next, and pair are computed where they are used:
+  // kept across the tile loop they cost registers and instructions.)
+  auto out_row = [&](int tm, int n0, int h, bool &valid) {
+    const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
+    const int img = m / PQ, pq = m - img * PQ;
+    valid = m < M;
+    return (CT_LAYOUT == 1 ? y + (long long)m * K : y + ((long long)img * K * PQ + pq)) +
+           (n0 + 2 * t) * (CT_LAYOUT == 1 ? 1LL : (long long)PQ);
+  };
   // RES_SUMS: the tile's residual into s (gm3's masters, gm's rsum; an
   // array of one float is never loaded), in the accumulator's layout (the
   // epilogue's below).  The address steps 8 channels a j and the tests
@@ -764,18 +775,16 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       const int kl = K - n0 - 2 * t; // channels from n0 + 2t on
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
-        const int img = m / PQ, pq = m - img * PQ;
-        const float *yp =
-            (CT_LAYOUT == 1 ? y + (long long)m * K : y + ((long long)img * K * PQ + pq)) + (n0 + 2 * t) * kst;
+        bool rv;
+        const float *yp = out_row(tm, n0, h, rv);
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j, yp += 8 * kst) {
           float2 v{};
           if (CT_LAYOUT == 1 && pair) {
-            if (m < M && 8 * j < kl) v = __ldcs(reinterpret_cast<const float2 *>(yp));
+            if (rv && 8 * j < kl) v = __ldcs(reinterpret_cast<const float2 *>(yp));
           } else {
-            if (m < M && 8 * j < kl) v.x = __ldcs(yp);
-            if (m < M && 8 * j + 1 < kl) v.y = __ldcs(yp + kst);
+            if (rv && 8 * j < kl) v.x = __ldcs(yp);
+            if (rv && 8 * j + 1 < kl) v.y = __ldcs(yp + kst);
           }
           s[4 * j + 2 * h] = v.x;
           s[4 * j + 2 * h + 1] = v.y;
@@ -896,13 +905,7 @@ extern "C" __global__ void __launch_bounds__(gm::THREADS, 1)
       float *yr[2]; // the rows' pixels in channel n0 + 2t's plane
       bool rv[2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int m = tm * BM + c * 64 + warp * 16 + 8 * h + g;
-        const int img = m / PQ, pq = m - img * PQ;
-        rv[h] = m < M;
-        yr[h] = (CT_LAYOUT == 1 ? y + (long long)m * K : y + ((long long)img * K * PQ + pq)) +
-                (n0 + 2 * t) * kst;
-      }
+      for (int h = 0; h < 2; ++h) yr[h] = out_row(tm, n0, h, rv[h]);
       // The bias pairs and the residuals (CT_RESIDUAL) are loaded
       // EPI_BATCH channel steps j at a time, before any of their stores
       // (ct_act.cuh's ct_res).
