@@ -43,6 +43,8 @@ expect space-help 0 'usage: convtune space' "$ct" space --help
 expect space-arch 0 'valid variants in' "$ct" space --arch sm_90a
 expect space-json 0 '"variants": \[{"family": "direct"' "$ct" space --arch sm_90a --json --precision fp32
 expect space-bad-arch 2 "unknown architecture 'sm_12'" "$ct" space --arch sm_12
+# No variant at all (the grid past 2^31 blocks): no family filter to name.
+expect space-none 1 'no valid variant for n=1,c=1,h=65536,w=65536,k=65536.* on sm_90a$' "$ct" space --arch sm_90a --problem n=1,c=1,h=65536,w=65536,k=65536,r=1,s=1
 expect space-no-driver 1 'pass --arch' env CONVTUNE_LIBCUDA="$tmp/none/libcuda.so.1" "$ct" space
 
 db="$tmp/sub/dir/tuning.db"
@@ -51,6 +53,7 @@ expect db-list-missing-json 0 '^\[\]$' "$ct" db list --db "$db" --json
 [ -e "$db" ] && { echo "FAIL db-list-readonly: db list created $db"; fail=$((fail + 1)); }
 expect db-show-missing 1 'no tuning database' "$ct" db show 1 --db "$db"
 expect db-show-no-id 2 'needs one problem ID' "$ct" db show --db "$db"
+expect db-list-precision 2 '--precision sets a list.s precision: it needs --problems' "$ct" db list --db "$db" --precision fp32
 expect db-list-env 0 "$tmp/env.db" env CONVTUNE_DB="$tmp/env.db" "$ct" db list
 expect db-list-xdg 0 "$tmp/xdg/convtune/tuning.db" env -u CONVTUNE_DB XDG_CACHE_HOME="$tmp/xdg" "$ct" db list
 expect db-list-home 0 "$tmp/home/.cache/convtune/tuning.db" env -u CONVTUNE_DB -u XDG_CACHE_HOME HOME="$tmp/home" "$ct" db list

@@ -188,6 +188,15 @@ if [ -n "$as_user" ]; then
   expect "read-only database in a read-only directory: db list reads it" 0 'n=1,c=3' $as_user "$ct" db list --db "$p/ro2.db"
   chmod 755 "$p"
   check "read-only database: unchanged" "[ \"\$(sum '$p/rw/r.db')\" = '$rs' ]"
+  # The reads above may leave r.db-wal and r.db-shm with r.db's mode: made
+  # writable again, the database's writers name the file still read-only.
+  chmod 644 "$p/rw/r.db"
+  if [ "$(stat -c %a "$p/rw/r.db-wal" 2>/dev/null)" = 444 ]; then
+    expect "read-only -wal left by a read: tune names it" 1 'r.db-wal is read-only.*earlier read' $as_user env CONVTUNE_TEST_FAKE_GPU=1 "$ct" tune --db "$p/rw/r.db"
+    expect "read-only -wal left by a read: db import names it" 1 'r.db-wal is read-only' $as_user "$ct" db import "$p/plain.txt" --db "$p/rw/r.db"
+  else
+    echo "skip read-only -wal: the reads left no read-only $p/rw/r.db-wal"
+  fi
 else
   echo "skip permission tests: root, and nobody cannot run $ct (setpriv)"
 fi

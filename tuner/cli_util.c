@@ -123,6 +123,21 @@ int ct_cli_db(const ct_cli *c, const char *cmd, int mode, char *buf, size_t len)
               cmd, dir, strerror(errno), buf, buf);
       return 1;
     }
+    /* A read of a database made read-only then (SQLite gives its -wal and
+    ** -shm files the database's mode) may have left them read-only. */
+    static const char *const sides[] = {"-wal", "-shm"};
+    for (int i = 0; i < 2; i++) {
+      char side[4096 + 8];
+      snprintf(side, sizeof side, "%s%s", buf, sides[i]);
+      if (access(side, F_OK) == 0 && access(side, W_OK) != 0) {
+        fprintf(stderr, "convtune %s: %s is read-only (%s), left by an earlier read of "
+                        "the database while it was read-only, and `convtune %s` writes "
+                        "through it: make it writable (chmod u+w %s) or, with no "
+                        "convtune running on the database, remove it\n",
+                cmd, side, strerror(errno), cmd, side);
+        return 1;
+      }
+    }
     return 0;
   }
   if (errno != ENOENT) {

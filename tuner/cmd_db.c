@@ -41,6 +41,11 @@ const char ct_cli_usage_db[] =
     "None of these needs a GPU.\n";
 
 int ct_cli_db_list(const ct_cli *c) {
+  if (c->precision && !c->problems) {
+    fprintf(stderr, "convtune db list: --precision sets a list's precision: it needs "
+                    "--problems FILE (the list shows every precision's rows)\n");
+    return CT_CLI_EXIT_USAGE;
+  }
   char path[4096];
   ct_cache *cache = NULL;
   int opened = ct_cli_db_open(c, "db list", path, sizeof path, &cache);

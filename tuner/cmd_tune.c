@@ -1105,8 +1105,8 @@ int ct_cli_space(const ct_cli *c) {
   if (n == 0) { /* as tune says it */
     char why[512];
     ct_tune_families_why(c->families, &p, why, sizeof why);
-    fprintf(stderr, "convtune space: no valid variant for %s on %s in families %s%s\n",
-            spec, lim.arch, c->families, why);
+    fprintf(stderr, "convtune space: no valid variant for %s on %s%s%s%s\n", spec, lim.arch,
+            c->families ? " in families " : "", c->families ? c->families : "", why);
     free(vs);
     return 1;
   }
