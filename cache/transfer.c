@@ -551,7 +551,20 @@ static ct_status import_problem(xfer_in *in, const xfer_record *r)
     return rc;
   if (!spec[0] || !prec[0])
     return in_fail(in, CT_ERR_PARSE, "problem: empty spec or precision");
-  rc = ct_cache_problem_id(in->c, spec, prec, &id);
+  /* The database keys a problem by its canonical spec: a spec that does
+  ** not parse, or whose precision is not the record's, is refused; one in
+  ** another form (keys reordered, defaults left out) is stored in
+  ** canonical form, so that lookups find it. */
+  ct_problem p;
+  char perr[256], canon[CT_PROBLEM_SPEC_MAX];
+  if (ct_problem_parse(spec, &p, perr, sizeof perr) != CT_OK)
+    return in_fail(in, CT_ERR_PARSE, "problem %s: %s", spec, perr);
+  if (strcmp(prec, ct_precision_name(p.precision)) != 0)
+    return in_fail(in, CT_ERR_PARSE, "problem %s: precision %s, but its spec says %s", spec,
+                   prec, ct_precision_name(p.precision));
+  if (ct_problem_format(&p, canon, sizeof canon) != CT_OK)
+    return in_fail(in, CT_ERR_PARSE, "problem %s: cannot put it in canonical form", spec);
+  rc = ct_cache_problem_id(in->c, canon, prec, &id);
   if (rc != CT_OK) return in_cache_fail(in, rc, "problem");
   in->s.problems++;
   return map_add(&in->problems, file_id, id);

@@ -1156,6 +1156,9 @@ static void test_export_import(void)
       {"1s/convtune/something/", "not a convtune export", CT_ERR_PARSE},
       {"s/^end\tdevices=2/end\tdevices=3/", "were read", CT_ERR_PARSE},
       {"s/status=faulted/status=slow/", "unknown status", CT_ERR_PARSE},
+      {"s/spec=n=256,/spec=n=0,/", "n=0,c=3", CT_ERR_PARSE},                /* no problem */
+      {"s/spec=n=256,\\(.*\\)prec=tf32/spec=n=256,\\1prec=fp32/", "but its spec says fp32",
+       CT_ERR_PARSE},                                                        /* precisions differ */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
       char cmd[4200];
@@ -1170,6 +1173,21 @@ static void test_export_import(void)
                             "SELECT count(*) FROM trials"),
                     0);
     }
+  }
+
+  /* A spec in another form (keys reordered, a default left out) is stored
+  ** in canonical form, where lookups find it. */
+  {
+    char cmd[4200], db[1024], buf[256];
+    snprintf(db, sizeof db, "%s", tmp_path("xfer/canon.db"));
+    snprintf(cmd, sizeof cmd, "sed 's/spec=n=256,c=3,\\(.*\\),dil=1,/spec=c=3,n=256,\\1,/' '%s' > '%s'",
+             file, bad);
+    ASSERT_EQ_INT(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "grep -q 'spec=c=3,n=256,.*pad=2,bias=1' '%s'", bad);
+    ASSERT_EQ_INT(system(cmd), 0); /* the file has the other form */
+    ASSERT_EQ_INT(import_from(db, bad, &st, err, sizeof err), CT_OK);
+    ASSERT_EQ_STR(raw_text(db, "SELECT spec FROM problems WHERE precision = 'tf32'", buf,
+                           sizeof buf), spec_a);
   }
 
   /* An older winner does not replace a newer one; a newer one does. */
