@@ -137,6 +137,9 @@ static void test_errors(void) {
       {"[{\"spec\": \"n=1,c=1,h=4,w=4,k=1,r=1,s=1\", \"calls\": 0}]", "\"calls\""},
       {"[{\"spec\": \"n=1,c=1,h=4,w=4,k=1,r=1,s=1\", \"calls\": 1.5}]", "\"calls\""},
       {"[{\"spec\": \"n=1,c=1,h=4,w=4,k=1,r=1,s=1\", \"weight\": -1}]", "\"weight\""},
+      {"[{\"spec\": \"n=1,c=1,h=4,w=4,k=1,r=1,s=1\", \"weight\": 1e308}]", "at most"},
+      {"[{\"spec\": \"n=1,c=1,h=4,w=4,k=1,r=1,s=1\", \"weight\": 9e14},\n"
+       " {\"spec\": \"n=1,c=1,h=4,w=4,k=1,r=1,s=1\", \"weight\": 9e14}]", ":2: the weights"},
       {"[\"n=1,c=1,h=4,w=4,k=1,r=1,s=1\"] x", "text after"},
       {"[\"n=1,c=1,h=4", "unterminated"},
       {"[\"n=1,c=1,h=4\\u1", "a bad \\u escape at the end"},

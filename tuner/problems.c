@@ -90,6 +90,9 @@ static ct_status add(list_build *b, int line, const char *spec, const char *name
     if (e->calls > CT_PROBLEM_CALLS_MAX - calls)
       return fail(b, line, CT_ERR_PARSE, "the calls of this problem add up past %lld",
                   (long long)CT_PROBLEM_CALLS_MAX);
+    if (e->weight > CT_PROBLEM_WEIGHT_MAX - weight)
+      return fail(b, line, CT_ERR_PARSE, "the weights of this problem add up past %g",
+                  CT_PROBLEM_WEIGHT_MAX);
     e->calls += calls;
     e->weight += weight;
     if (!e->name[0] && name) snprintf(e->name, sizeof e->name, "%s", name);
@@ -336,7 +339,9 @@ static ct_status json_entry(json_in *j) {
         return fail(j->b, json_line(j), CT_ERR_PARSE, "\"calls\" must be a whole number >= 1");
     } else if (!strcmp(key, "weight")) {
       if ((rc = json_number(j, &weight)) != CT_OK) return rc;
-      if (!(weight > 0)) return fail(j->b, json_line(j), CT_ERR_PARSE, "\"weight\" must be > 0");
+      if (!(weight > 0 && weight <= CT_PROBLEM_WEIGHT_MAX))
+        return fail(j->b, json_line(j), CT_ERR_PARSE, "\"weight\" must be > 0 and at most %g",
+                    CT_PROBLEM_WEIGHT_MAX);
     } else if ((rc = json_skip(j, 1)) != CT_OK) {
       return rc;
     }

@@ -11,7 +11,7 @@
 **   JSON  '{' or '[': {"problems": [ENTRY, ...]} or [ENTRY, ...], ENTRY
 **         being a spec string or an object {"spec": SPEC, "name": NAME,
 **         "calls": N, "weight": W} (spec required; calls a whole number
-**         >= 1, default 1, summed over repeats up to CT_PROBLEM_CALLS_MAX; weight a number > 0, default calls; other keys
+**         >= 1, default 1, summed over repeats up to CT_PROBLEM_CALLS_MAX; weight a number > 0, default calls, summed up to CT_PROBLEM_WEIGHT_MAX; other keys
 **         ignored): the form for lists that programs write.
 **
 ** Each spec is parsed and put in canonical form; a precision given to the
@@ -27,6 +27,7 @@
 
 #define CT_PROBLEM_LIST_MAX 100000 /* entries a list may hold */
 #define CT_PROBLEM_CALLS_MAX 1000000000000LL /* calls of one problem, summed */
+#define CT_PROBLEM_WEIGHT_MAX 1e15 /* weight of one problem, summed (shares stay finite) */
 
 typedef struct ct_problem_entry {
   char spec[CT_PROBLEM_SPEC_MAX]; /* canonical, precision included */
