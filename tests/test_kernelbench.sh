@@ -169,6 +169,7 @@ check "--problem: nn.Conv2d's constructor with the problem's defaults" "grep -qF
 "$ct" kernelbench --problem "n=2,c=8,h=9,w=9,k=8,r=3,s=3,pad=1,groups=8,bias=0" --db "$tmp/none.db" --out "$tmp/dw.py"
 check "--problem with groups: written, compiles, passes the checker" "[ $? -eq 0 ] && python3 -m py_compile '$tmp/dw.py' && static '$tmp/dw.py' >/dev/null"
 check "--problem with groups: groups in the constructor and the checks" "grep -qF 'groups: int = 8, bias: bool = False' '$tmp/dw.py' && grep -qF '_GROUPS = 8' '$tmp/dw.py' && grep -qF '(_K, _C // _GROUPS) + _KERNEL' '$tmp/dw.py' && grep -q 'define CT_GROUPS 8' '$tmp/dw.py'"
+check "--problem with groups: the spec it quotes keeps groups" "grep -q '^_SPEC = .*,groups=8' '$tmp/dw.py' && grep -q '^# convtune.s entry for the conv2d .*,groups=8$' '$tmp/dw.py'"
 mkdir -p "$tmp/kdw"
 if [ -n "$nvcc" ] && kernels "$tmp/dw.py" "$tmp/kdw"; then
   nvcc_check "--problem with groups: direct's kernels compile with nvcc" "$tmp/kdw/tf32.cu"

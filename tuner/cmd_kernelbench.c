@@ -453,14 +453,24 @@ static void kb_launcher(FILE *f, const kb_variant *kv) {
 /* ---------------------------------------------------------------------- */
 /* The file                                                                */
 
+/* Removes spec's ",prec=..." field (the keys after it stay). */
+static void kb_drop_prec(char *spec) {
+  char *at = strstr(spec, ",prec=");
+  if (at == NULL) return;
+  char *end = strchr(at + 1, ',');
+  if (end)
+    memmove(at, end, strlen(end) + 1);
+  else
+    *at = '\0';
+}
+
 /* What a build depends on: the kernels, and the problem, variant and
 ** architecture the launcher follows from. */
 static uint64_t kb_digest(const kb_variant *kv) {
   char key[CT_PROBLEM_SPEC_MAX + CT_GEN_NAME_MAX + 32];
   char spec[CT_PROBLEM_SPEC_MAX];
   ct_problem_format(&kv->p, spec, sizeof spec);
-  char *at = strstr(spec, ",prec=");
-  if (at) *at = '\0'; /* one build for both precisions when they agree */
+  kb_drop_prec(spec); /* one build for both precisions when they agree */
   snprintf(key, sizeof key, "%s|%s|%s", spec, kv->v.name, kv->v.limits.arch);
   uint64_t h = ct_gen_hash(kv->kernels, strlen(kv->kernels), CT_GEN_HASH_SEED);
   return ct_gen_hash(key, strlen(key), h);
@@ -498,8 +508,7 @@ static void kb_write(FILE *f, const kb_problem *kb, const char *db, int have_db,
   const ct_problem *p = &kv[0].p;
   char spec[CT_PROBLEM_SPEC_MAX];
   ct_problem_format(p, spec, sizeof spec);
-  char *at = strstr(spec, ",prec=");
-  if (at) *at = '\0';
+  kb_drop_prec(spec);
   int64_t P = 0, Q = 0;
   ct_problem_output(p, &P, &Q);
   fprintf(f, "# convtune's entry for ");
