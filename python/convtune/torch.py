@@ -925,7 +925,14 @@ class Conv2d(nn.Conv2d):
 # -------------------------------------------------------------------------
 # A model's convolutions: collect and tune
 
-_NAME_MAX = 63  # a problem's name in a list (tuner/problems.c)
+_NAME_MAX = 63  # bytes of a problem's name in a list (tuner/problems.c)
+
+
+def _list_name(name):
+    """name cut to at most _NAME_MAX bytes of UTF-8, on a character's
+    boundary: the list reader counts a name's bytes (a character outside
+    ASCII is at most as many bytes there as in UTF-8)."""
+    return name.encode("utf-8")[:_NAME_MAX].decode("utf-8", "ignore")
 
 
 def _conv_config_reason(module):
@@ -1049,7 +1056,7 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=Tr
             return
         e = found.get(spec)
         if e is None:
-            e = found[spec] = {"spec": spec, "name": name[:_NAME_MAX], "calls": 0,
+            e = found[spec] = {"spec": spec, "name": _list_name(name), "calls": 0,
                                "weight": 0.0, "modules": []}
         e["calls"] += 1
         e["weight"] += gflop

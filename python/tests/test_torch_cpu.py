@@ -351,3 +351,13 @@ def test_from_module_keeps_a_channels_last_weight():
     assert new.weight.is_contiguous(memory_format=torch.channels_last)
     assert torch.equal(new.weight, conv.weight)
     assert ct.Conv2d.from_module(nn.Conv2d(8, 4, 3)).weight.is_contiguous()
+
+
+def test_list_names_fit_the_readers_bytes():
+    """collect's names are cut to the list reader's 63 bytes on a
+    character's boundary, whatever the characters."""
+    for name in ("layer1.0.conv1", "a" * 80, "\u00e9" * 40, "x" + "\U0001F600" * 20):
+        cut = ct._list_name(name)
+        assert len(cut.encode("utf-8")) <= ct._NAME_MAX and name.startswith(cut)
+    assert ct._list_name("layer1.0.conv1") == "layer1.0.conv1"
+    assert ct._list_name("\U0001F600" * 20) == "\U0001F600" * 15  # 60 bytes, not a cut character
