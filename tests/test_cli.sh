@@ -53,6 +53,8 @@ expect db-list-missing-json 0 '^\[\]$' "$ct" db list --db "$db" --json
 [ -e "$db" ] && { echo "FAIL db-list-readonly: db list created $db"; fail=$((fail + 1)); }
 expect db-show-missing 1 'no tuning database' "$ct" db show 1 --db "$db"
 expect db-show-no-id 2 'needs one problem ID' "$ct" db show --db "$db"
+expect list-bad-precision 2 "^convtune: --precision must be tf32 or fp32, not 'xx'" "$ct" tune --problems /nonexistent --precision xx
+expect report-id-and-precision 2 'a problem ID names its problem and precision' "$ct" report 1 --precision fp32 --db "$db"
 expect db-list-precision 2 '--precision sets a list.s precision: it needs --problems' "$ct" db list --db "$db" --precision fp32
 expect db-list-env 0 "$tmp/env.db" env CONVTUNE_DB="$tmp/env.db" "$ct" db list
 expect db-list-xdg 0 "$tmp/xdg/convtune/tuning.db" env -u CONVTUNE_DB XDG_CACHE_HOME="$tmp/xdg" "$ct" db list
@@ -124,7 +126,7 @@ expect misplaced-usage 2 'usage: convtune db list' "$ct" db list --budget 5 --db
 expect misplaced-problem 2 '--problem is not an option of `convtune db show`' "$ct" db show 1 --problem X --db "$db"
 expect misplaced-out 2 '--out is not an option of `convtune tune`' "$ct" tune --out x.svg
 expect misplaced-arch 2 '--arch is not an option of `convtune check`' "$ct" check --arch sm_90a
-expect report-id-and-problem 2 'a problem ID or --problem, not both' "$ct" report 1 --problem "n=1,c=1,h=8,w=8,k=1,r=3,s=3" --db "$db"
+expect report-id-and-problem 2 'a problem ID names its problem and precision: give it, or --problem' "$ct" report 1 --problem "n=1,c=1,h=8,w=8,k=1,r=3,s=3" --db "$db"
 expect missing-value-last 2 '--db needs a value' "$ct" db list --db
 expect missing-value-usage 2 'usage: convtune db list' "$ct" db list --db
 expect extra-argument 2 "unexpected argument 'x'" "$ct" db list x --db "$db"

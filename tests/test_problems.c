@@ -3,6 +3,7 @@
 ** (specs, names, comments, repeats), the JSON forms, the precision
 ** override, and every refusal naming the file and line.
 */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,24 @@ static void test_errors(void) {
   ASSERT_EQ_INT(read_list("p.txt", "n=1,c=1,h=4,w=4,k=1,r=1,s=1\n", "fp16", &l, err, sizeof err),
                 CT_ERR_INVALID_ARG);
   ASSERT_EQ_INT(ct_problem_list_read(NULL, NULL, &l, err, sizeof err), CT_ERR_INVALID_ARG);
+  /* A directory: the reason, not a bare "read error". */
+  ASSERT_EQ_INT(ct_problem_list_read(dir, NULL, &l, err, sizeof err), CT_ERR_IO);
+  ASSERT_TRUE(strstr(err, strerror(EISDIR)) != NULL);
+}
+
+/* A UTF-8 byte order mark before either form is skipped. */
+static void test_bom(void) {
+  ct_problem_list l;
+  char err[512];
+  ASSERT_EQ_INT(read_list("bom.json", "\xEF\xBB\xBF{\"problems\": [\"n=1,c=1,h=4,w=4,k=1,r=1,s=1\"]}",
+                          NULL, &l, err, sizeof err), CT_OK);
+  ASSERT_EQ_INT((int)l.n, 1);
+  ct_problem_list_free(&l);
+  ASSERT_EQ_INT(read_list("bom.txt", "\xEF\xBB\xBFn=1,c=1,h=4,w=4,k=1,r=1,s=1\nx n=2,c=1,h=4,w=4,k=1,r=1,s=1\n",
+                          NULL, &l, err, sizeof err), CT_OK);
+  ASSERT_EQ_INT((int)l.n, 2);
+  ASSERT_EQ_STR(l.e[0].spec, "n=1,c=1,h=4,w=4,k=1,r=1,s=1,stride=1,pad=0,dil=1,bias=1,prec=tf32");
+  ct_problem_list_free(&l);
 }
 
 int main(void) {
@@ -177,6 +196,7 @@ int main(void) {
   RUN_TEST(test_text);
   RUN_TEST(test_json);
   RUN_TEST(test_errors);
+  RUN_TEST(test_bom);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

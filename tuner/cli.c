@@ -228,7 +228,15 @@ static int cli_set(ct_cli *c, int val, const char *text) {
     c->shard_n = (int)n;
     break;
   }
-  case OPT_PRECISION: c->precision = text; break;
+  case OPT_PRECISION: {
+    ct_precision prec;
+    if (ct_precision_parse(text, &prec) != CT_OK) {
+      fprintf(stderr, "convtune: --precision must be tf32 or fp32, not '%s'\n", text);
+      return -1;
+    }
+    c->precision = text;
+    break;
+  }
   case OPT_DB: c->db = text; break;
   case OPT_ARCH: c->arch = text; break;
   case OPT_OUT: c->out = text; break;

@@ -67,7 +67,7 @@ int ct_cli_db_list(const ct_cli *c) {
       fprintf(stderr, "convtune db list: --problems %s\n", err);
       free(rows);
       ct_cache_close(cache);
-      return 1;
+      return CT_CLI_EXIT_USAGE; /* as tune's and check's */
     }
     seen = calloc(list.n, 1);
     if (seen == NULL) {

@@ -27,7 +27,8 @@ const char ct_cli_usage_report[] =
 
 int ct_cli_report(const ct_cli *c) {
   if (c->n_args == 1 && (c->problem || c->precision)) {
-    fprintf(stderr, "convtune report: give a problem ID or --problem, not both\n");
+    fprintf(stderr, "convtune report: a problem ID names its problem and precision: give it, "
+                    "or --problem and --precision, not both\n");
     return CT_CLI_EXIT_USAGE;
   }
   long id = 0;

@@ -455,7 +455,7 @@ static ct_status slurp(list_build *b, char **out) {
     size_t got = fread(buf + n, 1, cap - 1 - n, f);
     n += got;
     if (got == 0) {
-      if (ferror(f)) rc = fail(b, 0, CT_ERR_IO, "read error");
+      if (ferror(f)) rc = fail(b, 0, CT_ERR_IO, "cannot read: %s", strerror(errno));
       break;
     }
   }
@@ -488,9 +488,11 @@ ct_status ct_problem_list_read(const char *path, const char *precision,
   char *text = NULL;
   ct_status rc = slurp(&b, &text);
   if (rc != CT_OK) return rc;
-  const char *first = text;
+  /* A UTF-8 byte order mark (some editors write one) is not text. */
+  char *const start = strncmp(text, "\xEF\xBB\xBF", 3) == 0 ? text + 3 : text;
+  const char *first = start;
   while (isspace((unsigned char)*first)) first++;
-  rc = *first == '{' || *first == '[' ? read_json(&b, text) : read_text(&b, text);
+  rc = *first == '{' || *first == '[' ? read_json(&b, start) : read_text(&b, start);
   free(text);
   free(b.slots);
   if (rc == CT_OK && out->n == 0) rc = fail(&b, 0, CT_ERR_PARSE, "no problem in the list");
