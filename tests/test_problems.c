@@ -133,6 +133,8 @@ static void test_errors(void) {
       {"# only a comment\n\n", "no problem in the list"},
       {"[]", "no problem in the list"},
       {"{\"other\": []}", "no \"problems\" array"},
+      {"{\"problems\": [\"n=1,c=1,h=4,w=4,k=1,r=1,s=1\"],}", "a key expected after ','"},
+      {"{\"problems\": [\"n=1,c=1,h=4,w=4,k=1,r=1,s=1\"], \"problems\": []}", "a second"},
       {"[\"n=1,c=1,h=4,w=4,k=1,r=1,s=1\",]", "a problem"},
       {"[{\"calls\": 2}]", "without \"spec\""},
       {"[{\"spec\": \"n=1,c=1,h=4,w=4,k=1,r=1,s=1\", \"calls\": 0}]", "\"calls\""},

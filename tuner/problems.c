@@ -405,6 +405,7 @@ static ct_status read_json(list_build *b, const char *text) {
       j.p++;
       json_ws(&j);
       if (!strcmp(key, "problems")) {
+        if (have) return json_fail(&j, "a second \"problems\" array");
         rc = json_entries(&j);
         have = 1;
       } else {
@@ -415,6 +416,7 @@ static ct_status read_json(list_build *b, const char *text) {
       if (*j.p == ',') {
         j.p++;
         json_ws(&j);
+        if (*j.p == '}') return json_fail(&j, "a key expected after ','");
       } else if (*j.p != '}') {
         return json_fail(&j, "',' or '}' expected");
       }
