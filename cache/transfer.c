@@ -534,14 +534,6 @@ static ct_status import_device(xfer_in *in, const xfer_record *r)
                      sizeof d.nvrtc_version)) ||
       (rc = get_text(in, r, "arch", d.arch, sizeof d.arch)))
     return rc;
-  /* A device's names come from the driver and NVRTC: text without control
-  ** characters but the tab (the listings print them as they are, and a
-  ** terminal acts on an escape). */
-  const char *const names[] = {d.name, d.nvrtc_version, d.arch};
-  for (int i = 0; i < 3; i++)
-    for (const unsigned char *q = (const unsigned char *)names[i]; *q; q++)
-      if ((*q < 0x20 && *q != '\t') || *q == 0x7f)
-        return in_fail(in, CT_ERR_PARSE, "device: a control character in '%s'", names[i]);
   rc = ct_cache_device_id(in->c, &d, &id);
   if (rc != CT_OK) return in_cache_fail(in, rc, "device");
   in->s.devices++;
