@@ -140,6 +140,12 @@ void ct_cli_json_trial(ct_json *j, const ct_cache_trial *t);
 void ct_cli_print_trial_header(void);
 void ct_cli_print_trial(const ct_cache_trial *t, const char *mark);
 
+/* s as the text listings print it, into buf (len bytes, s's size will do):
+** a line break as a space, any other control character but the tab as
+** '?' (a database's text may come from an imported file, and a terminal
+** acts on an escape).  Returns buf. */
+const char *ct_cli_shown(const char *s, char *buf, size_t len);
+
 /* ---------------------------------------------------------------------- */
 /* The commands: each returns the process's exit status                    */
 

@@ -130,10 +130,9 @@ int ct_cli_db(const ct_cli *c, const char *cmd, int mode, char *buf, size_t len)
       char side[4096 + 8];
       snprintf(side, sizeof side, "%s%s", buf, sides[i]);
       if (access(side, F_OK) == 0 && access(side, W_OK) != 0) {
-        fprintf(stderr, "convtune %s: %s is read-only (%s), left by an earlier read of "
-                        "the database while it was read-only, and `convtune %s` writes "
-                        "through it: make it writable (chmod u+w %s) or, with no "
-                        "convtune running on the database, remove it\n",
+        fprintf(stderr, "convtune %s: %s is read-only (%s) and `convtune %s` writes "
+                        "through it (a read of the database while it was read-only makes "
+                        "it so): make it writable (chmod u+w %s)\n",
                 cmd, side, strerror(errno), cmd, side);
         return 1;
       }
@@ -204,6 +203,16 @@ void ct_cli_print_trial_header(void) {
          "variant");
 }
 
+const char *ct_cli_shown(const char *s, char *buf, size_t len) {
+  size_t i = 0;
+  for (; s[i] && i + 1 < len; i++) {
+    const unsigned char ch = (unsigned char)s[i];
+    buf[i] = ch == '\n' || ch == '\r' ? ' ' : (ch < 0x20 && ch != '\t') || ch == 0x7f ? '?' : (char)ch;
+  }
+  if (len) buf[i] = '\0';
+  return buf;
+}
+
 void ct_cli_print_trial(const ct_cache_trial *t, const char *mark) {
   char mean[16] = "-", med[16] = "-", mae[16] = "-", rel[16] = "-", comp[16] = "-";
   if (isfinite(t->mean_ms)) snprintf(mean, sizeof mean, "%.4f", t->mean_ms);
@@ -211,11 +220,12 @@ void ct_cli_print_trial(const ct_cache_trial *t, const char *mark) {
   if (isfinite(t->max_abs_err)) snprintf(mae, sizeof mae, "%.2e", t->max_abs_err);
   if (isfinite(t->rel_err)) snprintf(rel, sizeof rel, "%.2e", t->rel_err);
   if (isfinite(t->compile_ms)) snprintf(comp, sizeof comp, "%.2f", t->compile_ms / 1e3);
+  char variant[sizeof t->variant], message[sizeof t->message];
   printf("%-9" PRId64 " %-14s %10s %10s %10s %10s %4d %9s  %s%s\n", t->id,
          ct_trial_status_name(t->status), mean, med, mae, rel, t->regs, comp,
-         t->variant, mark);
+         ct_cli_shown(t->variant, variant, sizeof variant), mark);
   if (t->status != CT_TRIAL_TIMED && t->message[0])
-    printf("%9s   %.150s\n", "", t->message);
+    printf("%9s   %.150s\n", "", ct_cli_shown(t->message, message, sizeof message));
 }
 
 /* Opens the database read-only; a missing file is *cache = NULL. */

@@ -128,11 +128,14 @@ int ct_cli_db_list(const ct_cli *c) {
     for (size_t i = 0; i < n; i++) {
       char mean[16] = "-";
       if (isfinite(rows[i].mean_ms)) snprintf(mean, sizeof mean, "%.4f", rows[i].mean_ms);
+      char dev[sizeof rows[i].device], spec[sizeof rows[i].spec], var[sizeof rows[i].variant],
+          prec[sizeof rows[i].precision];
       printf("%-5" PRId64 " %-6s %7d %10s  %-24s %s\n", rows[i].problem_id,
-             rows[i].precision, rows[i].n_trials, mean,
-             rows[i].device[0] ? rows[i].device : "-", rows[i].spec);
+             ct_cli_shown(rows[i].precision, prec, sizeof prec), rows[i].n_trials, mean,
+             rows[i].device[0] ? ct_cli_shown(rows[i].device, dev, sizeof dev) : "-",
+             ct_cli_shown(rows[i].spec, spec, sizeof spec));
       printf("%-5s %-6s %7s %10s  %-24s %s\n", "", "", "", "", "",
-             rows[i].variant[0] ? rows[i].variant : "(no winner)");
+             rows[i].variant[0] ? ct_cli_shown(rows[i].variant, var, sizeof var) : "(no winner)");
     }
     size_t missing = 0;
     for (size_t i = 0; i < list.n; i++) {
@@ -201,11 +204,13 @@ int ct_cli_db_show(const ct_cli *c) {
     ct_json_end_object(&j);
     ct_json_finish(&j);
   } else {
-    printf("problem %ld  %s\n", id, rows[first].spec);
+    char spec[sizeof rows[first].spec], var[sizeof rows[first].variant],
+        dev[sizeof rows[first].device];
+    printf("problem %ld  %s\n", id, ct_cli_shown(rows[first].spec, spec, sizeof spec));
     for (size_t i = first; i < n && rows[i].problem_id == id; i++)
       if (rows[i].variant[0])
-        printf("winner  %s on %s: %.4f ms\n", rows[i].variant, rows[i].device,
-               rows[i].mean_ms);
+        printf("winner  %s on %s: %.4f ms\n", ct_cli_shown(rows[i].variant, var, sizeof var),
+               ct_cli_shown(rows[i].device, dev, sizeof dev), rows[i].mean_ms);
     printf("\n");
     ct_cli_print_trial_header();
     for (size_t i = 0; i < nt; i++) ct_cli_print_trial(&trials[i], "");
