@@ -82,7 +82,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from suite import finite_or_none, gpu_slug  # noqa: E402  (no torch: --merge runs without it)
+from suite import gpu_slug, write_json_atomic  # noqa: E402  (no torch: --merge runs without it)
 
 DEFAULT_MODELS = "resnet50:32,resnet50:1,vgg16_bn:8"
 IMPLS = ("eager", "eager_channels_last", "torch_compile", "convtune", "convtune_channels_last")
@@ -337,16 +337,18 @@ def add_ratios(rows):
 
 
 def merge_models(old, new):
-    """The models record of old with new's: a model's entry replaced, but
-    its tune record keeps the precisions and layouts new did not tune (a
-    run per precision keeps both) and those that old tuned later."""
+    """The models record of old with new's: a model's entry replaced unless
+    old's is dated later, its tune record keeping the precisions and layouts
+    new did not tune (a run per precision keeps both) and those that old
+    tuned later."""
     merged = dict(old)
     for key, entry in new.items():
-        tune = dict(old.get(key, {}).get("tune") or {})
+        prev = old.get(key, {})
+        tune = dict(prev.get("tune") or {})
         for prec, record in (entry.get("tune") or {}).items():
             if prec not in tune or replaces(record, tune[prec]):
                 tune[prec] = record
-        merged[key] = dict(entry, tune=tune)
+        merged[key] = dict(entry if key not in old or replaces(entry, prev) else prev, tune=tune)
     return merged
 
 
@@ -441,12 +443,10 @@ def write_results(out_dir, doc, log, chart=True):
             old = json.load(f)
     all_rows = merge(old.get("rows", []), doc["rows"])
     add_ratios(all_rows)
-    doc = dict(doc, models=merge_models(old.get("models", {}), doc["models"]), rows=all_rows)
-    tmp_path = json_path + ".tmp"
-    with open(tmp_path, "w") as f:
-        json.dump(finite_or_none(doc), f, indent=2, allow_nan=False)
-        f.write("\n")
-    os.replace(tmp_path, json_path)  # a run cut off mid-write leaves the file whole
+    # The run's fields (date, trials, rates, ...) are the later-dated file's.
+    top = doc if not old or replaces(doc, old) else old
+    doc = dict(top, models=merge_models(old.get("models", {}), doc["models"]), rows=all_rows)
+    write_json_atomic(json_path, doc, indent=2)  # a run cut off mid-write leaves the file whole
     if not chart:
         return json_path, all_rows
     log("wrote    %s" % json_path)
@@ -505,19 +505,25 @@ def run_models(model_list, run, save, log):
     """run(name, batch, progress) of each model, and save(rows, models,
     chart) of the run's rows and models' records so far after each of its
     rows (chart False) and once at the end (chart True), so that a run cut
-    off keeps every row it measured.  Returns the run's rows and save's
-    last answer's merged rows."""
+    off keeps every row it measured; a model's record is saved once one of
+    its convtune rows is.  Returns the run's rows and save's last answer's
+    merged rows."""
+    def ours(got, extra):
+        # The model's record (patch and tune) goes with its convtune rows: a
+        # run without them, or cut off before them, leaves it alone.
+        return extra if extra and any(r["impl"] not in PYTORCH_IMPLS for r in got) else None
+
     rows, models = [], {}
     for name, batch in model_list:
         log("%s, batch %d" % (name, batch))
         key = "%s:%d" % (name, batch)
 
         def progress(got, extra, key=key):
-            # a run without the convtune rows leaves its model's record alone
-            save(rows + got, dict(models, **({key: extra} if extra else {})), False)
+            record = ours(got, extra)
+            save(rows + got, dict(models, **({key: record} if record else {})), False)
         got, extra = run(name, batch, progress)
         rows += got
-        if extra:
+        if ours(got, extra):
             models[key] = extra
     return rows, save(rows, models, True)[1]
 
@@ -579,6 +585,7 @@ def main(argv=None):
         for r in rows:
             r["date"] = run_date
         for entry in models.values():
+            entry["date"] = run_date
             for record in entry["tune"].values():
                 record["date"] = run_date
         return write_results(args.out, results_doc(args, machine, rates, models, rows), log, chart)

@@ -336,7 +336,7 @@ def finite_or_none(v):
     return v
 
 
-def write_json_atomic(path, doc):
+def write_json_atomic(path, doc, indent=1):
     """Writes doc to path through a temporary file in the same folder and a
     rename, so that a reader (or a run killed midway) sees the old file or
     the new one, never half of one."""
@@ -345,7 +345,7 @@ def write_json_atomic(path, doc):
     tmp = os.path.join(folder, ".%s.tmp-%d" % (os.path.basename(path), os.getpid()))
     try:
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(finite_or_none(doc), f, indent=1, allow_nan=False)
+            json.dump(finite_or_none(doc), f, indent=indent, allow_nan=False)
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())

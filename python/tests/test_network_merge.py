@@ -132,23 +132,45 @@ def test_a_run_cut_off_keeps_the_rows_it_measured(net, tmp_path):
         return net.write_results(str(out), doc, lambda msg: None, chart=False)
 
     def run(name, batch, progress):
-        rows = []
+        # as run_rows: the model's record made (patched) before any row
+        rows, record = [], {"replaced": 53, "tune": {}}
         for impl, ms in (("eager", 6.0), ("convtune", 2.0)):
             if name == "vgg16_bn" and impl == "convtune":
                 raise KeyboardInterrupt  # the run's time ran out
             rows.append({"model": name, "batch": batch, "impl": impl, "precision": "tf32",
                          "mean_ms": ms, "passes": True})
-            progress(rows, {"replaced": 53, "tune": {}} if impl == "convtune" else {})
-        return rows, {"replaced": 53, "tune": {}}
+            progress(rows, record)
+        return rows, record
 
     with pytest.raises(KeyboardInterrupt):
         net.run_models([("resnet50", 32), ("vgg16_bn", 8)], run, save, lambda msg: None)
     doc = json.loads((out / "network-h200.json").read_text())
     assert sorted((r["model"], r["impl"]) for r in doc["rows"]) == [
         ("resnet50", "convtune"), ("resnet50", "eager"), ("vgg16_bn", "eager")]
-    assert list(doc["models"]) == ["resnet50:32"]
-    assert not list(out.glob("*.tmp"))
+    assert list(doc["models"]) == ["resnet50:32"]  # vgg16_bn's record waits for its row
+    assert not [p.name for p in out.iterdir() if "tmp" in p.name]
     # run through: every row, and save's last answer
     rows, merged = net.run_models([("resnet50", 1)], lambda n, b, p: run(n, b, p)[:1] + ({},),
                                   save, lambda msg: None)
     assert [r["impl"] for r in rows] == ["eager", "convtune"] and len(merged) == 5
+
+
+def test_merge_keeps_the_later_runs_fields(net, tmp_path):
+    """A model's entry (patch options) and the file's own fields are the
+    later-dated run's, whatever the files' order."""
+    early, late = "2026-12-05T15:00:00+00:00", "2026-12-05T21:00:00+00:00"
+    paths = []
+    for date, pack, trials in ((late, False, 30), (early, True, 100)):
+        path = tmp_path / ("%d.json" % trials)
+        path.write_text(json.dumps({
+            "date": date, "trials": trials, "machine": {"gpu": "NVIDIA H200"},
+            "rows": [{"model": "resnet50", "batch": 32, "impl": "convtune", "precision": "tf32",
+                      "mean_ms": 2.0 if pack else 3.0, "passes": True, "date": date}],
+            "models": {"resnet50:32": {"pack_weights": pack, "date": date, "tune": {}}}}))
+        paths.append(str(path))
+    out = tmp_path / "out"
+    net.merge_files(paths, str(out), lambda msg: None)  # the later run first
+    doc = json.loads((out / "network-h200.json").read_text())
+    assert (doc["date"], doc["trials"]) == (late, 30)
+    assert doc["models"]["resnet50:32"]["pack_weights"] is False
+    assert doc["rows"][0]["mean_ms"] == 3.0
