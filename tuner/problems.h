@@ -11,8 +11,10 @@
 **   JSON  '{' or '[': {"problems": [ENTRY, ...]} or [ENTRY, ...], ENTRY
 **         being a spec string or an object {"spec": SPEC, "name": NAME,
 **         "calls": N, "weight": W} (spec required; calls a whole number
-**         >= 1, default 1, summed over repeats up to CT_PROBLEM_CALLS_MAX; weight a number > 0, default calls, summed up to CT_PROBLEM_WEIGHT_MAX; other keys
-**         ignored): the form for lists that programs write.
+**         >= 1, default 1, summed over repeats up to CT_PROBLEM_CALLS_MAX;
+**         weight a number > 0, default calls, summed up to
+**         CT_PROBLEM_WEIGHT_MAX; other keys ignored): the form for lists
+**         that programs write.
 **
 ** Each spec is parsed and put in canonical form; a precision given to the
 ** reader overrides the specs' own.  The same problem twice is one entry:
