@@ -309,7 +309,9 @@ ct_status ct_forward_path(ct_context *ctx, const ct_problem *p, ct_path *path,
 ** (like errno, each thread has its own): a message (never NULL; "no error"
 ** when this thread has none on ctx), the raw CUresult and nvrtcResult (0
 ** when none), and the NVRTC log of the last failed compile ("" when none).
-** Strings stay valid until this thread's next call on the context. */
+** Strings stay valid until this thread's next call on the context, or
+** until this thread's calls have failed on 8 other contexts since (each
+** thread keeps the last failure of its 8 most recently failing contexts). */
 const char *ct_last_error(const ct_context *ctx);
 int ct_last_cuda_result(const ct_context *ctx);
 int ct_last_nvrtc_result(const ct_context *ctx);

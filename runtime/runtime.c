@@ -463,15 +463,17 @@ static void rt_release_weights(ct_context *ctx, int pushed);
 static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
 static atomic_uint rt_fork_generation;
 static atomic_uint_fast64_t rt_next_serial = 1;
-static pthread_key_t rt_log_key; /* frees a thread's NVRTC log at exit */
+static pthread_key_t rt_log_key; /* frees a thread's NVRTC logs at exit */
 
 static void rt_after_fork_child(void) {
   atomic_fetch_add_explicit(&rt_fork_generation, 1, memory_order_relaxed);
 }
 
+static void rt_errors_free(void *errors); /* below */
+
 static void rt_init(void) {
   pthread_atfork(NULL, NULL, rt_after_fork_child);
-  pthread_key_create(&rt_log_key, free);
+  pthread_key_create(&rt_log_key, rt_errors_free);
 }
 
 static int ctx_ok(const ct_context *ctx) {
@@ -483,58 +485,97 @@ static int ctx_ok(const ct_context *ctx) {
 
 typedef struct rt_error {
   uint64_t serial;      /* the context the failure is about; 0: none */
+  uint64_t stamp;       /* when it was recorded, in this thread's count */
   char message[512];
   int cuda_result;      /* CUresult, 0 when none */
   int nvrtc_result;     /* nvrtcResult, 0 when none */
-  char *nvrtc_log;      /* malloc'd (owned through rt_log_key), or NULL */
+  char *nvrtc_log;      /* malloc'd (freed through rt_log_key at exit), or NULL */
 } rt_error;
 
-static __thread rt_error rt_last;
+/* A thread's last failure on each of the last RT_ERROR_SLOTS contexts it
+** failed on: a failure on one context leaves another's strings alone
+** (convtune.h: valid until this thread's next call on that context; past
+** RT_ERROR_SLOTS contexts, the least recent one's are dropped). */
+#define RT_ERROR_SLOTS 8
+static __thread rt_error rt_errors[RT_ERROR_SLOTS];
+static __thread uint64_t rt_error_count;
+static __thread rt_error *rt_last; /* the slot ctx_fail last wrote */
 
-static void rt_set_log(const char *log) {
-  free(rt_last.nvrtc_log);
-  rt_last.nvrtc_log = log ? strdup(log) : NULL;
-  pthread_setspecific(rt_log_key, rt_last.nvrtc_log);
+static void rt_errors_free(void *errors) {
+  rt_error *e = errors;
+  for (int i = 0; i < RT_ERROR_SLOTS; i++) {
+    free(e[i].nvrtc_log);
+    e[i].nvrtc_log = NULL;
+  }
 }
 
-/* Records a failure of a call on ctx in this thread and returns rc. */
+/* This thread's slot of ctx's failures, or NULL. */
+static rt_error *rt_error_of(const ct_context *ctx) {
+  for (int i = 0; i < RT_ERROR_SLOTS; i++)
+    if (rt_errors[i].serial != 0 && rt_errors[i].serial == ctx->serial) return &rt_errors[i];
+  return NULL;
+}
+
+static void rt_set_log(const char *log) {
+  free(rt_last->nvrtc_log);
+  rt_last->nvrtc_log = log ? strdup(log) : NULL;
+  pthread_setspecific(rt_log_key, rt_errors);
+}
+
+/* Records a failure of a call on ctx in this thread and returns rc: in
+** ctx's slot, else a free one, else the least recently written. */
 __attribute__((format(printf, 4, 5)))
 static ct_status ctx_fail(const ct_context *ctx, ct_status rc, CUresult cr,
                           const char *fmt, ...) {
-  rt_last.serial = ctx->serial;
+  rt_error *e = rt_error_of(ctx);
+  for (int i = 0; e == NULL && i < RT_ERROR_SLOTS; i++)
+    if (rt_errors[i].serial == 0) e = &rt_errors[i];
+  if (e == NULL) {
+    e = &rt_errors[0];
+    for (int i = 1; i < RT_ERROR_SLOTS; i++)
+      if (rt_errors[i].stamp < e->stamp) e = &rt_errors[i];
+  }
+  rt_last = e;
+  rt_last->serial = ctx->serial;
+  rt_last->stamp = ++rt_error_count;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(rt_last.message, sizeof rt_last.message, fmt, ap);
+  vsnprintf(rt_last->message, sizeof rt_last->message, fmt, ap);
   va_end(ap);
   if (cr != CUDA_SUCCESS) {
     char buf[256];
-    size_t used = strlen(rt_last.message);
-    snprintf(rt_last.message + used, sizeof rt_last.message - used, ": %s",
+    size_t used = strlen(rt_last->message);
+    snprintf(rt_last->message + used, sizeof rt_last->message - used, ": %s",
              ct_drv_error(cr, buf, sizeof buf));
   }
-  rt_last.cuda_result = (int)cr;
-  rt_last.nvrtc_result = 0;
+  rt_last->cuda_result = (int)cr;
+  rt_last->nvrtc_result = 0;
   rt_set_log(NULL);
   return rc;
 }
 
-static int rt_error_is_for(const ct_context *ctx) {
-  return ctx_ok(ctx) && rt_last.serial == ctx->serial;
+/* ctx's slot when ctx is an open context, else NULL. */
+static const rt_error *rt_error_for(const ct_context *ctx) {
+  return ctx_ok(ctx) ? rt_error_of(ctx) : NULL;
 }
 
 const char *ct_last_error(const ct_context *ctx) {
   if (ctx == NULL) return "no context";
   if (!ctx_ok(ctx)) return "not an open convtune context";
-  return rt_error_is_for(ctx) ? rt_last.message : "no error";
+  const rt_error *e = rt_error_for(ctx);
+  return e ? e->message : "no error";
 }
 int ct_last_cuda_result(const ct_context *ctx) {
-  return rt_error_is_for(ctx) ? rt_last.cuda_result : 0;
+  const rt_error *e = rt_error_for(ctx);
+  return e ? e->cuda_result : 0;
 }
 int ct_last_nvrtc_result(const ct_context *ctx) {
-  return rt_error_is_for(ctx) ? rt_last.nvrtc_result : 0;
+  const rt_error *e = rt_error_for(ctx);
+  return e ? e->nvrtc_result : 0;
 }
 const char *ct_last_nvrtc_log(const ct_context *ctx) {
-  return rt_error_is_for(ctx) && rt_last.nvrtc_log ? rt_last.nvrtc_log : "";
+  const rt_error *e = rt_error_for(ctx);
+  return e && e->nvrtc_log ? e->nvrtc_log : "";
 }
 
 /* ---------------------------------------------------------------------- */
@@ -769,7 +810,7 @@ static ct_status compile_and_load(ct_context *ctx, const ct_problem *p,
   if (rc != CT_OK) {
     ctx_fail(ctx, rc, CUDA_SUCCESS, "NVRTC failed to compile %s (see the log)",
              v->name);
-    rt_last.nvrtc_result = out.nvrtc_result;
+    rt_last->nvrtc_result = out.nvrtc_result;
     rt_set_log(out.log);
     ct_rt_compiled_clear(&out);
     return rc;

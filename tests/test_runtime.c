@@ -876,10 +876,26 @@ static void test_errors_per_thread(void) {
   pthread_join(t, &seen);
   ASSERT_EQ_STR((const char *)seen, "no error");
   ASSERT_TRUE(contains(ct_last_error(ctx), "n = 0"));
-  /* And per context. */
+  /* And per context: a failure on another context leaves ctx's message
+  ** (and the string it gave) alone, until 8 other contexts have failed. */
   ct_context *other = NULL;
   ASSERT_EQ_INT(ct_open("", 0, &other), CT_OK);
   ASSERT_EQ_STR(ct_last_error(other), "no error");
+  const char *mine = ct_last_error(ctx);
+  ct_problem q = parse(spec_a);
+  q.c = -9;
+  ASSERT_EQ_INT(fwd(other, &q), CT_ERR_INVALID_PROBLEM);
+  ASSERT_TRUE(contains(ct_last_error(other), "c = -9"));
+  ASSERT_TRUE(contains(ct_last_error(ctx), "n = 0"));
+  ASSERT_TRUE(contains(mine, "n = 0"));
+  ct_context *more[8];
+  for (int i = 0; i < 8; i++) {
+    ASSERT_EQ_INT(ct_open("", 0, &more[i]), CT_OK);
+    ASSERT_EQ_INT(fwd(more[i], &q), CT_ERR_INVALID_PROBLEM);
+  }
+  ASSERT_EQ_STR(ct_last_error(ctx), "no error"); /* the least recent, dropped */
+  ASSERT_TRUE(contains(ct_last_error(more[0]), "c = -9"));
+  for (int i = 0; i < 8; i++) ct_close(more[i]);
   ct_close(other);
   ct_close(ctx);
 }
