@@ -487,7 +487,8 @@ ct_status ct_problem_format(const ct_problem *p, char *buf, size_t buflen) {
   if (!p || !buf || buflen == 0) return CT_ERR_INVALID_ARG;
   const char *prec = ct_precision_name(p->precision);
   if (!prec || !ct_activation_name(p->act) || !ct_layout_name(p->layout) ||
-      (p->residual != 0 && p->residual != 1) || p->groups < 1) {
+      (p->residual != 0 && p->residual != 1) || (p->bias != 0 && p->bias != 1) ||
+      p->groups < 1) {
     buf[0] = '\0';
     return CT_ERR_INVALID_ARG;
   }

@@ -131,8 +131,9 @@ ct_status ct_problem_parse(const char *spec, ct_problem *p, char *err,
 
 /* Writes the canonical spec text of *p into buf (CT_PROBLEM_SPEC_MAX bytes
 ** suffice for a valid problem).  Parsing it gives back *p.  Returns CT_OK, or
-** CT_ERR_INVALID_ARG when an argument is NULL, the precision unknown or buf
-** too small. */
+** CT_ERR_INVALID_ARG when an argument is NULL, the precision, activation or
+** layout unknown, bias or residual not 0 or 1, groups below 1, or buf too
+** small. */
 ct_status ct_problem_format(const ct_problem *p, char *buf, size_t buflen);
 
 /* "tf32" / "fp32"; NULL for an unknown value. */

@@ -573,6 +573,9 @@ static void test_activation_and_layout_names(void) {
   p.residual = 0;
   p.groups = 0;
   ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_ERR_INVALID_ARG);
+  p.groups = 1;
+  p.bias = 7; /* "bias=7" would not parse back */
+  ASSERT_EQ_INT(ct_problem_format(&p, buf, sizeof buf), CT_ERR_INVALID_ARG);
   /* the struct's size, for bindings that mirror it */
   ASSERT_EQ_INT((long long)ct_problem_size(), (long long)sizeof(ct_problem));
 }
