@@ -54,7 +54,10 @@ static int direct_valid(const ct_problem *p, const ct_gen_limits *lim,
   if (p->groups > 1 && (p->k / p->groups) % tk != 0) return 0;
   direct_shape sh;
   direct_shape_of(p, v, &sh);
-  /* Coordinates in 32 bits (see the template's static_asserts). */
+  /* Coordinates in 32 bits (see the template's static_asserts), and the
+  ** rounded-up counts of column groups and channel tiles (Q + TP - 1,
+  ** K + TK - 1: the template's int divisions). */
+  if (sh.Q + tp - 1 > lim32 || p->k + tk - 1 > lim32) return 0;
   if (p->pad_h > lim32 || p->pad_w > lim32 ||
       (sh.Q - 1 + tp - 1) * p->stride_w + (p->s - 1) * p->dil_w > lim32 ||
       (sh.P - 1) * p->stride_h + (p->r - 1) * p->dil_h > lim32)

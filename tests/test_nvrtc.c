@@ -144,6 +144,10 @@ static void test_odd_problems(void) {
     "n=16,c=64,h=1024,w=1024,k=128,r=1,s=1,bias=0",
     "n=1,c=3,h=32768,w=32768,k=2,r=3,s=3,pad=1",
     "n=1,c=2048,h=24,w=24,k=2048,r=23,s=23,bias=0",
+    /* Q and K at INT32_MAX: the rounded-up column groups and channel
+    ** tiles (Q + TP - 1, K + TK - 1) stay in int */
+    "n=1,c=1,h=1,w=2147483647,k=1,r=1,s=1",
+    "n=1,c=1,h=1,w=1,k=2147483647,r=1,s=1",
   };
   const size_t n_specs = sizeof specs / sizeof specs[0];
   ct_gen_limits lim;
