@@ -60,8 +60,9 @@ precision, date, mean_ms, median_ms, min_ms, max_ms, passes, max_abs_err,
 rel_err, bias, conv_floor_ms, x_conv_floor, speed_vs_best_pytorch} (date:
 when the run that measured the row started, so that rows merged from
 several runs say which is which; a row replaces the one with its key
-unless that one is dated later, and so does each precision's tune record
-of a model) and, with matplotlib, network-<gpu>.png.  --merge runs
+unless that one is dated later, and so do a model's record, each
+precision's tune record of it and the file's own fields) and, with
+matplotlib, network-<gpu>.png.  --merge runs
 nothing: it merges the files that runs on other machines or in other
 directories wrote (a run per call where one call cannot hold them all)
 into <out>'s file, as if each run had written there: in any order, since
@@ -346,8 +347,7 @@ def merge_models(old, new):
         prev = old.get(key, {})
         tune = dict(prev.get("tune") or {})
         for prec, record in (entry.get("tune") or {}).items():
-            if prec not in tune or replaces(record, tune[prec]):
-                tune[prec] = record
+            put_later(tune, prec, record)
         merged[key] = dict(entry if key not in old or replaces(entry, prev) else prev, tune=tune)
     return merged
 
@@ -364,12 +364,17 @@ def replaces(new, old):
         return True
 
 
+def put_later(records, key, record):
+    """records[key] = record, unless the record there is dated later."""
+    if key not in records or replaces(record, records[key]):
+        records[key] = record
+
+
 def merge(old_rows, new_rows):
     key = lambda r: (r["model"], r["batch"], r["impl"], r["precision"])  # noqa: E731
     merged = {key(r): r for r in old_rows}
     for r in new_rows:
-        if key(r) not in merged or replaces(r, merged[key(r)]):
-            merged[key(r)] = r
+        put_later(merged, key(r), r)
     return list(merged.values())
 
 
