@@ -343,7 +343,9 @@ ct_status ct_prepare(ct_context *ctx, const ct_problem *p);
 **   CT_ERR_DB_CORRUPT  not a convtune database, or damaged (found at open,
 **                      or by a later query);
 **   CT_ERR_UNSUPPORTED its schema is newer than this build's;
-**   CT_ERR_DB, CT_ERR_IO, CT_ERR_NOMEM  it could not be read;
+**   CT_ERR_DB, CT_ERR_IO, CT_ERR_NOMEM  it could not be read (CT_ERR_IO
+**                      also: no path was set, or the path is longer than
+**                      4095 bytes);
 **   CT_ERR_INVALID_ARG ctx is not an open context.
 ** A file found unusable at ct_open leaves every problem to default
 ** variants; damage found by a later query (a cubin that fails its hash, a

@@ -601,14 +601,25 @@ static void db_open(ct_context *ctx, const char *db_path) {
     return;
   }
   if (db_path == NULL) {
-    if (ct_cache_default_path(ctx->db_path, sizeof ctx->db_path) != CT_OK) {
+    ct_status prc = ct_cache_default_path(ctx->db_path, sizeof ctx->db_path);
+    if (prc != CT_OK) {
       ctx->db_path[0] = '\0';
       ctx->db_status = CT_ERR_IO;
-      snprintf(ctx->db_message, sizeof ctx->db_message,
-               "no tuning database path: set CONVTUNE_DB, XDG_CACHE_HOME or "
-               "HOME");
+      snprintf(ctx->db_message, sizeof ctx->db_message, "%s",
+               prc == CT_ERR_IO
+                   ? "no tuning database path: set CONVTUNE_DB, "
+                     "XDG_CACHE_HOME or HOME"
+                   : "the tuning database path from CONVTUNE_DB, "
+                     "XDG_CACHE_HOME or HOME is longer than 4095 bytes");
       return;
     }
+  } else if (strlen(db_path) >= sizeof ctx->db_path) {
+    ctx->db_path[0] = '\0';
+    ctx->db_status = CT_ERR_IO;
+    snprintf(ctx->db_message, sizeof ctx->db_message,
+             "db_path is %zu bytes long: at most %zu", strlen(db_path),
+             sizeof ctx->db_path - 1);
+    return;
   } else {
     snprintf(ctx->db_path, sizeof ctx->db_path, "%s", db_path);
   }

@@ -380,9 +380,26 @@ static void test_default_database(void) {
   ct_close(ctx);
   ASSERT_EQ_INT(ct_default_database(small, sizeof small), CT_ERR_INVALID_ARG);
   ASSERT_EQ_INT(ct_default_database(NULL, sizeof buf), CT_ERR_INVALID_ARG);
+  /* Paths that do not fit a context: said, not cut to a different file. */
+  static char longpath[5000];
+  memset(longpath, 'a', sizeof longpath - 1);
+  longpath[0] = '/';
+  setenv("CONVTUNE_DB", longpath, 1);
+  ASSERT_EQ_INT(ct_open(NULL, 0, &ctx), CT_OK);
+  ASSERT_EQ_INT(ct_database_status(ctx, msg, sizeof msg), CT_ERR_IO);
+  ASSERT_TRUE(contains(msg, "longer than 4095 bytes"));
+  ct_close(ctx);
+  ASSERT_EQ_INT(ct_open(longpath, 0, &ctx), CT_OK);
+  ASSERT_EQ_INT(ct_database_status(ctx, msg, sizeof msg), CT_ERR_IO);
+  ASSERT_TRUE(contains(msg, "db_path is 4999 bytes long"));
+  ct_close(ctx);
   for (int i = 0; i < 3; i++) unsetenv(names[i]);
   ASSERT_EQ_INT(ct_default_database(buf, sizeof buf), CT_ERR_IO);
   ASSERT_EQ_STR(buf, "");
+  ASSERT_EQ_INT(ct_open(NULL, 0, &ctx), CT_OK);
+  ASSERT_EQ_INT(ct_database_status(ctx, msg, sizeof msg), CT_ERR_IO);
+  ASSERT_TRUE(contains(msg, "no tuning database path"));
+  ct_close(ctx);
   for (int i = 0; i < 3; i++) {
     if (saved[i]) setenv(names[i], saved[i], 1);
     free(saved[i]);
