@@ -78,7 +78,8 @@ class Problem(ctypes.Structure):
     and layout, int residual, then int64 groups after 4 bytes of padding
     (136 bytes; the library's ct_problem_size must agree).  groups, the
     last field, defaults to 1 (an ordinary convolution, as in a spec) when
-    a Problem is made without it; w is then (K, C / groups, R, S)."""
+    a Problem is made without it; w is then (K, C / groups, R, S).
+    Strides and dilations left out default to 1, likewise."""
 
     _fields_ = [
         ("n", ctypes.c_int64),
@@ -102,9 +103,13 @@ class Problem(ctypes.Structure):
         ("groups", ctypes.c_int64),  # added in 0.4.0
     ]
 
+    # Fields whose zero is not a valid value default as in a spec.
+    _DEFAULTS = {"stride_h": 1, "stride_w": 1, "dil_h": 1, "dil_w": 1, "groups": 1}
+
     def __init__(self, *args, **kwargs):
-        if len(args) < len(self._fields_) and "groups" not in kwargs:
-            kwargs["groups"] = 1
+        for i, (name, _) in enumerate(self._fields_):
+            if name in self._DEFAULTS and len(args) <= i and name not in kwargs:
+                kwargs[name] = self._DEFAULTS[name]
         super().__init__(*args, **kwargs)
 
     def spec(self):
@@ -363,6 +368,9 @@ class Library:
         if not isinstance(spec, str):
             raise TypeError("a problem spec is a str such as 'n=1,c=3,h=224,w=224,"
                             "k=64,r=7,s=7', not %s" % type(spec).__name__)
+        if "\0" in spec:
+            self._raise(CT_ERR_PARSE, "cannot parse problem spec %r: it contains a NUL "
+                        "character" % spec)
         p = Problem()
         err = ctypes.create_string_buffer(256)
         st = self._lib.ct_problem_parse(spec.encode(), ctypes.byref(p), err, len(err))
@@ -456,10 +464,13 @@ class Context:
         self._lib = library._lib
         self._handle = handle
 
+    _close_lock = threading.Lock()
+
     def close(self):
-        if self._handle:
-            self._lib.ct_close(self._handle)
-            self._handle = None
+        with Context._close_lock:  # one ct_close, whichever thread calls
+            handle, self._handle = self._handle, None
+        if handle:
+            self._lib.ct_close(handle)
 
     def __enter__(self):
         return self

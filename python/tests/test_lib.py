@@ -93,6 +93,13 @@ def test_problem_made_without_groups_has_one_group(lib):
     assert _lib.Problem(*fields, 2).groups == 2
     assert _lib.Problem(*fields, groups=2).spec().endswith(",prec=fp32,groups=2")
     assert _lib.Problem().groups == 1
+    # Strides and dilations left out are 1, as in a spec, not 0.
+    named = _lib.Problem(n=1, c=4, h=8, w=8, k=6, r=3, s=3, pad_h=1, pad_w=1,
+                         precision=_lib.CT_PREC_FP32)
+    assert lib.validate(named).spec() == \
+        "n=1,c=4,h=8,w=8,k=6,r=3,s=3,stride=1,pad=1,dil=1,bias=0,prec=fp32"
+    assert _lib.Problem(n=1, stride_w=2, dil_h=3).spec().startswith(
+        "n=1,c=0,h=0,w=0,k=0,r=0,s=0,stride=1x2,pad=0,dil=3x1,")
 
 
 @pytest.mark.parametrize("spec,needle", [
@@ -256,6 +263,12 @@ def test_default_database_follows_the_environment(lib, monkeypatch):
     monkeypatch.setenv("CONVTUNE_DB", "/d/" + "x" * 5000)
     with pytest.raises(_lib.ConvtuneError, match="does not fit"):
         lib.default_database()
+
+
+def test_parse_refuses_a_nul(lib):
+    with pytest.raises(convtune.ConvtuneError) as e:
+        lib.parse("n=1,c=1,h=8,w=8,k=1,r=3,s=3\0,stride=9")
+    assert e.value.status == _lib.CT_ERR_PARSE and "NUL" in str(e.value)
 
 
 def test_parse_wants_a_string(lib):
