@@ -202,14 +202,27 @@ def _resolve_precision(precision):
 
 
 def _pair(value, name):
-    """An int or a sequence of 1 or 2 ints as a list of 2 ints."""
+    """An int or a sequence of 1 or 2 ints as a list of 2 ints; TypeError
+    for other values (a float is not truncated), as F.conv2d raises."""
     if isinstance(value, (list, tuple)):
         if len(value) == 1:
             value = (value[0], value[0])
         if len(value) != 2:
             raise ValueError("%s must be an int or a pair of ints, not %r" % (name, value))
-        return [int(value[0]), int(value[1])]
-    return [int(value), int(value)]
+    else:
+        value = (value, value)
+    try:
+        return [operator.index(value[0]), operator.index(value[1])]
+    except TypeError:
+        raise TypeError("%s must be an int or a pair of ints, not %r" % (name, value)) from None
+
+
+def _check_int_arguments(module):
+    """Raises TypeError (ValueError) unless the conv module's stride,
+    dilation and padding (unless a string) are ints or pairs of ints."""
+    for name in ("stride", "dilation") + (() if isinstance(module.padding, str)
+                                          else ("padding",)):
+        _pair(getattr(module, name), name)
 
 
 def _same_padding(weight, stride, dilation):
@@ -796,7 +809,11 @@ class Conv2d(nn.Conv2d):
     where the model reads the residual nowhere after): the output is
     written into the residual's own memory when it is dense in input's
     layout and shares none with the inputs, and that tensor is returned;
-    eager inference only (outside autograd, tracing and graph capture)."""
+    eager inference only (outside autograd, tracing and graph capture).
+
+    An input that is a strided view (neither contiguous nor channels_last,
+    e.g. a channel chunk) is copied to a contiguous tensor first, as
+    nn.Conv2d accepts any strides; conv2d() itself refuses one."""
 
     residual_inplace = False
 
@@ -810,6 +827,7 @@ class Conv2d(nn.Conv2d):
             raise UnsupportedError("dtype=%s: convtune runs float32 convolutions only" % dtype)
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, device, dtype)
+        _check_int_arguments(self)  # TypeError for a float, not truncated
         self.precision = _check_precision(precision)
         self.act = _check_act(act)
         self.pack_weights = bool(pack_weights)
@@ -831,6 +849,8 @@ class Conv2d(nn.Conv2d):
         return new
 
     def forward(self, input, residual=None):
+        if input.dim() == 4 and _layout(input) is None:  # a strided view, as nn.Conv2d takes
+            input = input.contiguous()
         if not torch.compiler.is_compiling():
             again = _repeats.get(self)
             if again is not None:
@@ -941,6 +961,10 @@ def _conv_config_reason(module):
     groups nn.Conv2d accepts run."""
     if module.padding_mode != "zeros":
         return "padding_mode=%r: convtune pads with zeros only" % module.padding_mode
+    try:
+        _check_int_arguments(module)
+    except (TypeError, ValueError) as e:
+        return str(e)
     if module.weight.dtype != torch.float32:
         return "weight is %s: convtune runs float32 convolutions only" % module.weight.dtype
     if isinstance(module.padding, str) and module.padding == "same":
@@ -969,10 +993,7 @@ def _collected_problem(module, x, precision, act="none", residual=None):
         x = x.unsqueeze(0)
     if x.dim() != 4:
         return None, 0, "input of shape %s: not (N, C, H, W) or (C, H, W)" % (tuple(x.shape),)
-    layout = _layout(x)
-    if layout is None:
-        return None, 0, ("its input is neither contiguous nor channels_last (a strided view): "
-                         "convtune runs dense NCHW or NHWC tensors")
+    layout = _layout(x) or "nchw"  # Conv2d makes a strided view contiguous
     try:
         stride, padding, dilation = _arguments(x, weight, module.stride, module.padding,
                                                module.dilation, precision)
@@ -1018,30 +1039,38 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=Tr
                    at most 63 characters), "calls" (in this pass), "weight"
                    (calls x GFLOP, an estimate of its share of the time for
                    `tune --weighted`) and "modules" (every module name);
-      "skipped":   the convolutions convtune cannot run, one entry per
-                   module: "name", "calls" and "reason" (a dtype other
-                   than float32, padding_mode, asymmetric "same" padding,
-                   sizes past the library's limits, groups > 1 without
-                   grouped=True).  With grouped=True grouped and depthwise
-                   convolutions are problems like any other, with
-                   ",groups=G" in their spec.
+      "skipped":   the convolutions convtune cannot run or patch() leaves
+                   alone, one entry per module: "name", "calls" and
+                   "reason" (a dtype other than float32, padding_mode,
+                   asymmetric "same" padding, sizes past the library's
+                   limits, groups > 1 without grouped=True, forward hooks,
+                   a subclass of nn.Conv2d, parametrized weights).  A call
+                   on a batch of 0 runs no kernel and is not counted.
+                   With grouped=True grouped and depthwise convolutions
+                   are problems like any other, with ",groups=G" in their
+                   spec.
     The problems part is what `convtune tune --problems` reads
     (write_problems writes it)."""
     prec = _resolve_precision(_check_precision(precision))
     relu = {}
     if (fold_bn or fuse_relu or fuse_residual) and not isinstance(model, nn.Conv2d):
-        # (a lone convolution: nothing to fold or fuse)
-        model, _, relu, _ = _fuse(copy.deepcopy(model), fold_bn, fuse_relu, fuse_residual,
-                                  grouped)
+        # (a lone convolution: nothing to fold or fuse)  Folded in eval
+        # mode, as patch() folds a model in eval mode.
+        model, _, relu, _ = _fuse(copy.deepcopy(model).eval(), fold_bn, fuse_relu,
+                                  fuse_residual, grouped)
     if channels_last:
         model = _to_channels_last(copy.deepcopy(model))
     names = {m: (n or "(model)") for n, m in model.named_modules()}
     found, skipped = {}, {}
 
+    left = {}  # each convolution's reason for patch() to leave it (in eval mode), or None
+
     def hook(module, args, kwargs, output):
         name = names.get(module, type(module).__name__)
         x = args[0] if args else kwargs.get("input")
-        reason = _grouped_reason(module, grouped)
+        reason = left.get(module)
+        if isinstance(x, torch.Tensor) and x.dim() == 4 and x.shape[0] == 0:
+            return  # a batch of 0 runs no kernel
         if reason is not None:
             spec, gflop = None, 0
         elif isinstance(x, torch.Tensor):
@@ -1065,9 +1094,11 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=Tr
 
     convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
     modes = [(m, m.training) for m in model.modules()]
-    handles = [m.register_forward_hook(hook, with_kwargs=True) for m in convs]
+    handles = []
     try:
         model.eval()
+        left.update((m, _unsupported_module(m, grouped)) for m in convs)  # before our hooks
+        handles += [m.register_forward_hook(hook, with_kwargs=True) for m in convs]
         with torch.no_grad():
             model(*example_inputs, **example_kwargs)
     finally:
@@ -1372,7 +1403,9 @@ def _fuse(model, fold_bn, fuse_relu, fuse_residual=False, grouped=True):
     Returns (the GraphModule, {conv name: bn name}, {conv name: (act, the
     activation module's name, or act for a function or method)},
     {conv name: {"residual": the residual node's name, "inplace": bool}}).
-    Raises ValueError when the model cannot be traced."""
+    Raises ValueError when the model cannot be traced, or has hooks that
+    the traced graph would drop (on the model itself or on a module that
+    tracing inlines)."""
     import torch.fx as fx
     from torch.nn.utils.fusion import fuse_conv_bn_eval
 
@@ -1382,6 +1415,15 @@ def _fuse(model, fold_bn, fuse_relu, fuse_residual=False, grouped=True):
         def is_leaf_module(self, m, qualname):
             return isinstance(m, nn.Conv2d) or super().is_leaf_module(m, qualname)
 
+    hooked = [name or "the model itself" for name, m in model.named_modules()
+              if (m._forward_hooks or m._forward_pre_hooks) and
+              (m is model or not Tracer().is_leaf_module(m, name))]
+    if hooked:
+        raise ValueError("folding BatchNorms and fusing ReLUs and additions rewrites the "
+                         "model's traced graph, which would drop the forward hooks of %s; "
+                         "remove them, or pass fold_bn=False, fuse_relu=False, "
+                         "fuse_residual=False to leave the model's graph as it is"
+                         % ", ".join(hooked))
     try:
         tracer = Tracer()
         graph = tracer.trace(model)
@@ -1497,7 +1539,12 @@ def _fuse(model, fold_bn, fuse_relu, fuse_residual=False, grouped=True):
         src, act = found
         node.replace_all_uses_with(src)
         gm.graph.erase_node(node)
-        relu[src.target] = (act, node.target if node.op == "call_module" else act)
+        name = node.target if node.op == "call_module" else act
+        if src.target in relu:  # a second activation: relu6 after relu or the reverse is relu6
+            first, first_name = relu[src.target]
+            act = "relu6" if "relu6" in (first, act) else "relu"
+            name = "%s, %s" % (first_name, name)
+        relu[src.target] = (act, name)
     decide_inplace(residual)
     gm.graph.lint()
     gm.delete_all_unused_submodules()
@@ -1571,8 +1618,8 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=True, grouped=Fa
 
     Returns (patched model, report): report["replaced"] lists {"name",
     "folded_bn" (the BatchNorm's name, or None), "fused_relu" (the ReLU or
-    ReLU6 module's name, "relu" or "relu6" for a function or method, or
-    None),
+    ReLU6 module's name, "relu" or "relu6" for a function or method,
+    both joined by ", " where two were fused in a row, or None),
     "fused_residual" (None, or {"residual": the graph node of the value
     added, "inplace": whether the output is written into it})},
     report["left"] {"name", "reason"}, in module order."""
@@ -1584,6 +1631,10 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=True, grouped=Fa
                          "BatchNorms or fuse ReLUs and additions (that makes a new "
                          "GraphModule): pass fold_bn=False, fuse_relu=False, "
                          "fuse_residual=False, or inplace=False")
+    if inplace and isinstance(model, nn.Conv2d) and not isinstance(model, Conv2d):
+        raise ValueError("inplace=True replaces convolutions inside their model, and a lone "
+                         "nn.Conv2d has no model around it: pass inplace=False and use the "
+                         "module returned")
     if not inplace:
         model = copy.deepcopy(model)
     folded, relu, residual = {}, {}, {}
@@ -1596,16 +1647,20 @@ def patch(model, *, fold_bn=True, fuse_relu=True, fuse_residual=True, grouped=Fa
         report["left"] += [{"name": n, "reason": "its model's forward never calls it: "
                                                  "not in the traced model"}
                            for n in before if n not in kept]
-    for name, module in list(model.named_modules()):
+    made = {}  # id(nn.Conv2d) -> its Conv2d: a module held under several names stays one
+    for name, module in list(model.named_modules(remove_duplicate=False)):
         if not isinstance(module, nn.Conv2d) or isinstance(module, Conv2d):
             continue
         reason = _unsupported_module(module, grouped)
         if reason is not None:
             report["left"].append({"name": name, "reason": reason})
             continue
-        new = Conv2d.from_module(module, precision=precision,
-                                 act=relu.get(name, ("none",))[0], pack_weights=pack_weights)
-        new.residual_inplace = bool(residual.get(name, {}).get("inplace"))
+        new = made.get(id(module))
+        if new is None:
+            new = made[id(module)] = Conv2d.from_module(
+                module, precision=precision, act=relu.get(name, ("none",))[0],
+                pack_weights=pack_weights)
+            new.residual_inplace = bool(residual.get(name, {}).get("inplace"))
         if name == "":  # the model is the convolution
             model = new
         else:

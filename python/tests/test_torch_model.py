@@ -427,10 +427,12 @@ def test_collect_keyword_and_channels_last_inputs(lib):
 
     got = ct.collect(Kw(), torch.randn(2, 3, 9, 9), fold_bn=False, fuse_relu=False,
                      fuse_residual=False)
-    assert [(p["name"], p["spec"].endswith(",layout=nhwc")) for p in got["problems"]] == \
-        [("a", False), ("b", True)]
-    assert [(s["name"], "neither contiguous nor channels_last" in s["reason"])
-            for s in got["skipped"]] == [("b", True)]
+    # The strided view is the problem of the contiguous copy Conv2d makes.
+    assert [(p["name"], p["spec"].endswith(",layout=nhwc"), p["spec"].split(",")[2:4])
+            for p in got["problems"]] == \
+        [("a", False, ["h=9", "w=9"]), ("b", True, ["h=7", "w=7"]),
+         ("b", False, ["h=4", "w=7"])]
+    assert got["skipped"] == []
 
 
 def test_tune_argument_errors(monkeypatch, lib):
@@ -890,3 +892,136 @@ def test_patch_grouped_and_depthwise(monkeypatch, lib):
         want = net(x)
         for model in (patched, nhwc, default):
             assert torch.allclose(model(x), want, rtol=1e-4, atol=1e-5)
+
+
+def test_relu_and_relu6_in_a_row_fuse_as_relu6(monkeypatch, lib):
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = nn.Conv2d(3, 8, 3, padding=1)
+            self.d = nn.Conv2d(3, 8, 3, padding=1)
+
+        def forward(self, x):
+            return torch.relu(F.relu6(self.c(x))), F.relu6(F.relu(self.d(x)))
+
+    net = Two().eval()
+    x = torch.randn(2, 3, 6, 5) * 10  # outputs well past 6
+    patched, report = ct.patch(net)
+    assert (patched.c.act, patched.d.act) == ("relu6", "relu6")
+    assert [r["fused_relu"] for r in report["replaced"]] == ["relu6, relu", "relu, relu6"]
+    assert [p["spec"].endswith(",act=relu6") for p in ct.collect(net, x)["problems"]] == [True]
+    _kernel_on_cpu(monkeypatch)
+    with torch.no_grad():
+        for got, want in zip(patched(x), net(x)):
+            assert torch.allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_fusing_refuses_hooks_the_traced_graph_would_drop(lib):
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8)).eval()
+    handle = net.register_forward_hook(lambda m, a, o: o - 100)
+    for call in (lambda: ct.patch(net), lambda: ct.collect(net, torch.randn(1, 3, 8, 8))):
+        with pytest.raises(ValueError, match="forward hooks of the model itself"):
+            call()
+    handle.remove()
+    outer = nn.Sequential(nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())).eval()
+    outer[0].register_forward_pre_hook(lambda m, a: None)
+    with pytest.raises(ValueError, match="forward hooks of 0;"):
+        ct.patch(outer)
+    patched, report = ct.patch(outer, fold_bn=False, fuse_relu=False, fuse_residual=False)
+    assert [r["name"] for r in report["replaced"]] == ["0.0"] and patched[0]._forward_pre_hooks
+    # A hook on a module the graph keeps (a BatchNorm) stays, its BatchNorm unfolded.
+    leaf = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)).eval()
+    leaf[1].register_forward_hook(lambda m, a, o: o)
+    patched, report = ct.patch(leaf)
+    assert report["replaced"][0]["folded_bn"] is None
+    assert patched.get_submodule("1")._forward_hooks
+
+
+def test_a_strided_view_input_runs_as_its_contiguous_copy(monkeypatch, lib):
+    class Chunk(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = nn.Conv2d(4, 6, 3, padding=1)
+
+        def forward(self, x):
+            return self.c(x.chunk(2, dim=1)[1])
+
+    net = Chunk().eval()
+    x = torch.randn(2, 8, 7, 5)
+    got = ct.collect(net, x, precision="fp32")
+    assert specs(got) == ["n=2,c=4,h=7,w=5,k=6,r=3,s=3,stride=1,pad=1,dil=1,bias=1,prec=fp32"]
+    assert got["skipped"] == []
+    patched, _ = ct.patch(net)
+    seen = []
+
+    def conv2d(x, *args, **kwargs):
+        seen.append(x.is_contiguous())
+        return _cpu_conv2d(x, *args, **kwargs)
+
+    monkeypatch.setattr(ct, "conv2d", conv2d)
+    with torch.no_grad():
+        assert torch.allclose(patched(x), net(x), rtol=1e-4, atol=1e-5)
+    assert seen == [True]
+
+
+def test_a_conv_under_two_names_is_one_convtune_module(lib):
+    class Alias(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Conv2d(3, 3, 1)
+            self.b = self.a
+
+        def forward(self, x):
+            return self.b(self.a(x))
+
+    patched, report = ct.patch(Alias().eval(), fold_bn=False, fuse_relu=False,
+                               fuse_residual=False)
+    assert isinstance(patched.b, ct.Conv2d) and patched.b is patched.a
+    assert [r["name"] for r in report["replaced"]] == ["a", "b"]
+
+
+def test_collect_lists_what_patch_runs(lib):
+    # A model in training mode: its problems are those of patch(model.eval()).
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8),
+                        nn.ReLU())
+    x = torch.randn(2, 3, 8, 8)
+    train = ct.collect(net.train(), x, precision="fp32")
+    assert all(m.training for m in net.modules())
+    assert specs(train) == specs(ct.collect(net.eval(), x, precision="fp32"))
+    assert specs(train)[0].endswith(",bias=1,prec=fp32,act=relu")
+
+    # What patch() leaves is skipped, with its reason.
+    class Sub(nn.Conv2d):
+        pass
+
+    net = nn.Sequential(nn.Conv2d(3, 4, 1), Sub(4, 4, 1), nn.Conv2d(4, 4, 1)).eval()
+    net[0].register_forward_hook(lambda m, a, o: o)
+    plain = dict(fold_bn=False, fuse_relu=False, fuse_residual=False)
+    got = ct.collect(net, torch.randn(1, 3, 5, 5), **plain)
+    _, report = ct.patch(net, **plain)
+    assert [p["modules"] for p in got["problems"]] == [["2"]]
+    assert [(s["name"], s["reason"]) for s in got["skipped"]] == \
+        [(e["name"], e["reason"]) for e in report["left"]] and len(report["left"]) == 2
+
+    # A batch of 0 runs no kernel: nothing to tune, nothing skipped.
+    got = ct.collect(nn.Conv2d(3, 4, 3).eval(), torch.randn(0, 3, 8, 8))
+    assert got["problems"] == [] and got["skipped"] == []
+
+
+def test_conv_arguments_must_be_integers(lib):
+    x, w = torch.empty(2, 3, 16, 16, device="meta"), torch.empty(4, 3, 3, 3, device="meta")
+    for kw in ({"stride": 1.7}, {"padding": (1.5, 1)}, {"stride": "2"}, {"dilation": [1, 2.0]}):
+        with pytest.raises(TypeError, match="must be an int or a pair of ints"):
+            ct.conv2d(x, w, **kw)
+    with pytest.raises(TypeError, match="stride must be an int"):
+        ct.Conv2d(3, 4, 3, stride=1.5)
+    odd = nn.Conv2d(3, 4, 3, stride=1.5).eval()  # nn.Conv2d takes it
+    patched, report = ct.patch(nn.Sequential(odd))
+    assert [e["reason"] for e in report["left"]] == ["stride must be an int or a pair of ints, "
+                                                     "not (1.5, 1.5)"]
+
+
+def test_inplace_needs_a_model_around_the_convolution(lib):
+    with pytest.raises(ValueError, match="lone nn.Conv2d"):
+        ct.patch(nn.Conv2d(3, 4, 3).eval(), fold_bn=False, fuse_relu=False,
+                 fuse_residual=False, inplace=True)
