@@ -1159,7 +1159,8 @@ def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=
                 chose, else the tuner's default, $CONVTUNE_DB or the
                 per-user one, which is also the library's);
       device    the GPU's index (--device; None: the first CUDA input's
-                device, else the tuner's default, 0);
+                device, positional then keyword, else the tuner's
+                default, 0);
       weighted  share the list's budget by each problem's weight (calls x
                 GFLOP) instead of equally (--weighted);
       fresh     tune problems tuned before again (--fresh);
@@ -1186,7 +1187,7 @@ def tune(model, *example_inputs, budget=None, precision="auto", db=None, device=
     if db == "":
         raise ValueError("set_database('') chose no tuning database: pass db=PATH to tune into")
     if device is None:
-        device = next((t.device.index for t in example_inputs
+        device = next((t.device.index for t in example_inputs + tuple(example_kwargs.values())
                        if isinstance(t, torch.Tensor) and t.is_cuda), None)
     collected = collect(model, *example_inputs, precision=precision, fold_bn=fold_bn,
                         fuse_relu=fuse_relu, fuse_residual=fuse_residual, grouped=grouped,
