@@ -48,8 +48,10 @@ extension is compiled against PyTorch).
         and why.
 
 precision: "tf32" (TF32 tensor-core products, PyTorch's default for
-convolutions), "fp32" (IEEE-fp32-class accuracy) or "auto": tf32 when
-torch.backends.cudnn.allow_tf32 is set, else fp32, read each time the op runs.
+convolutions), "fp32" (IEEE-fp32-class accuracy) or "auto": tf32 where
+PyTorch lets cuDNN's convolutions use TF32 (torch.backends.cudnn.conv.
+fp32_precision "tf32", or torch.backends.cudnn.allow_tf32 where that says
+nothing), else fp32, read each time the op runs.
 
 Layouts: a contiguous x runs NCHW, a channels_last x NHWC (layout=nhwc in
 the spec; the output is channels_last too); a weight in the other memory
@@ -195,9 +197,25 @@ def _check_act(act):
 _ACT_FUNCTIONS = {"none": lambda y: y, "relu": torch.relu, "relu6": F.relu6}
 
 
+def _cudnn_conv_tf32():
+    """Whether PyTorch lets its cuDNN convolutions use TF32: the
+    convolutions' own setting (torch >= 2.9,
+    torch.backends.cudnn.conv.fp32_precision "tf32" or "ieee") where it
+    says, else torch.backends.cudnn.allow_tf32.  Reading the latter raises
+    once the settings of convolutions and RNNs differ: then cuDNN's
+    default, TF32."""
+    precision = getattr(getattr(torch.backends.cudnn, "conv", None), "fp32_precision", None)
+    if precision in ("tf32", "ieee"):
+        return precision == "tf32"
+    try:
+        return torch.backends.cudnn.allow_tf32
+    except RuntimeError:
+        return True
+
+
 def _resolve_precision(precision):
     if precision == "auto":
-        return "tf32" if torch.backends.cudnn.allow_tf32 else "fp32"
+        return "tf32" if _cudnn_conv_tf32() else "fp32"
     return precision
 
 
@@ -236,7 +254,7 @@ def _same_padding(weight, stride, dilation):
             raise UnsupportedError(
                 "padding='same' with dilation %d and kernel size %d needs asymmetric "
                 "padding (%d in all), which convtune does not run" % (d, k, total))
-        pad.append(total // 2)
+        pad.append(int(total) // 2)  # an int, also where tracing makes sizes tensors
     return pad
 
 
@@ -630,8 +648,9 @@ def explain(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
     """What conv2d runs for these arguments and why: a dict with path
     ("tuned-cubin", "tuned-compiled", "nearest", "default"), variant,
     reason, database (its state), precision and spec (",groups=G" for
-    groups > 1).  residual=True: for a call with a residual.  Loads the
-    kernel if that has not happened yet (no launch)."""
+    groups > 1).  residual=True (or the residual tensor): for a call with
+    a residual.  Loads the kernel if that has not happened yet (no
+    launch)."""
     groups = _check_groups(groups)
     stride, padding, dilation = _arguments(x, weight, stride, padding, dilation, precision)
     if x.dim() == 3:
@@ -639,6 +658,8 @@ def explain(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
     _check_params(stride, padding, dilation)
     layout = _check_tensors(x, weight, bias, groups, fake=False)
     prec = _resolve_precision(precision)
+    if isinstance(residual, torch.Tensor):  # the tensor conv2d would take: a call with one
+        residual = True
     p = _problem(x, weight, bias, stride, padding, dilation, groups, prec, _check_act(act),
                  layout, bool(residual))
     ctx = context(x.device)
@@ -675,7 +696,7 @@ class _Repeat:
     _forward_packed, kept to be repeated: a call with x of the same type,
     shape, strides and device, the same weight and bias (each the same
     object at the same address and version), the same settings, the same
-    context, cudnn.allow_tf32 for precision "auto", and nothing that
+    context, PyTorch's TF32 setting for precision "auto", and nothing that
     _needs_op or graph capture would see, checks none of that again: it
     allocates y and launches.  At batch 1 a convolution's GPU time is
     shorter than the checked call's host time (a ResNet-50 runs 53 in a
@@ -702,7 +723,7 @@ class _Repeat:
         self.weight, self.w_state = weakref.ref(w), (w.data_ptr(), w._version)
         self.bias = weakref.ref(b) if b is not None else self._none
         self.b_state = (b.data_ptr(), b._version) if b is not None else None
-        self.tf32 = torch.backends.cudnn.allow_tf32 if module.precision == "auto" else None
+        self.tf32 = _cudnn_conv_tf32() if module.precision == "auto" else None
         self.ctx = ctx
         self.y_shape = y.shape
         self.y_format = (torch.channels_last if _layout(y) == "nhwc"
@@ -731,7 +752,7 @@ class _Repeat:
                 or b is not self.bias()
                 or (b is not None and (b.data_ptr(), b._version) != self.b_state)
                 or _settings(module) != self.settings
-                or (self.tf32 is not None and torch.backends.cudnn.allow_tf32 != self.tf32)
+                or (self.tf32 is not None and _cudnn_conv_tf32() != self.tf32)
                 or _state["contexts"].get(self.index) is not self.ctx
                 or _dispatch_wanted() or _grad_wanted(x, w, b, residual)
                 or torch._C._cuda_isCurrentStreamCapturing()):
@@ -827,6 +848,9 @@ class Conv2d(nn.Conv2d):
             raise UnsupportedError("dtype=%s: convtune runs float32 convolutions only" % dtype)
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, device, dtype)
+        if self.weight.dtype != torch.float32:  # torch's default dtype, where dtype is None
+            raise UnsupportedError("dtype=%s (torch's default dtype): convtune runs float32 "
+                                   "convolutions only" % self.weight.dtype)
         _check_int_arguments(self)  # TypeError for a float, not truncated
         self.precision = _check_precision(precision)
         self.act = _check_act(act)
@@ -843,13 +867,16 @@ class Conv2d(nn.Conv2d):
                   dtype=module.weight.dtype, precision=precision, act=act,
                   pack_weights=pack_weights)
         new.load_state_dict(module.state_dict())
+        for name, param in new.named_parameters():  # frozen parameters stay frozen
+            param.requires_grad_(module.get_parameter(name).requires_grad)
         if _layout(module.weight) == "nhwc":  # a channels_last model keeps its format
             new.weight.data = new.weight.data.contiguous(memory_format=torch.channels_last)
         new.train(module.training)
         return new
 
     def forward(self, input, residual=None):
-        if input.dim() == 4 and _layout(input) is None:  # a strided view, as nn.Conv2d takes
+        if (not input.is_contiguous() and  # a strided view, as nn.Conv2d takes
+                (input.dim() != 4 or _layout(input) is None)):
             input = input.contiguous()
         if not torch.compiler.is_compiling():
             again = _repeats.get(self)
@@ -1019,8 +1046,8 @@ def collect(model, *example_inputs, precision="auto", fold_bn=True, fuse_relu=Tr
     (convtune.torch.Conv2d included), where the model and inputs are (shapes
     are all it records; a model holding convtune Conv2d modules runs on
     CUDA only).
-    precision: "tf32", "fp32" or "auto" (tf32 when
-    torch.backends.cudnn.allow_tf32 is set, read now).
+    precision: "tf32", "fp32" or "auto" (tf32 where PyTorch lets cuDNN's
+    convolutions use TF32, _cudnn_conv_tf32, read now).
     fold_bn, fuse_relu, fuse_residual, grouped, channels_last: the
     problems of the model as patch() runs it with the same flags (grouped:
     its grouped convolutions too, else they are skipped; channels_last:

@@ -1025,3 +1025,53 @@ def test_inplace_needs_a_model_around_the_convolution(lib):
     with pytest.raises(ValueError, match="lone nn.Conv2d"):
         ct.patch(nn.Conv2d(3, 4, 3).eval(), fold_bn=False, fuse_relu=False,
                  fuse_residual=False, inplace=True)
+
+
+@pytest.mark.skipif(not hasattr(getattr(torch.backends.cudnn, "conv", None), "fp32_precision"),
+                    reason="this torch has no per-operator TF32 settings (torch < 2.9)")
+def test_precision_auto_reads_the_per_operator_tf32_setting():
+    conv, rnn = torch.backends.cudnn.conv, torch.backends.cudnn.rnn
+    old = conv.fp32_precision, rnn.fp32_precision
+    x = torch.randn(1, 4, 9, 9)
+    try:
+        for setting, want in (("ieee", "fp32"), ("tf32", "tf32")):
+            conv.fp32_precision = setting  # RNNs' differ: allow_tf32 would raise
+            rnn.fp32_precision = "tf32" if setting == "ieee" else "ieee"
+            assert ct.collect(nn.Conv2d(4, 6, 3), x)["precision"] == want
+    finally:
+        conv.fp32_precision, rnn.fp32_precision = old
+
+
+def test_conv2d_module_edges(lib):
+    # padding="same" traces (its padding an int, not a traced size).
+    m = ct.Conv2d(4, 6, 3, padding="same", device="meta")
+    traced = torch.jit.trace(m, torch.empty(2, 4, 9, 7, device="meta"), check_trace=False)
+    assert traced(torch.empty(2, 4, 9, 7, device="meta")).shape == (2, 6, 9, 7)
+    # An unbatched strided view is copied, as a batched one is.
+    seen = []
+
+    def conv2d(x, *args, **kwargs):
+        seen.append(x.is_contiguous())
+        return _cpu_conv2d(x, *args, **kwargs)
+
+    m = ct.Conv2d(4, 6, 3, padding=1)
+    x = torch.randn(8, 8, 8)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ct, "conv2d", conv2d)
+        with torch.no_grad():
+            assert torch.allclose(m(x[::2]), F.conv2d(x[::2], m.weight, m.bias, padding=1),
+                                  rtol=1e-5, atol=1e-6)
+    assert seen == [True]
+    # A float64 default dtype is refused at construction, as dtype=torch.float64 is.
+    old = torch.get_default_dtype()
+    try:
+        torch.set_default_dtype(torch.float64)
+        with pytest.raises(ct.UnsupportedError, match="float32 convolutions only"):
+            ct.Conv2d(3, 6, 3)
+    finally:
+        torch.set_default_dtype(old)
+    # from_module keeps frozen parameters frozen.
+    plain = nn.Conv2d(3, 6, 3)
+    plain.weight.requires_grad_(False)
+    new = ct.Conv2d.from_module(plain)
+    assert (new.weight.requires_grad, new.bias.requires_grad) == (False, True)
