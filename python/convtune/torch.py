@@ -857,10 +857,19 @@ class Conv2d(nn.Conv2d):
         self.pack_weights = bool(pack_weights)
 
     @classmethod
-    def from_module(cls, module, precision="auto", act="none", pack_weights=False):
+    def from_module(cls, module, precision=None, act=None, pack_weights=None):
         """A Conv2d with the configuration and a copy of the parameters of
         the nn.Conv2d `module` (UnsupportedError where it cannot be one; a
-        channels_last weight stays channels_last), then `act`."""
+        channels_last weight stays channels_last), then `act`.  precision,
+        act and pack_weights left None are module's own where it is a
+        Conv2d, else "auto", "none" and False."""
+        own = isinstance(module, Conv2d)
+        if precision is None:
+            precision = module.precision if own else "auto"
+        if act is None:
+            act = module.act if own else "none"
+        if pack_weights is None:
+            pack_weights = module.pack_weights if own else False
         new = cls(module.in_channels, module.out_channels, module.kernel_size,
                   module.stride, module.padding, module.dilation, module.groups,
                   module.bias is not None, module.padding_mode, device=module.weight.device,

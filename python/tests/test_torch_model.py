@@ -1075,3 +1075,9 @@ def test_conv2d_module_edges(lib):
     plain.weight.requires_grad_(False)
     new = ct.Conv2d.from_module(plain)
     assert (new.weight.requires_grad, new.bias.requires_grad) == (False, True)
+    assert (new.precision, new.act, new.pack_weights) == ("auto", "none", False)
+    # A Conv2d's settings carry over unless given.
+    ours = ct.Conv2d(3, 6, 3, precision="fp32", act="relu6", pack_weights=True)
+    again = ct.Conv2d.from_module(ours)
+    assert (again.precision, again.act, again.pack_weights) == ("fp32", "relu6", True)
+    assert ct.Conv2d.from_module(ours, act="none").act == "none"
