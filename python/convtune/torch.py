@@ -57,7 +57,8 @@ Layouts: a contiguous x runs NCHW, a channels_last x NHWC (layout=nhwc in
 the spec; the output is channels_last too); a weight in the other memory
 format is copied into x's for each call (patch() and
 model.to(memory_format=torch.channels_last) give weights in the model's).
-A tensor that is both (C = 1, or H = W = 1) reads as NCHW.
+An x that is both (C = 1, or H = W = 1) runs NHWC where x or the weight
+was made channels_last (strides exactly that format's), else NCHW.
 
 Groups: any groups F.conv2d takes (groups dividing C and K; weight of
 shape (K, C / groups, R, S); depthwise: groups = C, K a multiple of C),
@@ -272,6 +273,28 @@ def _layout(t):
     return None
 
 
+def _made_channels_last(t):
+    """A 4-D t whose strides are exactly channels_last's and not a
+    contiguous tensor's (e.g. .to(memory_format=torch.channels_last) of
+    one with C = 1): _layout reads such a tensor as NCHW, its sizes
+    allowing both."""
+    n, c, h, w = t.shape
+    return t.stride() == (h * w * c, 1, w * c, c) != (c * h * w, h * w, w, 1)
+
+
+def _x_layout(x, weight):
+    """x's layout (_layout), except where x reads as both (C = 1, or H = W
+    = 1) and x or the weight was made channels_last: then NHWC, as
+    PyTorch's convolutions choose there, so that a channels_last model
+    stays channels_last past a one-channel input."""
+    layout = _layout(x)
+    if (layout == "nchw" and x.is_contiguous(memory_format=torch.channels_last) and
+            (_made_channels_last(x) or _layout(weight) == "nhwc" or
+             _made_channels_last(weight))):
+        return "nhwc"
+    return layout
+
+
 def _weight_in(weight, layout):
     """weight in the memory format of x's layout: itself, or a copy."""
     if _layout(weight) == layout:
@@ -285,7 +308,7 @@ def _check_tensors(x, weight, bias, groups, fake):
     the tensors are what the library runs: float32, x and weight dense NCHW
     or channels_last (_layout), bias dense, on x's CUDA device (meta also
     allowed when fake), weight (K, C / groups, R, S) for x's C channels
-    with groups dividing K.  Returns x's layout."""
+    with groups dividing K.  Returns x's layout (_x_layout)."""
     tensors = [("x", x), ("weight", weight)] + ([("bias", bias)] if bias is not None else [])
     for name, t in tensors:
         if t.dtype != torch.float32:
@@ -319,7 +342,7 @@ def _check_tensors(x, weight, bias, groups, fake):
                                    % (name, t.device))
         if t.device != x.device:
             raise UnsupportedError("%s is on %s but x is on %s" % (name, t.device, x.device))
-    return _layout(x)
+    return _x_layout(x, weight)
 
 
 def _output_shape(x, weight, stride, padding, dilation):
@@ -1029,7 +1052,7 @@ def _collected_problem(module, x, precision, act="none", residual=None):
         x = x.unsqueeze(0)
     if x.dim() != 4:
         return None, 0, "input of shape %s: not (N, C, H, W) or (C, H, W)" % (tuple(x.shape),)
-    layout = _layout(x) or "nchw"  # Conv2d makes a strided view contiguous
+    layout = _x_layout(x, weight) or "nchw"  # Conv2d makes a strided view contiguous
     try:
         stride, padding, dilation = _arguments(x, weight, module.stride, module.padding,
                                                module.dilation, precision)

@@ -1081,3 +1081,22 @@ def test_conv2d_module_edges(lib):
     again = ct.Conv2d.from_module(ours)
     assert (again.precision, again.act, again.pack_weights) == ("fp32", "relu6", True)
     assert ct.Conv2d.from_module(ours, act="none").act == "none"
+
+
+def test_one_channel_input_follows_a_channels_last_weight(lib):
+    x = torch.empty(2, 1, 16, 16, device="meta")  # reads as NCHW and as NHWC
+    w = torch.empty(8, 1, 3, 3, device="meta")
+    assert ct.conv2d(x, w, padding=1).is_contiguous()
+    cl = w.to(memory_format=torch.channels_last)  # strides (9, 1, 3, 1)
+    y = ct.conv2d(x, cl, padding=1)
+    assert y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()
+    # patch(channels_last=True) stays channels_last past a one-channel input,
+    # its second layer reading its own weights' format (no copy a call).
+    m = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1)).eval()
+    p, _ = ct.patch(m, channels_last=True, fold_bn=False, fuse_relu=False, fuse_residual=False)
+    p = p.to("meta")
+    h = p[0](x)
+    assert not h.is_contiguous() and ct._layout(h) == ct._layout(p[1].weight) == "nhwc"
+    got = ct.collect(m, torch.randn(2, 1, 16, 16), channels_last=True, fold_bn=False,
+                     fuse_relu=False, fuse_residual=False)
+    assert [s.endswith(",layout=nhwc") for s in specs(got)] == [True, True]
