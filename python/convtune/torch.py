@@ -907,6 +907,9 @@ class Conv2d(nn.Conv2d):
         return new
 
     def forward(self, input, residual=None):
+        if self.padding_mode != "zeros":  # set after construction, which checks it
+            raise UnsupportedError("padding_mode=%r: convtune pads with zeros only"
+                                   % self.padding_mode)
         if (not input.is_contiguous() and  # a strided view, as nn.Conv2d takes
                 (input.dim() != 4 or _layout(input) is None)):
             input = input.contiguous()

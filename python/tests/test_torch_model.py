@@ -1062,6 +1062,10 @@ def test_conv2d_module_edges(lib):
             assert torch.allclose(m(x[::2]), F.conv2d(x[::2], m.weight, m.bias, padding=1),
                                   rtol=1e-5, atol=1e-6)
     assert seen == [True]
+    # A padding_mode changed after construction is refused at the call.
+    m.padding_mode = "reflect"
+    with pytest.raises(ct.UnsupportedError, match="padding_mode='reflect'"):
+        m(x)
     # A float64 default dtype is refused at construction, as dtype=torch.float64 is.
     old = torch.get_default_dtype()
     try:
