@@ -199,19 +199,16 @@ _ACT_FUNCTIONS = {"none": lambda y: y, "relu": torch.relu, "relu6": F.relu6}
 
 
 def _cudnn_conv_tf32():
-    """Whether PyTorch lets its cuDNN convolutions use TF32: the
-    convolutions' own setting (torch >= 2.9,
-    torch.backends.cudnn.conv.fp32_precision "tf32" or "ieee") where it
-    says, else torch.backends.cudnn.allow_tf32.  Reading the latter raises
-    once the settings of convolutions and RNNs differ: then cuDNN's
-    default, TF32."""
-    precision = getattr(getattr(torch.backends.cudnn, "conv", None), "fp32_precision", None)
-    if precision in ("tf32", "ieee"):
-        return precision == "tf32"
+    """Whether PyTorch lets its cuDNN convolutions use TF32:
+    torch.backends.cudnn.allow_tf32 (read on every call of a Conv2d: the
+    cheap read), which torch >= 2.9 refuses once its per-operator settings
+    for convolutions and RNNs differ; then the convolutions' own,
+    torch.backends.cudnn.conv.fp32_precision ("ieee": no; "tf32", or
+    "none" left to cuDNN's default: yes)."""
     try:
         return torch.backends.cudnn.allow_tf32
     except RuntimeError:
-        return True
+        return torch.backends.cudnn.conv.fp32_precision != "ieee"
 
 
 def _resolve_precision(precision):
@@ -711,7 +708,7 @@ def _settings(module):
     parametrizing a module changes it)."""
     return (type(module), module.training, getattr(module, "pack_weights", False),
             module.stride, module.padding, module.dilation, module.groups, module.precision,
-            module.act, getattr(module, "residual_inplace", False))
+            module.act, getattr(module, "residual_inplace", False), module.padding_mode)
 
 
 class _Repeat:
@@ -907,18 +904,18 @@ class Conv2d(nn.Conv2d):
         return new
 
     def forward(self, input, residual=None):
-        if self.padding_mode != "zeros":  # set after construction, which checks it
-            raise UnsupportedError("padding_mode=%r: convtune pads with zeros only"
-                                   % self.padding_mode)
-        if (not input.is_contiguous() and  # a strided view, as nn.Conv2d takes
-                (input.dim() != 4 or _layout(input) is None)):
-            input = input.contiguous()
         if not torch.compiler.is_compiling():
             again = _repeats.get(self)
             if again is not None:
                 y = again(self, input, residual)
                 if y is not None:
                     return y
+        if self.padding_mode != "zeros":  # set after construction, which checks it
+            raise UnsupportedError("padding_mode=%r: convtune pads with zeros only"
+                                   % self.padding_mode)
+        if (not input.is_contiguous() and  # a strided view, as nn.Conv2d takes
+                (input.dim() != 4 or _layout(input) is None)):
+            input = input.contiguous()
         if residual is not None and not _takes_residual(self, input, residual):
             y = conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                        self.groups, precision=self.precision) + residual
