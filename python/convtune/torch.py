@@ -49,9 +49,10 @@ extension is compiled against PyTorch).
 
 precision: "tf32" (TF32 tensor-core products, PyTorch's default for
 convolutions), "fp32" (IEEE-fp32-class accuracy) or "auto": tf32 where
-PyTorch lets cuDNN's convolutions use TF32 (torch.backends.cudnn.conv.
-fp32_precision "tf32", or torch.backends.cudnn.allow_tf32 where that says
-nothing), else fp32, read each time the op runs.
+PyTorch lets cuDNN's convolutions use TF32 (torch.backends.cudnn.allow_tf32,
+or torch.backends.cudnn.conv.fp32_precision where the per-operator
+settings of convolutions and RNNs differ), else fp32, read each time the
+op runs.
 
 Layouts: a contiguous x runs NCHW, a channels_last x NHWC (layout=nhwc in
 the spec; the output is channels_last too); a weight in the other memory
