@@ -1041,10 +1041,9 @@ def _collected_problem(module, x, precision, act="none", residual=None):
     input x (its activation fused when act is "relu" or "relu6"; residual:
     the residual it is called with, residual=1 where the kernel takes it,
     _residual_fits, and where it does not, act none: the module adds it and
-    applies the activation in torch), or (None, 0, reason) where convtune cannot run it."""
-    reason = _conv_config_reason(module)
-    if reason is not None:
-        return None, 0, reason
+    applies the activation in torch), or (None, 0, reason) where convtune cannot run it.
+    The module's own reasons (_unsupported_module, its configuration among
+    them) the caller checked."""
     if x.dtype != torch.float32:
         return None, 0, "input is %s: convtune runs float32 convolutions only" % x.dtype
     weight, bias = module.weight, module.bias
